@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli.h"
+
+#include <QCoreApplication>
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("idempo"));
+    return idempo::cli::run(QCoreApplication::arguments());
+}

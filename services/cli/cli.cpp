@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli.h"
+
+#include "bench.h"
+#include "engine.h"
+#include "error.h"
+#include "jsonview.h"
+#include "ledgerfactory.h"
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <QCommandLineParser>
+#include <QDateTime>
+#include <QFile>
+
+namespace idempo::cli {
+namespace {
+
+/// A command-line mistake: printed with the usage hint, exit 64.
+struct UsageError
+{
+    std::string message;
+};
+
+const char *kExitCodesHelp = R"(Exit codes:
+  0   done (including outcomes claimed and replayed)
+  64  usage error
+  65  refused input or write: payload_mismatch, invalid key or JSON, payload too large,
+      stale_lease, illegal transition, unknown key
+  69  ledger unreachable or unusable (including a newer schema)
+  70  internal error
+  75  do not execute now: in_progress, retry_later, reconcile_required
+)";
+
+class Context final
+{
+public:
+    QCommandLineParser parser;
+    bool json = false;
+    std::string ns = "default";
+
+    Engine &engine()
+    {
+        if (!m_engine) {
+            QString url = parser.value(QStringLiteral("ledger"));
+            if (url.isEmpty())
+                url = qEnvironmentVariable("IDEMPO_LEDGER");
+            if (url.isEmpty())
+                url = defaultLedgerUrl();
+            Engine::Settings settings;
+            if (parser.isSet(QStringLiteral("retention")))
+                settings.retentionMs = secondsOption(QStringLiteral("retention"));
+            m_engine = std::make_unique<Engine>(openLedger(url), settings, RetryPolicy{});
+        }
+        return *m_engine;
+    }
+
+    QString positional(int index, const char *name) const
+    {
+        const QStringList args = parser.positionalArguments();
+        if (index >= args.size())
+            throw UsageError{std::string("missing ") + name};
+        return args.at(index);
+    }
+
+    std::string key() const { return positional(1, "KEY").toStdString(); }
+
+    std::int64_t integerOption(const QString &name) const
+    {
+        bool ok = false;
+        const qlonglong v = parser.value(name).toLongLong(&ok);
+        if (!ok)
+            throw UsageError{"--" + name.toStdString() + " needs a whole number, not '"
+                             + parser.value(name).toStdString() + "'"};
+        return v;
+    }
+
+    /// Seconds (may be fractional) → milliseconds.
+    std::int64_t secondsOption(const QString &name) const
+    {
+        bool ok = false;
+        const double v = parser.value(name).toDouble(&ok);
+        if (!ok || v < 0 || v > 1e9)
+            throw UsageError{"--" + name.toStdString() + " needs a number of seconds, not '"
+                             + parser.value(name).toStdString() + "'"};
+        return static_cast<std::int64_t>(v * 1000.0);
+    }
+
+    std::int64_t token() const
+    {
+        if (!parser.isSet(QStringLiteral("token")))
+            throw UsageError{"missing --token (the fencing token the claim returned)"};
+        return integerOption(QStringLiteral("token"));
+    }
+
+    /// A JSON argument: inline text, `@FILE`, or `@-` for standard input.
+    std::string jsonArgument(const QString &name) const
+    {
+        const QString value = parser.value(name);
+        if (!value.startsWith(QLatin1Char('@')))
+            return value.toStdString();
+        QFile file;
+        const QString path = value.mid(1);
+        const bool opened = path == QLatin1String("-") ? file.open(stdin, QIODevice::ReadOnly)
+                                                       : (file.setFileName(path), file.open(QIODevice::ReadOnly));
+        if (!opened)
+            throw UsageError{"cannot read --" + name.toStdString() + " file '" + path.toStdString()
+                             + "': " + file.errorString().toStdString()};
+        return file.readAll().toStdString();
+    }
+
+    void print(const nlohmann::json &j, const std::string &human) const
+    {
+        std::cout << (json ? j.dump() : human) << '\n';
+    }
+
+private:
+    std::unique_ptr<Engine> m_engine;
+};
+
+std::string when(std::optional<std::int64_t> ms)
+{
+    const auto j = timestampJson(ms);
+    return j.is_null() ? std::string("-") : j.get<std::string>();
+}
+
+std::string describe(const Operation &op)
+{
+    std::string s = op.key + "  " + std::string(stateName(op.state)) + "  kind=" + std::string(toolKindName(op.kind))
+                    + "  token=" + std::to_string(op.fencingToken) + "  attempt=" + std::to_string(op.attempt) + "/"
+                    + std::to_string(op.maxAttempts);
+    if (op.state == OperationState::Dispatching)
+        s += "  owner=" + op.leaseOwner + "  lease_until=" + when(op.leaseExpiresAtMs);
+    if (op.nextAttemptAtMs)
+        s += "  next_attempt=" + when(op.nextAttemptAtMs);
+    if (op.errorClass)
+        s += "  error=" + std::string(errorClassName(*op.errorClass)) + (op.errorDetail.empty() ? "" : ": " + op.errorDetail);
+    return s;
+}
+
+int exitFor(ClaimOutcome outcome)
+{
+    switch (outcome) {
+    case ClaimOutcome::Claimed:
+    case ClaimOutcome::Replayed:
+        return ExitOk;
+    case ClaimOutcome::PayloadMismatch:
+        return ExitRefused;
+    case ClaimOutcome::InProgress:
+    case ClaimOutcome::RetryLater:
+    case ClaimOutcome::ReconcileRequired:
+        return ExitTempFail;
+    }
+    return ExitInternal;
+}
+
+int exitFor(ErrorCode code)
+{
+    switch (code) {
+    case ErrorCode::LedgerUnavailable:
+    case ErrorCode::SchemaMismatch:
+        return ExitUnavailable;
+    case ErrorCode::Internal:
+        return ExitInternal;
+    default:
+        return ExitRefused;
+    }
+}
+
+using Handler = std::function<int(Context &)>;
+
+struct Command
+{
+    const char *synopsis;
+    const char *summary;
+    std::vector<QCommandLineOption> options;
+    Handler handler;
+};
+
+QCommandLineOption opt(const char *name, const char *help, const char *valueName = nullptr)
+{
+    return valueName ? QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(help), QString::fromLatin1(valueName))
+                     : QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(help));
+}
+
+int cmdInit(Context &c)
+{
+    LedgerStore &store = c.engine().store();
+    store.migrate();
+    const int version = store.schemaVersion();
+    c.print({{"ledger", store.describe()}, {"schema_version", version}},
+            "ledger " + store.describe() + " ready (schema version " + std::to_string(version) + ")");
+    return ExitOk;
+}
+
+int cmdClaim(Context &c)
+{
+    ClaimInput in;
+    in.ns = c.ns;
+    in.key = c.key();
+    if (!c.parser.isSet(QStringLiteral("payload")))
+        throw UsageError{"missing --payload JSON (or @FILE)"};
+    in.payloadJson = c.jsonArgument(QStringLiteral("payload"));
+    if (c.parser.isSet(QStringLiteral("kind"))) {
+        const auto kind = parseToolKind(c.parser.value(QStringLiteral("kind")).toStdString());
+        if (!kind)
+            throw UsageError{"--kind must be read, idempotent_write or protected_write"};
+        in.kind = *kind;
+    }
+    in.owner = c.parser.value(QStringLiteral("owner")).toStdString();
+    if (c.parser.isSet(QStringLiteral("lease")))
+        in.leaseMs = c.secondsOption(QStringLiteral("lease"));
+    in.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    in.stepId = c.parser.value(QStringLiteral("step")).toStdString();
+    in.target = c.parser.value(QStringLiteral("target")).toStdString();
+    if (c.parser.isSet(QStringLiteral("max-attempts")))
+        in.maxAttempts = static_cast<int>(c.integerOption(QStringLiteral("max-attempts")));
+    in.requiresApproval = c.parser.isSet(QStringLiteral("requires-approval"));
+    for (const QString &list : c.parser.values(QStringLiteral("fingerprint-fields")))
+        for (const QString &pointer : list.split(QLatin1Char(','), Qt::SkipEmptyParts))
+            in.fingerprintFields.push_back(pointer.trimmed().toStdString());
+
+    const ClaimResult result = c.engine().claim(in);
+    const Operation &op = result.operation;
+    std::string human = std::string(claimOutcomeName(result.outcome)) + "  " + describe(op);
+    if (result.outcome == ClaimOutcome::Replayed && !op.result.empty())
+        human += "\nresult: " + op.result;
+    c.print(claimJson(result), human);
+    return exitFor(result.outcome);
+}
+
+int cmdComplete(Context &c)
+{
+    const Operation op = c.engine().complete(c.ns, c.key(), c.token(), c.jsonArgument(QStringLiteral("result")),
+                                             c.jsonArgument(QStringLiteral("receipt")));
+    c.print(operationJson(op), describe(op));
+    return ExitOk;
+}
+
+int cmdFail(Context &c)
+{
+    if (!c.parser.isSet(QStringLiteral("class")))
+        throw UsageError{"missing --class (transient, rate_limited, validation, auth, policy_denied, unknown_outcome)"};
+    const auto errorClass = parseErrorClass(c.parser.value(QStringLiteral("class")).toStdString());
+    if (!errorClass)
+        throw UsageError{"unknown --class '" + c.parser.value(QStringLiteral("class")).toStdString() + "'"};
+    std::optional<std::int64_t> retryAfter;
+    if (c.parser.isSet(QStringLiteral("retry-after")))
+        retryAfter = c.secondsOption(QStringLiteral("retry-after"));
+    const Operation op = c.engine().fail(c.ns, c.key(), c.token(), *errorClass,
+                                         c.parser.value(QStringLiteral("detail")).toStdString(), retryAfter);
+    c.print(operationJson(op), describe(op));
+    return ExitOk;
+}
+
+int cmdHeartbeat(Context &c)
+{
+    std::optional<std::int64_t> lease;
+    if (c.parser.isSet(QStringLiteral("lease")))
+        lease = c.secondsOption(QStringLiteral("lease"));
+    const Operation op = c.engine().heartbeat(c.ns, c.key(), c.token(), lease);
+    c.print(operationJson(op), describe(op));
+    return ExitOk;
+}
+
+int cmdShow(Context &c)
+{
+    const Operation op = c.engine().get(c.ns, c.key());
+    std::string human = describe(op) + "\nrun=" + op.runId + " step=" + op.stepId + " fingerprint=" + op.fingerprint
+                        + "\npayload: " + op.payload;
+    if (!op.result.empty())
+        human += "\nresult: " + op.result;
+    if (!op.receipt.empty())
+        human += "\nreceipt: " + op.receipt;
+    c.print(operationJson(op), human);
+    return ExitOk;
+}
+
+int cmdHistory(Context &c)
+{
+    const std::string key = c.key();
+    const Operation op = c.engine().get(c.ns, key);
+    nlohmann::json events = nlohmann::json::array();
+    std::string human;
+    for (const OperationEvent &e : c.engine().store().history(c.ns, key)) {
+        events.push_back(eventJson(e));
+        human += when(e.atMs) + "  " + (e.fromState ? std::string(stateName(*e.fromState)) : std::string("(new)"))
+                 + " -> " + std::string(stateName(e.toState)) + "  token=" + std::to_string(e.fencingToken)
+                 + "  attempt=" + std::to_string(e.attempt) + "  " + e.actor + (e.detail.empty() ? "" : "  " + e.detail)
+                 + '\n';
+    }
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"key", op.key}, {"namespace", op.ns}, {"events", events}}, human);
+    return ExitOk;
+}
+
+int cmdList(Context &c)
+{
+    ListFilter filter;
+    filter.ns = c.ns;
+    if (c.parser.isSet(QStringLiteral("state"))) {
+        filter.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
+        if (!filter.state)
+            throw UsageError{"unknown --state '" + c.parser.value(QStringLiteral("state")).toStdString() + "'"};
+    }
+    filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    if (c.parser.isSet(QStringLiteral("after")))
+        filter.afterId = c.integerOption(QStringLiteral("after"));
+    filter.limit = 50;
+    if (c.parser.isSet(QStringLiteral("limit")))
+        filter.limit = static_cast<int>(c.integerOption(QStringLiteral("limit")));
+    if (filter.limit < 1 || filter.limit > 10'000)
+        throw UsageError{"--limit must be 1..10000"};
+    const auto ops = c.engine().store().list(filter);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string human;
+    for (const Operation &op : ops) {
+        rows.push_back(operationJson(op));
+        human += describe(op) + '\n';
+    }
+    const bool full = static_cast<int>(ops.size()) == filter.limit;
+    nlohmann::json next = full ? nlohmann::json(ops.back().id) : nlohmann::json();
+    if (full)
+        human += "(more: --after " + std::to_string(ops.back().id) + ")\n";
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"operations", rows}, {"next_after", next}}, human.empty() ? "no operations" : human);
+    return ExitOk;
+}
+
+int cmdPurge(Context &c)
+{
+    const std::int64_t purged = c.engine().store().purgeExpired();
+    c.print({{"purged", purged}}, "purged " + std::to_string(purged) + " expired operation(s)");
+    return ExitOk;
+}
+
+int cmdMetrics(Context &c)
+{
+    LedgerStore &store = c.engine().store();
+    const nlohmann::json m = metricsJson(store.metrics(), store.nowMs());
+    std::string human;
+    for (const auto &[state, count] : m["operations_by_state"].items())
+        human += state + ": " + count.dump() + '\n';
+    human += "suppressions: " + m["suppressions_total"].dump() + "  leases live/lapsed: " + m["leases_live"].dump()
+             + "/" + m["leases_lapsed"].dump();
+    c.print(m, human);
+    return ExitOk;
+}
+
+int cmdBench(Context &c)
+{
+    const QString what = c.positional(1, "what to benchmark (claim)");
+    if (what != QLatin1String("claim"))
+        throw UsageError{"unknown benchmark '" + what.toStdString() + "': expected claim"};
+    BenchOptions options;
+    if (c.parser.isSet(QStringLiteral("cycles")))
+        options.cycles = static_cast<int>(c.integerOption(QStringLiteral("cycles")));
+    if (c.parser.isSet(QStringLiteral("workers")))
+        options.workers = static_cast<int>(c.integerOption(QStringLiteral("workers")));
+    if (options.cycles < 1 || options.workers < 1 || options.workers > 64)
+        throw UsageError{"--cycles must be positive and --workers 1..64"};
+    const nlohmann::json report = benchClaim(c.engine(), options);
+    c.print(report, benchReportText(report));
+    return ExitOk;
+}
+
+std::map<QString, Command> commands()
+{
+    const QCommandLineOption token = opt("token", "Fencing token returned by the claim.", "N");
+    const QCommandLineOption lease = opt("lease", "Lease length in seconds (default 30).", "S");
+    return {
+        {QStringLiteral("init"), {"init", "Create or migrate the ledger.", {}, cmdInit}},
+        {QStringLiteral("claim"),
+         {"claim KEY --payload JSON|@FILE [options]",
+          "Claim the operation KEY: prints the outcome (claimed, replayed, in_progress, retry_later,\n"
+          "reconcile_required, payload_mismatch).",
+          {opt("payload", "The operation's payload: JSON text, @FILE, or @- for stdin.", "JSON"),
+           opt("kind", "read, idempotent_write or protected_write (default).", "K"),
+           opt("owner", "Lease owner (default host:pid).", "ID"), lease, opt("run", "Execution (run) id.", "R"),
+           opt("step", "Step id.", "S"), opt("target", "Target of the step.", "T"),
+           opt("fingerprint-fields", "Comma-separated JSON Pointers the fingerprint covers.", "PTRS"),
+           opt("max-attempts", "Attempt limit (default 3).", "N"),
+           opt("requires-approval", "A new operation waits in awaiting_approval.")},
+          cmdClaim}},
+        {QStringLiteral("complete"),
+         {"complete KEY --token N [--result JSON] [--receipt JSON]",
+          "Record success of the attempt holding the lease.",
+          {token, opt("result", "Result JSON, @FILE or @-.", "JSON"),
+           opt("receipt", "Provider receipt / external reference JSON.", "JSON")},
+          cmdComplete}},
+        {QStringLiteral("fail"),
+         {"fail KEY --token N --class CLASS [--detail TEXT] [--retry-after S]",
+          "Record a failed attempt; the retry policy decides what comes next.",
+          {token, opt("class", "transient, rate_limited, validation, auth, policy_denied, unknown_outcome.", "CLASS"),
+           opt("detail", "What went wrong.", "TEXT"), opt("retry-after", "Provider's Retry-After, seconds.", "S")},
+          cmdFail}},
+        {QStringLiteral("heartbeat"),
+         {"heartbeat KEY --token N [--lease S]", "Extend the lease.", {token, lease}, cmdHeartbeat}},
+        {QStringLiteral("show"), {"show KEY", "Print the operation record.", {}, cmdShow}},
+        {QStringLiteral("history"), {"history KEY", "Print the operation's state history.", {}, cmdHistory}},
+        {QStringLiteral("list"),
+         {"list [--state S] [--run R] [--key-prefix P] [--limit N] [--after ID]",
+          "List operations, oldest first, a page at a time.",
+          {opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),
+           opt("key-prefix", "Only keys starting with P.", "P"), opt("limit", "Page size (default 50).", "N"),
+           opt("after", "Continue after this id (the previous page's next_after).", "ID")},
+          cmdList}},
+        {QStringLiteral("purge"), {"purge", "Remove operations whose retention expired.", {}, cmdPurge}},
+        {QStringLiteral("metrics"), {"metrics", "Counts by state, suppressions, leases.", {}, cmdMetrics}},
+        {QStringLiteral("bench"),
+         {"bench claim [--cycles N] [--workers W]",
+          "Claim/complete throughput beside the same raw SQL statements.",
+          {opt("cycles", "Claim/complete cycles per run (default 2000).", "N"),
+           opt("workers", "Concurrent workers (default 1).", "W")},
+          cmdBench}},
+    };
+}
+
+std::vector<QCommandLineOption> globalOptions()
+{
+    return {opt("ledger", "Ledger URL: sqlite:PATH (default $IDEMPO_LEDGER, else the embedded ledger).", "URL"),
+            opt("namespace", "Key namespace (default $IDEMPO_NAMESPACE, else 'default').", "NS"),
+            opt("json", "Print one JSON object on stdout."),
+            opt("retention", "Keep final records this many seconds (default 86400).", "S"),
+            opt("verbose", "Log engine activity on stderr.")};
+}
+
+std::string helpText(const std::map<QString, Command> &all)
+{
+    std::string s = "Usage: idempo [--ledger URL] [--namespace NS] [--json] COMMAND [ARGS]\n\n"
+                    "Runs each consequential step of an agent workflow at most once.\n\nCommands:\n";
+    for (const auto &[name, command] : all)
+        s += "  " + std::string(command.synopsis) + "\n      " + QString::fromLatin1(command.summary).replace(QLatin1Char('\n'), QStringLiteral("\n      ")).toStdString() + '\n';
+    s += "\nGlobal options:\n";
+    for (const auto &o : globalOptions())
+        s += "  --" + o.names().first().toStdString() + (o.valueName().isEmpty() ? "" : " " + o.valueName().toStdString())
+             + "\n      " + o.description().toStdString() + '\n';
+    s += "\nRun 'idempo COMMAND --help' for a command's options.\n\n";
+    s += kExitCodesHelp;
+    return s;
+}
+
+void reportError(bool json, const std::string &code, const std::string &message)
+{
+    if (json)
+        std::cout << nlohmann::json{{"error", code}, {"message", message}}.dump() << '\n';
+    std::cerr << "idempo: " << message << '\n';
+}
+
+void setUpLogging(bool verbose)
+{
+    auto logger = spdlog::stderr_color_mt("idempo");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+    const QByteArray level = qgetenv("IDEMPO_LOG_LEVEL");
+    spdlog::set_level(verbose ? spdlog::level::info
+                              : (level.isEmpty() ? spdlog::level::warn : spdlog::level::from_str(level.toStdString())));
+}
+
+} // namespace
+
+int run(const QStringList &arguments)
+{
+    const auto all = commands();
+    const auto globals = globalOptions();
+
+    // First pass: global options up to the command word; the rest is the command's.
+    QCommandLineParser first;
+    for (const auto &o : globals)
+        first.addOption(o);
+    first.addOption(opt("help", "Show help."));
+    first.addOption(opt("version", "Show the version."));
+    first.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
+    const bool wantsJson = arguments.contains(QStringLiteral("--json"));
+    if (!first.parse(arguments)) {
+        reportError(wantsJson, "usage", first.errorText().toStdString() + " (see idempo --help)");
+        return ExitUsage;
+    }
+    if (first.isSet(QStringLiteral("version"))) {
+        std::cout << "idempo " << IDEMPO_VERSION << '\n';
+        return ExitOk;
+    }
+    const QStringList rest = first.positionalArguments();
+    if (rest.isEmpty() || first.isSet(QStringLiteral("help"))) {
+        (rest.isEmpty() && !first.isSet(QStringLiteral("help")) ? std::cerr : std::cout) << helpText(all);
+        return first.isSet(QStringLiteral("help")) ? ExitOk : ExitUsage;
+    }
+    const auto found = all.find(rest.first());
+    if (found == all.end()) {
+        reportError(wantsJson, "usage", "unknown command '" + rest.first().toStdString() + "' (see idempo --help)");
+        return ExitUsage;
+    }
+    const Command &command = found->second;
+
+    Context c;
+    for (const auto &o : globals)
+        c.parser.addOption(o);
+    for (const auto &o : command.options)
+        c.parser.addOption(o);
+    c.parser.addOption(opt("help", "Show help."));
+    if (!c.parser.parse(arguments)) {
+        reportError(wantsJson, "usage", c.parser.errorText().toStdString() + " (see idempo " + rest.first().toStdString() + " --help)");
+        return ExitUsage;
+    }
+    if (c.parser.isSet(QStringLiteral("help"))) {
+        std::string s = std::string("Usage: idempo ") + command.synopsis + "\n\n" + command.summary + "\n\nOptions:\n";
+        for (const auto &o : command.options)
+            s += "  --" + o.names().first().toStdString() + (o.valueName().isEmpty() ? "" : " " + o.valueName().toStdString())
+                 + "\n      " + o.description().toStdString() + '\n';
+        std::cout << s << '\n' << kExitCodesHelp;
+        return ExitOk;
+    }
+    c.json = c.parser.isSet(QStringLiteral("json"));
+    QString ns = c.parser.value(QStringLiteral("namespace"));
+    if (ns.isEmpty())
+        ns = qEnvironmentVariable("IDEMPO_NAMESPACE", QStringLiteral("default"));
+    c.ns = ns.toStdString();
+    setUpLogging(c.parser.isSet(QStringLiteral("verbose")));
+
+    try {
+        return command.handler(c);
+    } catch (const UsageError &e) {
+        reportError(c.json, "usage", e.message + " (see idempo " + rest.first().toStdString() + " --help)");
+        return ExitUsage;
+    } catch (const Error &e) {
+        reportError(c.json, errorCodeName(e.code()), e.what());
+        return exitFor(e.code());
+    } catch (const std::exception &e) {
+        reportError(c.json, "internal", e.what());
+        return ExitInternal;
+    }
+}
+
+} // namespace idempo::cli

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "jsonview.h"
+
+#include <QDateTime>
+
+namespace idempo::cli {
+namespace {
+
+nlohmann::json embedded(const std::string &canonical)
+{
+    return canonical.empty() ? nlohmann::json() : nlohmann::json::parse(canonical);
+}
+
+nlohmann::json text(std::string_view s) { return std::string(s); }
+
+} // namespace
+
+nlohmann::json timestampJson(std::optional<std::int64_t> ms)
+{
+    if (!ms)
+        return nullptr;
+    return QDateTime::fromMSecsSinceEpoch(*ms, Qt::UTC).toString(Qt::ISODateWithMs).toStdString();
+}
+
+nlohmann::json operationJson(const Operation &op)
+{
+    return {
+        {"id", op.id},
+        {"namespace", op.ns},
+        {"key", op.key},
+        {"run_id", op.runId},
+        {"step_id", op.stepId},
+        {"target", op.target},
+        {"tool_kind", text(toolKindName(op.kind))},
+        {"state", text(stateName(op.state))},
+        {"payload", embedded(op.payload)},
+        {"payload_fingerprint", op.fingerprint},
+        {"fingerprint_fields", op.fingerprintFields},
+        {"attempt", op.attempt},
+        {"max_attempts", op.maxAttempts},
+        {"lease_owner", op.leaseOwner},
+        {"lease_expires_at", timestampJson(op.leaseExpiresAtMs)},
+        {"fencing_token", op.fencingToken},
+        {"next_attempt_at", timestampJson(op.nextAttemptAtMs)},
+        {"error_class", op.errorClass ? text(errorClassName(*op.errorClass)) : nlohmann::json()},
+        {"error_detail", op.errorDetail},
+        {"result", embedded(op.result)},
+        {"receipt", embedded(op.receipt)},
+        {"created_at", timestampJson(op.createdAtMs)},
+        {"updated_at", timestampJson(op.updatedAtMs)},
+        {"retention_expires_at", timestampJson(op.retentionExpiresAtMs)},
+        {"operation_version", op.version},
+        {"schema_version", op.schemaVersion},
+    };
+}
+
+nlohmann::json eventJson(const OperationEvent &event)
+{
+    return {
+        {"id", event.id},
+        {"at", timestampJson(event.atMs)},
+        {"from", event.fromState ? text(stateName(*event.fromState)) : nlohmann::json()},
+        {"to", text(stateName(event.toState))},
+        {"fencing_token", event.fencingToken},
+        {"attempt", event.attempt},
+        {"actor", event.actor},
+        {"error_class", event.errorClass ? text(errorClassName(*event.errorClass)) : nlohmann::json()},
+        {"detail", event.detail},
+    };
+}
+
+nlohmann::json claimJson(const ClaimResult &result)
+{
+    const Operation &op = result.operation;
+    nlohmann::json j = {
+        {"outcome", text(claimOutcomeName(result.outcome))},
+        {"key", op.key},
+        {"namespace", op.ns},
+        {"state", text(stateName(op.state))},
+        {"fencing_token", op.fencingToken},
+        {"attempt", op.attempt},
+        {"lease_expires_at", timestampJson(op.leaseExpiresAtMs)},
+    };
+    if (result.outcome == ClaimOutcome::RetryLater)
+        j["retry_at"] = timestampJson(op.nextAttemptAtMs);
+    if (result.outcome == ClaimOutcome::Replayed) {
+        j["result"] = embedded(op.result);
+        j["receipt"] = embedded(op.receipt);
+        if (op.state == OperationState::FailedTerminal) {
+            j["error"] = {{"class", op.errorClass ? text(errorClassName(*op.errorClass)) : nlohmann::json()},
+                          {"detail", op.errorDetail}};
+        }
+    }
+    j["operation"] = operationJson(op);
+    return j;
+}
+
+nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs)
+{
+    nlohmann::json states = nlohmann::json::object();
+    for (int i = 0; i < OperationStateCount; ++i)
+        states[std::string(stateName(static_cast<OperationState>(i)))] = 0;
+    for (const auto &[state, count] : metrics.byState)
+        states[std::string(stateName(state))] = count;
+    nlohmann::json suppressions = nlohmann::json::object();
+    std::int64_t suppressed = 0;
+    for (const auto &[outcome, count] : metrics.suppressionsByOutcome) {
+        suppressions[std::string(claimOutcomeName(outcome))] = count;
+        suppressed += count;
+    }
+    return {
+        {"operations_by_state", states},
+        {"suppressions_by_outcome", suppressions},
+        {"suppressions_total", suppressed},
+        {"leases_live", metrics.leasesLive},
+        {"leases_lapsed", metrics.leasesLapsed},
+        {"oldest_confirmation_age_s", metrics.oldestPendingConfirmationMs
+                                           ? nlohmann::json((nowMs - *metrics.oldestPendingConfirmationMs) / 1000)
+                                           : nlohmann::json()},
+        {"events", metrics.events},
+    };
+}
+
+} // namespace idempo::cli

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "operation.h"
+
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo::cli {
+
+/// ISO 8601 UTC with milliseconds ("2026-11-29T12:00:00.000Z"), or null.
+nlohmann::json timestampJson(std::optional<std::int64_t> ms);
+
+/// An operation record as the CLI prints it (snake_case fields of design.md; JSON-valued
+/// fields embedded as JSON, absent ones null).
+nlohmann::json operationJson(const Operation &op);
+
+nlohmann::json eventJson(const OperationEvent &event);
+
+/// The CLI's claim answer: outcome, key, namespace, state, fencing_token, attempt,
+/// lease_expires_at, retry_at (retry_later), result and error (replayed), operation.
+nlohmann::json claimJson(const ClaimResult &result);
+
+nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs);
+
+} // namespace idempo::cli

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ledgerstore.h"
+#include "retrypolicy.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+
+/// A claim as callers state it: raw JSON text, before validation and fingerprinting.
+struct ClaimInput
+{
+    std::string ns = "default";
+    std::string key;
+    std::string payloadJson;                    ///< any JSON text (RFC 8259)
+    ToolKind kind = ToolKind::ProtectedWrite;
+    std::string owner;                          ///< lease owner; defaults to host:pid
+    std::optional<std::int64_t> leaseMs;        ///< default Engine::Settings::leaseMs
+    std::string runId;
+    std::string stepId;
+    std::string target;
+    std::vector<std::string> fingerprintFields; ///< JSON Pointers; empty = the whole payload
+    std::optional<int> maxAttempts;             ///< default Engine::Settings::maxAttempts
+    bool requiresApproval = false;
+};
+
+/// The engine: validates input, fingerprints payloads (RFC 8785 + SHA-256), applies the retry
+/// policy and drives a LedgerStore. Thread-safe when its store is. Logs operation keys and
+/// outcomes through spdlog, never payload contents.
+class Engine final
+{
+public:
+    struct Settings
+    {
+        std::int64_t leaseMs = 30'000;              ///< default lease, milliseconds
+        std::int64_t retentionMs = 24 * 3600'000;   ///< how long final records are kept, milliseconds
+        int maxAttempts = 3;
+        std::size_t maxPayloadBytes = 1024 * 1024;  ///< bytes of payload, result or receipt text
+    };
+
+    Engine(std::shared_ptr<LedgerStore> store, Settings settings, RetryPolicy policy);
+    explicit Engine(std::shared_ptr<LedgerStore> store);
+
+    LedgerStore &store() { return *m_store; }
+    const Settings &settings() const { return m_settings; }
+
+    /// Claims an operation. Throws Error(InvalidKey | InvalidJson | PayloadTooLarge |
+    /// InvalidArgument) before anything is written; every outcome, including
+    /// payload_mismatch, is a return value.
+    ClaimResult claim(const ClaimInput &input);
+
+    /// Records success under the lease `fencingToken`; `resultJson` and `receiptJson` may be
+    /// empty. Throws Error(StaleLease) when the token is not current, Error(NotFound).
+    Operation complete(const std::string &ns, const std::string &key, std::int64_t fencingToken,
+                       const std::string &resultJson, const std::string &receiptJson);
+
+    /// Records a failed attempt; the retry policy picks the next state and backoff.
+    /// `retryAfterMs` is the provider's Retry-After. Throws like complete().
+    Operation fail(const std::string &ns, const std::string &key, std::int64_t fencingToken,
+                   ErrorClass errorClass, const std::string &detail,
+                   std::optional<std::int64_t> retryAfterMs = std::nullopt);
+
+    /// Extends the lease to `leaseMs` from now (default Settings::leaseMs). Throws like complete().
+    Operation heartbeat(const std::string &ns, const std::string &key, std::int64_t fencingToken,
+                        std::optional<std::int64_t> leaseMs = std::nullopt);
+
+    /// The record, or Error(NotFound).
+    Operation get(const std::string &ns, const std::string &key);
+
+    /// Validates and canonicalises JSON text, refusing more than Settings::maxPayloadBytes.
+    /// Throws Error(InvalidJson | PayloadTooLarge); `what` names the field in messages.
+    std::string canonicalise(const std::string &json, const char *what) const;
+
+private:
+    nlohmann::json parse(const std::string &json, const char *what) const;
+
+    std::shared_ptr<LedgerStore> m_store;
+    Settings m_settings;
+    RetryPolicy m_policy;
+};
+
+/// "hostname:pid", the default lease owner.
+std::string defaultOwner();
+
+} // namespace idempo

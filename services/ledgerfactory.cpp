@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ledgerfactory.h"
+
+#include "error.h"
+#include "sqliteledgerstore.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QUrlQuery>
+
+namespace idempo {
+
+QString defaultLedgerUrl()
+{
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
+                        + QStringLiteral("/idempo");
+    return QStringLiteral("sqlite:") + dir + QStringLiteral("/ledger.db");
+}
+
+std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock)
+{
+    if (!clock)
+        clock = std::make_shared<SystemClock>();
+    if (url.startsWith(QLatin1String("sqlite:"))) {
+        QString path = url.mid(7);
+        SqliteLedgerStore::Options options;
+        const qsizetype query = path.indexOf(QLatin1Char('?'));
+        if (query >= 0) {
+            const QUrlQuery params(path.mid(query + 1));
+            path.truncate(query);
+            const QString sync = params.queryItemValue(QStringLiteral("synchronous"));
+            if (!sync.isEmpty())
+                options.synchronous = sync;
+        }
+        if (path.isEmpty())
+            throw Error(ErrorCode::InvalidArgument, "ledger URL 'sqlite:' names no file");
+        const QFileInfo info(path);
+        if (!QDir().mkpath(info.absolutePath())) {
+            throw Error(ErrorCode::LedgerUnavailable,
+                        "cannot create the ledger's folder " + info.absolutePath().toStdString());
+        }
+        return std::make_shared<SqliteLedgerStore>(info.absoluteFilePath(), std::move(clock), options);
+    }
+    throw Error(ErrorCode::InvalidArgument,
+                "unknown ledger URL '" + url.toStdString() + "': expected sqlite:PATH");
+}
+
+} // namespace idempo

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "clock.h"
+#include "ledgerstore.h"
+
+#include <QString>
+
+#include <memory>
+
+namespace idempo {
+
+/// The ledger used when neither --ledger nor IDEMPO_LEDGER names one:
+/// "sqlite:<user data dir>/ledger.db" (e.g. ~/.local/share/idempo/ledger.db).
+QString defaultLedgerUrl();
+
+/// Opens the ledger a URL names: `sqlite:PATH` (the embedded ledger; created and migrated
+/// if needed; query `?synchronous=normal` trades power-loss durability for speed).
+/// Throws Error(InvalidArgument) for an unknown scheme, Error(LedgerUnavailable) when the
+/// ledger cannot be opened, Error(SchemaMismatch) for a newer schema.
+std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
+
+} // namespace idempo

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "operation.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idempo {
+
+/// The ledger contract both stores implement (SQLite embedded, PostgreSQL shared); one contract
+/// test suite runs against each. All methods are safe to call from many threads at once, and
+/// each write is atomic: it happens entirely, with its history event or suppression, or not at
+/// all. Every method may throw Error(LedgerUnavailable) or Error(Internal) on storage failure.
+class LedgerStore
+{
+public:
+    virtual ~LedgerStore() = default;
+
+    /// The ledger's address without secrets, e.g. "sqlite:/home/me/ledger.db".
+    virtual std::string describe() const = 0;
+
+    /// Applies pending migrations. Throws Error(SchemaMismatch) when the ledger is newer
+    /// than this build.
+    virtual void migrate() = 0;
+
+    /// The ledger's schema version (0 when uninitialised).
+    virtual int schemaVersion() = 0;
+
+    /// One atomic claim (see ledgerrules.h for the rules). Every outcome other than
+    /// `claimed` is also recorded as a suppression.
+    virtual ClaimResult claim(const ClaimRequest &request) = 0;
+
+    /// One atomic compare-and-set on (state, fencing token), appended to the history.
+    /// Throws Error(NotFound), Error(StaleLease) when the token is not current or a worker's
+    /// lease is gone, Error(IllegalTransition) when the table forbids it or the state moved.
+    virtual Operation transition(const TransitionRequest &request) = 0;
+
+    virtual std::optional<Operation> find(const std::string &ns, const std::string &key) = 0;
+
+    /// The operation's history, oldest first. Empty when the key is unknown.
+    virtual std::vector<OperationEvent> history(const std::string &ns, const std::string &key) = 0;
+
+    /// A page of operations matching `filter`, ordered by id (keyset pagination).
+    virtual std::vector<Operation> list(const ListFilter &filter) = 0;
+
+    /// Suppressions with id > afterId, oldest first, at most `limit`.
+    virtual std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) = 0;
+
+    /// Removes operations whose retention expired, with their history. Returns how many.
+    virtual std::int64_t purgeExpired() = 0;
+
+    virtual LedgerMetrics metrics() = 0;
+
+    /// The store's clock in milliseconds since the Unix epoch: the one every expiry is judged on.
+    virtual std::int64_t nowMs() = 0;
+};
+
+} // namespace idempo

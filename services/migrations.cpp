@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "migrations.h"
+
+#include <QDir>
+#include <QFile>
+
+#include <algorithm>
+
+namespace idempo {
+
+std::vector<Migration> migrations(const QString &dialect)
+{
+    const QDir dir(QStringLiteral(":/sql/") + dialect);
+    std::vector<Migration> result;
+    for (const QString &file : dir.entryList({QStringLiteral("*.sql")}, QDir::Files, QDir::Name)) {
+        QFile f(dir.filePath(file));
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        Migration m;
+        m.version = file.section(QLatin1Char('_'), 0, 0).toInt();
+        m.name = file.section(QLatin1Char('.'), 0, 0);
+        QString statement;
+        for (const QString &line : QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'))) {
+            if (line.trimmed().startsWith(QLatin1String("--")))
+                continue;
+            statement += line + QLatin1Char('\n');
+            if (line.trimmed().endsWith(QLatin1Char(';'))) {
+                m.statements << statement.trimmed();
+                statement.clear();
+            }
+        }
+        if (!statement.trimmed().isEmpty())
+            m.statements << statement.trimmed();
+        result.push_back(std::move(m));
+    }
+    std::sort(result.begin(), result.end(), [](const Migration &a, const Migration &b) { return a.version < b.version; });
+    return result;
+}
+
+int latestSchemaVersion(const QString &dialect)
+{
+    const auto all = migrations(dialect);
+    return all.empty() ? 0 : all.back().version;
+}
+
+} // namespace idempo

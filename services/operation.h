@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "vocabulary.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idempo {
+
+/// Version of the record layout written by this build; every row carries it.
+inline constexpr int RecordSchemaVersion = 1;
+
+/// One business operation in the ledger, identified by (namespace, key).
+/// Times are milliseconds since the Unix epoch (UTC) on the store's clock.
+/// JSON-valued fields (payload, result, receipt) hold RFC 8785 canonical text; empty when unset.
+struct Operation
+{
+    std::int64_t id = 0;              ///< store row id; keyset cursor for listings
+    std::string ns;                   ///< tenant / namespace that scopes the key
+    std::string key;                  ///< operation (idempotency) key
+    std::string runId;
+    std::string stepId;
+    std::string target;
+    ToolKind kind = ToolKind::ProtectedWrite;
+    OperationState state = OperationState::Received;
+    std::string payload;
+    std::string fingerprint;          ///< lowercase hex SHA-256 (canonicaljson.h)
+    std::vector<std::string> fingerprintFields; ///< JSON Pointers of the projection; empty = whole payload
+    int attempt = 0;                  ///< dispatches so far
+    int maxAttempts = 3;
+    std::string leaseOwner;
+    std::optional<std::int64_t> leaseExpiresAtMs;
+    std::int64_t fencingToken = 0;    ///< monotonic per key; 0 = never dispatched
+    std::optional<std::int64_t> nextAttemptAtMs;
+    std::optional<ErrorClass> errorClass;
+    std::string errorDetail;
+    std::string result;
+    std::string receipt;              ///< provider's proof of the effect (external reference)
+    std::int64_t createdAtMs = 0;
+    std::int64_t updatedAtMs = 0;
+    std::optional<std::int64_t> retentionExpiresAtMs; ///< set on final states only
+    std::int64_t version = 0;         ///< operation version: +1 on every change
+    int schemaVersion = RecordSchemaVersion;
+};
+
+/// One entry of an operation's append-only history. `fromState` is empty for the record's creation.
+struct OperationEvent
+{
+    std::int64_t id = 0;
+    std::string ns;
+    std::string key;
+    std::int64_t atMs = 0;
+    std::optional<OperationState> fromState;
+    OperationState toState = OperationState::Received;
+    std::int64_t fencingToken = 0;
+    int attempt = 0;
+    std::string actor;
+    std::optional<ErrorClass> errorClass;
+    std::string detail;
+};
+
+/// A claim answered without executing (design.md "suppression").
+struct Suppression
+{
+    std::int64_t id = 0;
+    std::string ns;
+    std::string key;
+    std::int64_t atMs = 0;
+    ClaimOutcome outcome = ClaimOutcome::Replayed;
+    OperationState state = OperationState::Received; ///< the record's state when suppressed
+    std::string source;                               ///< the claiming owner / delivery source
+    std::string fingerprint;                          ///< fingerprint the duplicate carried
+};
+
+/// A validated claim, as the engine hands it to a store. Times in milliseconds.
+struct ClaimRequest
+{
+    std::string ns;
+    std::string key;
+    std::string runId;
+    std::string stepId;
+    std::string target;
+    ToolKind kind = ToolKind::ProtectedWrite;
+    std::string payload;     ///< canonical JSON text
+    std::string fingerprint;
+    std::vector<std::string> fingerprintFields;
+    std::string owner;
+    std::int64_t leaseMs = 30'000;
+    int maxAttempts = 3;
+    bool requiresApproval = false; ///< a new record waits in awaiting_approval instead of dispatching
+};
+
+/// The answer to a claim: the outcome and the record as it stands after the claim.
+/// For payload_mismatch the record is the existing one, unchanged.
+struct ClaimResult
+{
+    ClaimOutcome outcome = ClaimOutcome::Claimed;
+    Operation operation;
+};
+
+/// A compare-and-set state change: applied only if the record is in `from` with `fencingToken`.
+/// Fields left unset keep their value. Durations in milliseconds.
+struct TransitionRequest
+{
+    std::string ns;
+    std::string key;
+    OperationState from = OperationState::Dispatching;
+    std::int64_t fencingToken = 0;
+    OperationState to = OperationState::Succeeded;
+    std::string actor;
+    std::string detail;                      ///< free text kept in the event history
+    std::optional<std::string> result;
+    std::optional<std::string> receipt;
+    std::optional<ErrorClass> errorClass;
+    std::optional<std::string> errorDetail;
+    std::optional<std::int64_t> retryDelayMs; ///< sets next_attempt_at = now + delay
+    std::optional<std::int64_t> leaseMs;      ///< to == dispatching: lease length (heartbeat or dispatch)
+    std::optional<int> extraAttempts;         ///< a new attempt budget: max = attempt + extra
+    std::int64_t retentionMs = 0;             ///< to a final state: retention from now
+};
+
+/// Filter and keyset cursor for listings; results are ordered by id ascending.
+struct ListFilter
+{
+    std::string ns;                           ///< empty = every namespace
+    std::optional<OperationState> state;
+    std::string runId;
+    std::string keyPrefix;
+    std::optional<std::int64_t> updatedBeforeMs; ///< only records not touched since (age filter)
+    std::int64_t afterId = 0;                 ///< keyset cursor: the last id of the previous page
+    int limit = 100;
+};
+
+/// Ledger totals for `idempo metrics` and the console's tiles.
+struct LedgerMetrics
+{
+    std::vector<std::pair<OperationState, std::int64_t>> byState;
+    std::vector<std::pair<ClaimOutcome, std::int64_t>> suppressionsByOutcome;
+    std::int64_t leasesLive = 0;
+    std::int64_t leasesLapsed = 0;
+    std::optional<std::int64_t> oldestPendingConfirmationMs; ///< created time of the oldest confirmation_required
+    std::int64_t events = 0;
+};
+
+} // namespace idempo

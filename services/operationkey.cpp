@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "operationkey.h"
+
+#include "error.h"
+
+#include <QChar>
+#include <QString>
+#include <QList>
+#include <QStringDecoder>
+
+#include <string>
+
+namespace idempo {
+namespace {
+
+std::string codePointName(char32_t c)
+{
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "U+%04X", static_cast<unsigned>(c));
+    return buffer;
+}
+
+} // namespace
+
+void validateOperationKey(std::string_view key)
+{
+    if (key.empty())
+        throw Error(ErrorCode::InvalidKey, "operation key is empty; use run_id:step_id[:target]");
+    if (key.size() > MaxKeyBytes) {
+        throw Error(ErrorCode::InvalidKey, "operation key is " + std::to_string(key.size())
+                                               + " bytes; the limit is " + std::to_string(MaxKeyBytes));
+    }
+    QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+    const QString decoded = decoder.decode(QByteArrayView(key.data(), static_cast<qsizetype>(key.size())));
+    if (decoder.hasError())
+        throw Error(ErrorCode::InvalidKey, "operation key is not valid UTF-8");
+    if (decoded.front().isSpace() || decoded.back().isSpace())
+        throw Error(ErrorCode::InvalidKey, "operation key starts or ends with white space");
+    for (const char32_t c : decoded.toUcs4()) {
+        switch (QChar::category(c)) {
+        case QChar::Other_Control:
+        case QChar::Other_Format:
+        case QChar::Other_Surrogate:
+        case QChar::Other_NotAssigned:
+        case QChar::Separator_Line:
+        case QChar::Separator_Paragraph:
+            throw Error(ErrorCode::InvalidKey,
+                        "operation key contains the unprintable character " + codePointName(c));
+        default:
+            break;
+        }
+    }
+}
+
+void validateNamespace(std::string_view ns)
+{
+    if (ns.empty() || ns.size() > MaxNamespaceBytes) {
+        throw Error(ErrorCode::InvalidKey, "namespace must be 1.." + std::to_string(MaxNamespaceBytes)
+                                               + " bytes, not " + std::to_string(ns.size()));
+    }
+    for (const char c : ns) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.'
+                        || c == '_' || c == '-';
+        if (!ok) {
+            throw Error(ErrorCode::InvalidKey, "namespace may hold only letters, digits, '.', '_' and '-', not "
+                                                   + codePointName(static_cast<unsigned char>(c)));
+        }
+    }
+}
+
+} // namespace idempo

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sqliteledgerstore.h"
+
+#include "ledgerrules.h"
+#include "error.h"
+#include "migrations.h"
+#include "transitiontable.h"
+
+#include <atomic>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QSqlRecord>
+#include <QVariant>
+
+namespace idempo {
+namespace {
+
+std::atomic<std::uint64_t> g_storeSerial{0};
+std::atomic<std::uint64_t> g_threadSerial{0};
+
+const QString kOperationColumns = QStringLiteral(
+    "id, namespace, operation_key, run_id, step_id, target, tool_kind, state, payload, "
+    "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
+    "lease_expires_at_ms, fencing_token, next_attempt_at_ms, error_class, error_detail, result, "
+    "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
+    "schema_version");
+
+QVariant text(const std::string &s) { return QString::fromStdString(s); }
+
+QVariant optionalInt(const std::optional<std::int64_t> &v)
+{
+    return v ? QVariant(static_cast<qlonglong>(*v)) : QVariant();
+}
+
+std::optional<std::int64_t> toOptionalInt(const QVariant &v)
+{
+    if (v.isNull())
+        return std::nullopt;
+    return v.toLongLong();
+}
+
+std::string toStd(const QVariant &v) { return v.toString().toStdString(); }
+
+[[noreturn]] void fail(const QSqlQuery &query, const char *what)
+{
+    const QSqlError error = query.lastError();
+    const auto code = error.nativeErrorCode();
+    // SQLITE_BUSY (5) / SQLITE_LOCKED (6): another writer held the ledger past the busy timeout.
+    const bool busy = code == QLatin1String("5") || code == QLatin1String("6");
+    throw Error(busy ? ErrorCode::LedgerUnavailable : ErrorCode::Internal,
+                std::string(what) + ": " + error.text().toStdString());
+}
+
+QSqlQuery run(QSqlDatabase &db, const QString &sql, const QVariantList &binds, const char *what)
+{
+    QSqlQuery query(db);
+    query.setForwardOnly(true);
+    if (!query.prepare(sql))
+        fail(query, what);
+    for (const QVariant &value : binds)
+        query.addBindValue(value);
+    if (!query.exec())
+        fail(query, what);
+    return query;
+}
+
+Operation readOperation(const QSqlQuery &q)
+{
+    Operation op;
+    op.id = q.value(0).toLongLong();
+    op.ns = toStd(q.value(1));
+    op.key = toStd(q.value(2));
+    op.runId = toStd(q.value(3));
+    op.stepId = toStd(q.value(4));
+    op.target = toStd(q.value(5));
+    op.kind = parseToolKind(toStd(q.value(6))).value_or(ToolKind::ProtectedWrite);
+    op.state = parseState(toStd(q.value(7))).value_or(OperationState::Received);
+    op.payload = toStd(q.value(8));
+    op.fingerprint = toStd(q.value(9));
+    op.fingerprintFields = nlohmann::json::parse(toStd(q.value(10))).get<std::vector<std::string>>();
+    op.attempt = q.value(11).toInt();
+    op.maxAttempts = q.value(12).toInt();
+    op.leaseOwner = toStd(q.value(13));
+    op.leaseExpiresAtMs = toOptionalInt(q.value(14));
+    op.fencingToken = q.value(15).toLongLong();
+    op.nextAttemptAtMs = toOptionalInt(q.value(16));
+    if (!q.value(17).isNull())
+        op.errorClass = parseErrorClass(toStd(q.value(17)));
+    op.errorDetail = toStd(q.value(18));
+    op.result = toStd(q.value(19));
+    op.receipt = toStd(q.value(20));
+    op.createdAtMs = q.value(21).toLongLong();
+    op.updatedAtMs = q.value(22).toLongLong();
+    op.retentionExpiresAtMs = toOptionalInt(q.value(23));
+    op.version = q.value(24).toLongLong();
+    op.schemaVersion = q.value(25).toInt();
+    return op;
+}
+
+/// BEGIN IMMEDIATE … COMMIT, rolled back when an exception leaves the scope.
+class WriteTransaction final
+{
+public:
+    explicit WriteTransaction(QSqlDatabase &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
+    ~WriteTransaction()
+    {
+        if (!m_done)
+            QSqlQuery(m_db).exec(QStringLiteral("ROLLBACK"));
+    }
+    void commit()
+    {
+        run(m_db, QStringLiteral("COMMIT"), {}, "commit");
+        m_done = true;
+    }
+
+private:
+    QSqlDatabase &m_db;
+    bool m_done = false;
+};
+
+std::optional<Operation> selectOperation(QSqlDatabase &db, const std::string &ns, const std::string &key)
+{
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kOperationColumns
+                          + QStringLiteral(" FROM operations WHERE namespace = ? AND operation_key = ?"),
+                      {text(ns), text(key)}, "read operation");
+    if (!q.next())
+        return std::nullopt;
+    return readOperation(q);
+}
+
+std::int64_t nextFencingToken(QSqlDatabase &db)
+{
+    QSqlQuery q = run(db,
+                      QStringLiteral("UPDATE fencing_sequence SET last_token = last_token + 1 "
+                                     "WHERE id = 1 RETURNING last_token"),
+                      {}, "issue fencing token");
+    q.next();
+    return q.value(0).toLongLong();
+}
+
+void appendEvent(QSqlDatabase &db, const Operation &op, std::optional<OperationState> from,
+                 const std::string &actor, const std::string &detail)
+{
+    run(db,
+        QStringLiteral("INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
+                       "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"),
+        {static_cast<qlonglong>(op.id), static_cast<qlonglong>(op.updatedAtMs),
+         from ? text(std::string(stateName(*from))) : QVariant(), text(std::string(stateName(op.state))),
+         static_cast<qlonglong>(op.fencingToken), op.attempt, text(actor),
+         op.errorClass ? text(std::string(errorClassName(*op.errorClass))) : QVariant(), text(detail)},
+        "append history");
+}
+
+/// Writes every mutable column of `op` where the row still has `expectedVersion`.
+void updateOperation(QSqlDatabase &db, const Operation &op, std::int64_t expectedVersion)
+{
+    QSqlQuery q = run(
+        db,
+        QStringLiteral(
+            "UPDATE operations SET state = ?, attempt = ?, max_attempts = ?, lease_owner = ?, "
+            "lease_expires_at_ms = ?, fencing_token = ?, next_attempt_at_ms = ?, error_class = ?, "
+            "error_detail = ?, result = ?, receipt = ?, updated_at_ms = ?, retention_expires_at_ms = ?, "
+            "operation_version = ?, schema_version = ? WHERE id = ? AND operation_version = ?"),
+        {text(std::string(stateName(op.state))), op.attempt, op.maxAttempts, text(op.leaseOwner),
+         optionalInt(op.leaseExpiresAtMs), static_cast<qlonglong>(op.fencingToken),
+         optionalInt(op.nextAttemptAtMs),
+         op.errorClass ? text(std::string(errorClassName(*op.errorClass))) : QVariant(),
+         text(op.errorDetail), text(op.result), text(op.receipt), static_cast<qlonglong>(op.updatedAtMs),
+         optionalInt(op.retentionExpiresAtMs), static_cast<qlonglong>(op.version), op.schemaVersion,
+         static_cast<qlonglong>(op.id), static_cast<qlonglong>(expectedVersion)},
+        "update operation");
+    if (q.numRowsAffected() != 1)
+        throw Error(ErrorCode::Internal, "operation changed inside its own write transaction");
+}
+
+std::int64_t insertOperation(QSqlDatabase &db, const Operation &op)
+{
+    QSqlQuery q = run(
+        db,
+        QStringLiteral(
+            "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, "
+            "state, payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, "
+            "lease_owner, lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, "
+            "operation_version, schema_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        {text(op.ns), text(op.key), text(op.runId), text(op.stepId), text(op.target),
+         text(std::string(toolKindName(op.kind))), text(std::string(stateName(op.state))),
+         text(op.payload), text(op.fingerprint), text(nlohmann::json(op.fingerprintFields).dump()),
+         op.attempt, op.maxAttempts, text(op.leaseOwner), optionalInt(op.leaseExpiresAtMs),
+         static_cast<qlonglong>(op.fencingToken), static_cast<qlonglong>(op.createdAtMs),
+         static_cast<qlonglong>(op.updatedAtMs), static_cast<qlonglong>(op.version), op.schemaVersion},
+        "insert operation");
+    return q.lastInsertId().toLongLong();
+}
+
+void deleteOperation(QSqlDatabase &db, std::int64_t id)
+{
+    run(db, QStringLiteral("DELETE FROM operation_events WHERE operation_id = ?"),
+        {static_cast<qlonglong>(id)}, "delete history");
+    run(db, QStringLiteral("DELETE FROM operations WHERE id = ?"), {static_cast<qlonglong>(id)},
+        "delete operation");
+}
+
+void recordSuppression(QSqlDatabase &db, const ClaimRequest &request, ClaimOutcome outcome,
+                       OperationState state, std::int64_t nowMs)
+{
+    run(db,
+        QStringLiteral("INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, state, "
+                       "source, fingerprint) VALUES (?,?,?,?,?,?,?)"),
+        {text(request.ns), text(request.key), static_cast<qlonglong>(nowMs),
+         text(std::string(claimOutcomeName(outcome))), text(std::string(stateName(state))),
+         text(request.owner), text(request.fingerprint)},
+        "record suppression");
+}
+
+int readSchemaVersion(QSqlDatabase &db)
+{
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                                     "'schema_migrations'"),
+                      {}, "read schema version");
+    q.next();
+    if (q.value(0).toInt() == 0)
+        return 0;
+    q = run(db, QStringLiteral("SELECT coalesce(max(version), 0) FROM schema_migrations"), {}, "read schema version");
+    q.next();
+    return q.value(0).toInt();
+}
+
+} // namespace
+
+SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock)
+    : SqliteLedgerStore(path, std::move(clock), Options{})
+{
+}
+
+SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options)
+    : m_path(path), m_clock(std::move(clock)), m_options(std::move(options)), m_serial(++g_storeSerial)
+{
+    migrate();
+}
+
+SqliteLedgerStore::~SqliteLedgerStore()
+{
+    std::lock_guard lock(m_connectionsMutex);
+    for (const QString &name : m_connectionNames) {
+        QSqlDatabase::database(name, false).close();
+        QSqlDatabase::removeDatabase(name);
+    }
+}
+
+QSqlDatabase SqliteLedgerStore::connection()
+{
+    // Keyed by a per-thread serial, not the thread id: ids are reused, connections are not
+    // allowed to cross threads.
+    thread_local const std::uint64_t threadSerial = ++g_threadSerial;
+    const QString name = QStringLiteral("idempo-sqlite-%1-%2").arg(m_serial).arg(threadSerial);
+    if (QSqlDatabase::contains(name))
+        return QSqlDatabase::database(name, false);
+
+    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+    {
+        std::lock_guard lock(m_connectionsMutex);
+        m_connectionNames.push_back(name);
+    }
+    db.setDatabaseName(m_path);
+    db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=%1").arg(m_options.busyTimeoutMs));
+    if (!db.open()) {
+        throw Error(ErrorCode::LedgerUnavailable, "cannot open ledger " + m_path.toStdString() + ": "
+                                                      + db.lastError().text().toStdString());
+    }
+    const QString synchronous = m_options.synchronous.compare(QLatin1String("NORMAL"), Qt::CaseInsensitive) == 0
+                                    ? QStringLiteral("NORMAL")
+                                    : QStringLiteral("FULL");
+    const QStringList pragmas{QStringLiteral("PRAGMA journal_mode = WAL"),
+                              QStringLiteral("PRAGMA synchronous = ") + synchronous,
+                              QStringLiteral("PRAGMA foreign_keys = ON")};
+    for (const QString &pragma : pragmas) {
+        QSqlQuery q(db);
+        if (!q.exec(pragma)) {
+            throw Error(ErrorCode::LedgerUnavailable, "cannot open ledger " + m_path.toStdString()
+                                                          + ": " + q.lastError().text().toStdString());
+        }
+    }
+    return db;
+}
+
+std::string SqliteLedgerStore::describe() const { return "sqlite:" + m_path.toStdString(); }
+
+int SqliteLedgerStore::schemaVersion()
+{
+    QSqlDatabase db = connection();
+    return readSchemaVersion(db);
+}
+
+void SqliteLedgerStore::migrate()
+{
+    const QString dialect = QStringLiteral("sqlite");
+    QSqlDatabase db = connection();
+    WriteTransaction tx(db);
+    run(db, QStringLiteral("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                           "name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"),
+        {}, "create schema_migrations");
+    const int current = readSchemaVersion(db);
+    const int latest = latestSchemaVersion(dialect);
+    if (current > latest) {
+        throw Error(ErrorCode::SchemaMismatch, "ledger " + describe() + " has schema version "
+                                                   + std::to_string(current) + ", newer than this build's "
+                                                   + std::to_string(latest) + "; upgrade idempo");
+    }
+    for (const Migration &m : migrations(dialect)) {
+        if (m.version <= current)
+            continue;
+        for (const QString &statement : m.statements)
+            run(db, statement, {}, "migrate");
+        run(db, QStringLiteral("INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?,?,?)"),
+            {m.version, m.name, static_cast<qlonglong>(m_clock->nowMs())}, "record migration");
+    }
+    tx.commit();
+}
+
+std::int64_t SqliteLedgerStore::nowMs() { return m_clock->nowMs(); }
+
+ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
+{
+    QSqlDatabase db = connection();
+    WriteTransaction tx(db);
+    const std::int64_t now = m_clock->nowMs();
+    std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
+    const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
+
+    ClaimResult result{plan.outcome, {}};
+    switch (plan.write) {
+    case ClaimWrite::None:
+        result.operation = *existing;
+        break;
+    case ClaimWrite::Create: {
+        if (existing)
+            deleteOperation(db, existing->id);
+        Operation op = newOperation(request, now);
+        if (!request.requiresApproval)
+            startDispatch(op, request.owner, request.leaseMs, now, nextFencingToken(db));
+        op.id = insertOperation(db, op);
+        appendEvent(db, op, std::nullopt, request.owner,
+                    existing ? "created (previous record expired)" : "created");
+        result.operation = op;
+        break;
+    }
+    case ClaimWrite::Dispatch:
+    case ClaimWrite::Revoke: {
+        Operation op = *existing;
+        std::string detail;
+        if (plan.write == ClaimWrite::Dispatch) {
+            detail = op.state == OperationState::Dispatching ? "lease of " + op.leaseOwner + " lapsed; taken over"
+                                                              : std::string("claimed");
+            startDispatch(op, request.owner, request.leaseMs, now, nextFencingToken(db));
+        } else {
+            revokeLease(op, now, nextFencingToken(db));
+            detail = op.errorDetail;
+        }
+        op.version += 1;
+        updateOperation(db, op, existing->version);
+        appendEvent(db, op, existing->state, request.owner, detail);
+        result.operation = op;
+        break;
+    }
+    }
+    if (plan.outcome != ClaimOutcome::Claimed)
+        recordSuppression(db, request, plan.outcome, result.operation.state, now);
+    tx.commit();
+    return result;
+}
+
+Operation SqliteLedgerStore::transition(const TransitionRequest &request)
+{
+    QSqlDatabase db = connection();
+    WriteTransaction tx(db);
+    const std::int64_t now = m_clock->nowMs();
+    std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
+    checkTransition(existing ? &*existing : nullptr, request);
+
+    Operation op = *existing;
+    applyTransition(op, request, now, [&] { return nextFencingToken(db); });
+    updateOperation(db, op, existing->version);
+    appendEvent(db, op, existing->state, request.actor, request.detail);
+    tx.commit();
+    return op;
+}
+
+std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const std::string &key)
+{
+    QSqlDatabase db = connection();
+    return selectOperation(db, ns, key);
+}
+
+std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, const std::string &key)
+{
+    QSqlDatabase db = connection();
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
+                                     "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
+                                     "JOIN operations o ON o.id = e.operation_id "
+                                     "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
+                      {text(ns), text(key)}, "read history");
+    std::vector<OperationEvent> events;
+    while (q.next()) {
+        OperationEvent e;
+        e.id = q.value(0).toLongLong();
+        e.ns = ns;
+        e.key = key;
+        e.atMs = q.value(1).toLongLong();
+        if (!q.value(2).isNull())
+            e.fromState = parseState(toStd(q.value(2)));
+        e.toState = parseState(toStd(q.value(3))).value_or(OperationState::Received);
+        e.fencingToken = q.value(4).toLongLong();
+        e.attempt = q.value(5).toInt();
+        e.actor = toStd(q.value(6));
+        if (!q.value(7).isNull())
+            e.errorClass = parseErrorClass(toStd(q.value(7)));
+        e.detail = toStd(q.value(8));
+        events.push_back(std::move(e));
+    }
+    return events;
+}
+
+std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
+{
+    QSqlDatabase db = connection();
+    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE id > ?");
+    QVariantList binds{static_cast<qlonglong>(filter.afterId)};
+    if (!filter.ns.empty()) {
+        sql += QStringLiteral(" AND namespace = ?");
+        binds << text(filter.ns);
+    }
+    if (filter.state) {
+        sql += QStringLiteral(" AND state = ?");
+        binds << text(std::string(stateName(*filter.state)));
+    }
+    if (!filter.runId.empty()) {
+        sql += QStringLiteral(" AND run_id = ?");
+        binds << text(filter.runId);
+    }
+    if (!filter.keyPrefix.empty()) {
+        // substr comparison, not LIKE: a prefix may contain % or _.
+        sql += QStringLiteral(" AND substr(operation_key, 1, length(?)) = ?");
+        binds << text(filter.keyPrefix) << text(filter.keyPrefix);
+    }
+    if (filter.updatedBeforeMs) {
+        sql += QStringLiteral(" AND updated_at_ms < ?");
+        binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
+    }
+    sql += QStringLiteral(" ORDER BY id LIMIT ?");
+    binds << filter.limit;
+    QSqlQuery q = run(db, sql, binds, "list operations");
+    std::vector<Operation> ops;
+    while (q.next())
+        ops.push_back(readOperation(q));
+    return ops;
+}
+
+std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, std::int64_t afterId, int limit)
+{
+    QSqlDatabase db = connection();
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT id, namespace, operation_key, at_ms, outcome, state, source, "
+                                     "fingerprint FROM suppressions WHERE id > ? AND (? = '' OR namespace = ?) "
+                                     "ORDER BY id LIMIT ?"),
+                      {static_cast<qlonglong>(afterId), text(ns), text(ns), limit}, "list suppressions");
+    std::vector<Suppression> rows;
+    while (q.next()) {
+        Suppression s;
+        s.id = q.value(0).toLongLong();
+        s.ns = toStd(q.value(1));
+        s.key = toStd(q.value(2));
+        s.atMs = q.value(3).toLongLong();
+        s.outcome = parseClaimOutcome(toStd(q.value(4))).value_or(ClaimOutcome::Replayed);
+        s.state = parseState(toStd(q.value(5))).value_or(OperationState::Received);
+        s.source = toStd(q.value(6));
+        s.fingerprint = toStd(q.value(7));
+        rows.push_back(std::move(s));
+    }
+    return rows;
+}
+
+std::int64_t SqliteLedgerStore::purgeExpired()
+{
+    QSqlDatabase db = connection();
+    WriteTransaction tx(db);
+    const QVariantList now{static_cast<qlonglong>(m_clock->nowMs())};
+    run(db,
+        QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM operations "
+                       "WHERE retention_expires_at_ms <= ?)"),
+        now, "purge history");
+    QSqlQuery q = run(db, QStringLiteral("DELETE FROM operations WHERE retention_expires_at_ms <= ?"), now,
+                      "purge operations");
+    const std::int64_t removed = q.numRowsAffected();
+    tx.commit();
+    return removed;
+}
+
+LedgerMetrics SqliteLedgerStore::metrics()
+{
+    QSqlDatabase db = connection();
+    const qlonglong now = m_clock->nowMs();
+    LedgerMetrics m;
+    QSqlQuery q = run(db, QStringLiteral("SELECT state, count(*) FROM operations GROUP BY state"), {}, "metrics");
+    while (q.next())
+        if (auto s = parseState(toStd(q.value(0))))
+            m.byState.emplace_back(*s, q.value(1).toLongLong());
+    q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions GROUP BY outcome"), {}, "metrics");
+    while (q.next())
+        if (auto o = parseClaimOutcome(toStd(q.value(0))))
+            m.suppressionsByOutcome.emplace_back(*o, q.value(1).toLongLong());
+    q = run(db,
+            QStringLiteral("SELECT coalesce(sum(lease_expires_at_ms > ?), 0), coalesce(sum(lease_expires_at_ms <= ?), 0) "
+                           "FROM operations WHERE state = 'dispatching'"),
+            {now, now}, "metrics");
+    q.next();
+    m.leasesLive = q.value(0).toLongLong();
+    m.leasesLapsed = q.value(1).toLongLong();
+    q = run(db, QStringLiteral("SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'"),
+            {}, "metrics");
+    q.next();
+    m.oldestPendingConfirmationMs = toOptionalInt(q.value(0));
+    q = run(db, QStringLiteral("SELECT count(*) FROM operation_events"), {}, "metrics");
+    q.next();
+    m.events = q.value(0).toLongLong();
+    return m;
+}
+
+} // namespace idempo

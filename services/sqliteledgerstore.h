@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "clock.h"
+#include "ledgerstore.h"
+
+#include <QString>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+class QSqlDatabase;
+
+namespace idempo {
+
+/// The embedded ledger: one SQLite file through Qt Sql, in WAL mode. Every write runs in a
+/// `BEGIN IMMEDIATE` transaction, so a claim's read and write cannot interleave with another
+/// writer's; waits for the write lock up to the busy timeout. Each calling thread gets its own
+/// connection. Times come from the injected Clock.
+class SqliteLedgerStore final : public LedgerStore
+{
+public:
+    struct Options
+    {
+        int busyTimeoutMs = 10'000;
+        /// PRAGMA synchronous: "FULL" (default: a claim survives power loss) or "NORMAL".
+        QString synchronous = QStringLiteral("FULL");
+    };
+
+    /// Opens (creating if needed) the ledger file at `path` and applies migrations.
+    /// Throws Error(LedgerUnavailable) when the file cannot be opened, Error(SchemaMismatch)
+    /// when it holds a newer schema.
+    SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options);
+    SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock);
+    ~SqliteLedgerStore() override;
+
+    std::string describe() const override;
+    void migrate() override;
+    int schemaVersion() override;
+    ClaimResult claim(const ClaimRequest &request) override;
+    Operation transition(const TransitionRequest &request) override;
+    std::optional<Operation> find(const std::string &ns, const std::string &key) override;
+    std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override;
+    std::vector<Operation> list(const ListFilter &filter) override;
+    std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) override;
+    std::int64_t purgeExpired() override;
+    LedgerMetrics metrics() override;
+    std::int64_t nowMs() override;
+
+    /// This thread's connection, opened on first use. Exposed for the benchmark's raw baseline.
+    QSqlDatabase connection();
+
+private:
+    QString m_path;
+    std::shared_ptr<const Clock> m_clock;
+    Options m_options;
+    std::uint64_t m_serial;
+    std::mutex m_connectionsMutex;
+    std::vector<QString> m_connectionNames;
+};
+
+} // namespace idempo

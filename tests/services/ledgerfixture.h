@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "clock.h"
+#include "engine.h"
+#include "ledgerstore.h"
+
+#include <QTemporaryDir>
+
+#include <functional>
+#include <memory>
+
+namespace idempo::test {
+
+/// A fresh, empty ledger for one test, on the store the suite runs against: SQLite in a
+/// temporary directory by default, PostgreSQL when IDEMPO_TEST_POSTGRES_URL is set.
+/// Time moves only when the test advances it.
+class LedgerFixture final
+{
+public:
+    LedgerFixture();
+    ~LedgerFixture();
+
+    LedgerStore &store() { return *m_store; }
+    Engine &engine() { return *m_engine; }
+
+    /// Moves the ledger's clock forward by `ms` milliseconds.
+    void advanceMs(std::int64_t ms);
+
+    /// Drops the engine and store and opens the same ledger again (an engine restart).
+    void reopen();
+
+    /// Every row the ledger holds, as text: operations, history and suppressions. Two equal
+    /// snapshots mean nothing was written in between.
+    QByteArray snapshot();
+
+    /// The store's name for test output ("sqlite" or "postgresql").
+    static const char *storeName();
+
+    /// A retry policy without jitter: delays are exactly 1 s, 4 s, 16 s.
+    static RetryPolicy steadyPolicy();
+
+    /// Opens another store on the same ledger (a second worker process's view).
+    std::shared_ptr<LedgerStore> openAnother();
+
+private:
+    void open();
+
+    QTemporaryDir m_dir;
+    std::shared_ptr<ManualClock> m_clock;
+    std::shared_ptr<LedgerStore> m_store;
+    std::unique_ptr<Engine> m_engine;
+};
+
+} // namespace idempo::test

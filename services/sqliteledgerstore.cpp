@@ -248,10 +248,8 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
 SqliteLedgerStore::~SqliteLedgerStore()
 {
     std::lock_guard lock(m_connectionsMutex);
-    for (const QString &name : m_connectionNames) {
-        QSqlDatabase::database(name, false).close();
+    for (const QString &name : m_connectionNames)
         QSqlDatabase::removeDatabase(name);
-    }
 }
 
 QSqlDatabase SqliteLedgerStore::connection()

@@ -109,7 +109,8 @@ struct RawStatements
         token.next();
         const qlonglong fencing = token.value(0).toLongLong();
         token.finish();
-        exec(insert, {ns, key, QString(), QString(), QString(), QStringLiteral("protected_write"),
+        const QString none = QStringLiteral("");
+        exec(insert, {ns, key, none, none, none, QStringLiteral("protected_write"),
                       QStringLiteral("dispatching"), payload, fingerprint, QStringLiteral("[]"), 1, 3, owner,
                       now + 30000, fencing, now, now, 1, 1});
         const qlonglong id = insert.lastInsertId().toLongLong();
@@ -121,7 +122,7 @@ struct RawStatements
         exec(select, {ns, key});
         select.finish();
         exec(update, {QStringLiteral("succeeded"), 1, 3, owner, QVariant(), fencing, QVariant(), QVariant(),
-                      QString(), QStringLiteral("{\"account\":\"A-1\"}"), QString(), now, now + 86400000, 2, 1, id, 1});
+                      none, QStringLiteral("{\"account\":\"A-1\"}"), none, now, now + 86400000, 2, 1, id, 1});
         exec(event, {id, now, QStringLiteral("dispatching"), QStringLiteral("succeeded"), fencing, 1, owner,
                      QVariant(), QStringLiteral("completed")});
         exec(commit, {});

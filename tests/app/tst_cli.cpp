@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives the real `idempo` binary: outputs, exit codes and what lands in the ledger.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QJsonObject json;
+    QByteArray out;
+    QByteArray err;
+};
+
+} // namespace
+
+class TestCli final : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_ledger;
+
+    QProcess *start(const QStringList &args, const QByteArray &input = {})
+    {
+        auto *p = new QProcess(this);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("IDEMPO_LEDGER"));
+        env.remove(QStringLiteral("IDEMPO_NAMESPACE"));
+        env.insert(QStringLiteral("HOME"), m_dir.path()); // the default ledger must never be the user's
+        env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("xdg")));
+        p->setProcessEnvironment(env);
+        p->start(QStringLiteral(IDEMPO_CLI_PATH), args);
+        if (!input.isNull()) {
+            p->write(input);
+            p->closeWriteChannel();
+        }
+        return p;
+    }
+
+    Run finish(QProcess *p)
+    {
+        Run r;
+        if (!p->waitForFinished(30'000))
+            qWarning("idempo did not finish");
+        r.exitCode = p->exitStatus() == QProcess::NormalExit ? p->exitCode() : -1;
+        r.out = p->readAllStandardOutput();
+        r.err = p->readAllStandardError();
+        r.json = QJsonDocument::fromJson(r.out).object();
+        p->deleteLater();
+        return r;
+    }
+
+    Run idempo(QStringList args, const QByteArray &input = {})
+    {
+        args.prepend(m_ledger);
+        args.prepend(QStringLiteral("--ledger"));
+        return finish(start(args, input));
+    }
+
+private Q_SLOTS:
+    void init()
+    {
+        QVERIFY(m_dir.isValid());
+        m_ledger = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("ledger-%1.db").arg(QLatin1String(QTest::currentTestFunction())));
+    }
+
+    void claimCompleteReplay()
+    {
+        const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
+                                    QStringLiteral("--payload"), QStringLiteral(R"({"b":2,"a":1})"),
+                                    QStringLiteral("--run"), QStringLiteral("run-1"), QStringLiteral("--step"),
+                                    QStringLiteral("provision")});
+        QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(claimed.json[QStringLiteral("outcome")].toString(), QStringLiteral("claimed"));
+        QCOMPARE(claimed.json[QStringLiteral("key")].toString(), QStringLiteral("run-1:provision"));
+        QCOMPARE(claimed.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
+        QCOMPARE(claimed.json[QStringLiteral("attempt")].toInt(), 1);
+        const qint64 token = claimed.json[QStringLiteral("fencing_token")].toInteger();
+        QVERIFY(token > 0);
+
+        const Run busy = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
+                                 QStringLiteral("--payload"), QStringLiteral(R"({"a":1,"b":2})")});
+        QCOMPARE(busy.exitCode, 75);
+        QCOMPARE(busy.json[QStringLiteral("outcome")].toString(), QStringLiteral("in_progress"));
+
+        const Run done = idempo({QStringLiteral("complete"), QStringLiteral("run-1:provision"), QStringLiteral("--token"),
+                                 QString::number(token), QStringLiteral("--result"), QStringLiteral(R"({"account":"A-1"})")});
+        QCOMPARE(done.exitCode, 0);
+
+        const Run replay = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
+                                   QStringLiteral("--payload"), QStringLiteral(R"({"a":1,"b":2})")});
+        QCOMPARE(replay.exitCode, 0);
+        QCOMPARE(replay.json[QStringLiteral("outcome")].toString(), QStringLiteral("replayed"));
+        QCOMPARE(replay.json[QStringLiteral("result")].toObject()[QStringLiteral("account")].toString(), QStringLiteral("A-1"));
+
+        const Run mismatch = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
+                                     QStringLiteral("--payload"), QStringLiteral(R"({"a":1,"b":3})")});
+        QCOMPARE(mismatch.exitCode, 65);
+        QCOMPARE(mismatch.json[QStringLiteral("outcome")].toString(), QStringLiteral("payload_mismatch"));
+
+        const Run history = idempo({QStringLiteral("--json"), QStringLiteral("history"), QStringLiteral("run-1:provision")});
+        QCOMPARE(history.exitCode, 0);
+        QCOMPARE(history.json[QStringLiteral("events")].toArray().size(), 2);
+
+        const Run metrics = idempo({QStringLiteral("--json"), QStringLiteral("metrics")});
+        QCOMPARE(metrics.json[QStringLiteral("suppressions_total")].toInt(), 3);
+        QCOMPARE(metrics.json[QStringLiteral("operations_by_state")].toObject()[QStringLiteral("succeeded")].toInt(), 1);
+    }
+
+    void staleTokenRefused()
+    {
+        const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:1"),
+                                    QStringLiteral("--payload"), QStringLiteral("{}"), QStringLiteral("--kind"),
+                                    QStringLiteral("idempotent_write")});
+        const qint64 token = claimed.json[QStringLiteral("fencing_token")].toInteger();
+        const Run stale = idempo({QStringLiteral("--json"), QStringLiteral("complete"), QStringLiteral("k:1"),
+                                  QStringLiteral("--token"), QString::number(token + 1)});
+        QCOMPARE(stale.exitCode, 65);
+        QCOMPARE(stale.json[QStringLiteral("error")].toString(), QStringLiteral("stale_lease"));
+        const Run show = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("k:1")});
+        QCOMPARE(show.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
+    }
+
+    void failFollowsRetryPolicy()
+    {
+        const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:2"),
+                                    QStringLiteral("--payload"), QStringLiteral("{}")});
+        const QString token = QString::number(claimed.json[QStringLiteral("fencing_token")].toInteger());
+        const Run failed = idempo({QStringLiteral("--json"), QStringLiteral("fail"), QStringLiteral("k:2"),
+                                   QStringLiteral("--token"), token, QStringLiteral("--class"),
+                                   QStringLiteral("rate_limited"), QStringLiteral("--retry-after"), QStringLiteral("600")});
+        QCOMPARE(failed.exitCode, 0);
+        QCOMPARE(failed.json[QStringLiteral("state")].toString(), QStringLiteral("failed_retryable"));
+        const Run later = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:2"),
+                                  QStringLiteral("--payload"), QStringLiteral("{}")});
+        QCOMPARE(later.exitCode, 75);
+        QCOMPARE(later.json[QStringLiteral("outcome")].toString(), QStringLiteral("retry_later"));
+        QVERIFY(!later.json[QStringLiteral("retry_at")].toString().isEmpty());
+    }
+
+    void payloadFromFileAndStdin()
+    {
+        const QString file = m_dir.filePath(QStringLiteral("payload.json"));
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"amount": 1250, "currency": "EUR"})");
+        f.close();
+        const Run fromFile = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:3"),
+                                     QStringLiteral("--payload"), QLatin1Char('@') + file});
+        QCOMPARE(fromFile.exitCode, 0);
+        const Run fromStdin = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:3"),
+                                      QStringLiteral("--payload"), QStringLiteral("@-")},
+                                     R"({"currency":"EUR","amount":1250})");
+        QCOMPARE(fromStdin.json[QStringLiteral("outcome")].toString(), QStringLiteral("in_progress"));
+        const Run missing = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:4"),
+                                    QStringLiteral("--payload"), QStringLiteral("@/nonexistent/p.json")});
+        QCOMPARE(missing.exitCode, 64);
+    }
+
+    void refusalsAreJsonAndWriteNothing_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("error");
+        const QString claim = QStringLiteral("claim");
+        const QString payload = QStringLiteral("--payload");
+        QTest::newRow("empty key") << QStringList{claim, QString(), payload, QStringLiteral("{}")} << 65 << QStringLiteral("invalid_key");
+        QTest::newRow("256-byte key") << QStringList{claim, QString(256, QLatin1Char('k')), payload, QStringLiteral("{}")} << 65 << QStringLiteral("invalid_key");
+        QTest::newRow("invalid json") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{nope")} << 65 << QStringLiteral("invalid_json");
+        QTest::newRow("missing payload") << QStringList{claim, QStringLiteral("k:5")} << 64 << QStringLiteral("usage");
+        QTest::newRow("bad kind") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{}"), QStringLiteral("--kind"), QStringLiteral("write")} << 64 << QStringLiteral("usage");
+        QTest::newRow("bad token") << QStringList{QStringLiteral("complete"), QStringLiteral("k:5"), QStringLiteral("--token"), QStringLiteral("x")} << 64 << QStringLiteral("usage");
+        QTest::newRow("unknown key") << QStringList{QStringLiteral("show"), QStringLiteral("k:404")} << 65 << QStringLiteral("not_found");
+        QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << 64 << QStringLiteral("usage");
+        QTest::newRow("unknown option") << QStringList{claim, QStringLiteral("k:5"), QStringLiteral("--frob")} << 64 << QStringLiteral("usage");
+    }
+
+    void refusalsAreJsonAndWriteNothing()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, error);
+        args.prepend(QStringLiteral("--json"));
+        const Run r = idempo(args);
+        QCOMPARE(r.exitCode, exitCode);
+        QCOMPARE(r.json[QStringLiteral("error")].toString(), error);
+        QVERIFY(!r.json[QStringLiteral("message")].toString().isEmpty());
+        const Run list = idempo({QStringLiteral("--json"), QStringLiteral("list")});
+        QCOMPARE(list.json[QStringLiteral("operations")].toArray().size(), 0);
+    }
+
+    void unreachableLedgerExits69()
+    {
+        m_ledger = QStringLiteral("sqlite:/proc/no-such-dir/ledger.db");
+        const Run r = idempo({QStringLiteral("--json"), QStringLiteral("list")});
+        QCOMPARE(r.exitCode, 69);
+        QCOMPARE(r.json[QStringLiteral("error")].toString(), QStringLiteral("ledger_unavailable"));
+    }
+
+    void defaultLedgerInUserDataDir()
+    {
+        const Run r = finish(start({QStringLiteral("--json"), QStringLiteral("init")}));
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.json[QStringLiteral("ledger")].toString().startsWith(QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("xdg"))),
+                 r.out.constData());
+        QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("xdg/idempo/ledger.db"))));
+    }
+
+    void helpDocumentsExitCodes()
+    {
+        const Run r = idempo({QStringLiteral("--help")});
+        QCOMPARE(r.exitCode, 0);
+        for (const char *code : {"64", "65", "69", "75"})
+            QVERIFY2(r.out.contains(QByteArray(QByteArray("\n  ") + code)), code);
+    }
+
+    void processesRaceForOneKey()
+    {
+        QVERIFY(idempo({QStringLiteral("init")}).exitCode == 0);
+        for (int round = 0; round < 5; ++round) {
+            const QString key = QStringLiteral("race:%1").arg(round);
+            std::vector<QProcess *> procs;
+            for (int i = 0; i < 8; ++i)
+                procs.push_back(start({QStringLiteral("--ledger"), m_ledger, QStringLiteral("--json"), QStringLiteral("claim"),
+                                       key, QStringLiteral("--payload"), QStringLiteral("{}"), QStringLiteral("--owner"),
+                                       QStringLiteral("p%1").arg(i)}));
+            int claimed = 0;
+            int inProgress = 0;
+            for (QProcess *p : procs) {
+                const Run r = finish(p);
+                const QString outcome = r.json[QStringLiteral("outcome")].toString();
+                claimed += outcome == QLatin1String("claimed");
+                inProgress += outcome == QLatin1String("in_progress");
+            }
+            QCOMPARE(claimed, 1);
+            QCOMPARE(inProgress, 7);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -56,17 +56,40 @@ std::string toStd(const QVariant &v) { return v.toString().toStdString(); }
                 std::string(what) + ": " + error.text().toStdString());
 }
 
-QSqlQuery run(QSqlDatabase &db, const QString &sql, const QVariantList &binds, const char *what)
+/// A cached prepared statement, reset when the borrower is done so that no read snapshot or
+/// lock outlives the call.
+class Statement final
 {
-    QSqlQuery query(db);
-    query.setForwardOnly(true);
-    if (!query.prepare(sql))
+public:
+    explicit Statement(QSqlQuery &query) : m_query(query) {}
+    ~Statement() { m_query.finish(); }
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+    QSqlQuery *operator->() { return &m_query; }
+    QSqlQuery &operator*() { return m_query; }
+
+private:
+    QSqlQuery &m_query;
+};
+
+Statement run(SqliteConnection &c, const QString &sql, const QVariantList &binds, const char *what)
+{
+    auto &slot = c.statements[sql];
+    if (!slot) {
+        auto query = std::make_unique<QSqlQuery>(c.db);
+        query->setForwardOnly(true);
+        if (!query->prepare(sql))
+            fail(*query, what);
+        slot = std::move(query);
+    }
+    QSqlQuery &query = *slot;
+    for (int i = 0; i < binds.size(); ++i)
+        query.bindValue(i, binds.at(i));
+    if (!query.exec()) {
+        query.finish();
         fail(query, what);
-    for (const QVariant &value : binds)
-        query.addBindValue(value);
-    if (!query.exec())
-        fail(query, what);
-    return query;
+    }
+    return Statement(query);
 }
 
 Operation readOperation(const QSqlQuery &q)
@@ -106,11 +129,11 @@ Operation readOperation(const QSqlQuery &q)
 class WriteTransaction final
 {
 public:
-    explicit WriteTransaction(QSqlDatabase &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
+    explicit WriteTransaction(SqliteConnection &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
     ~WriteTransaction()
     {
         if (!m_done)
-            QSqlQuery(m_db).exec(QStringLiteral("ROLLBACK"));
+            QSqlQuery(m_db.db).exec(QStringLiteral("ROLLBACK"));
     }
     void commit()
     {
@@ -119,32 +142,32 @@ public:
     }
 
 private:
-    QSqlDatabase &m_db;
+    SqliteConnection &m_db;
     bool m_done = false;
 };
 
-std::optional<Operation> selectOperation(QSqlDatabase &db, const std::string &ns, const std::string &key)
+std::optional<Operation> selectOperation(SqliteConnection &db, const std::string &ns, const std::string &key)
 {
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kOperationColumns
                           + QStringLiteral(" FROM operations WHERE namespace = ? AND operation_key = ?"),
                       {text(ns), text(key)}, "read operation");
-    if (!q.next())
+    if (!q->next())
         return std::nullopt;
-    return readOperation(q);
+    return readOperation(*q);
 }
 
-std::int64_t nextFencingToken(QSqlDatabase &db)
+std::int64_t nextFencingToken(SqliteConnection &db)
 {
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("UPDATE fencing_sequence SET last_token = last_token + 1 "
                                      "WHERE id = 1 RETURNING last_token"),
                       {}, "issue fencing token");
-    q.next();
-    return q.value(0).toLongLong();
+    q->next();
+    return q->value(0).toLongLong();
 }
 
-void appendEvent(QSqlDatabase &db, const Operation &op, std::optional<OperationState> from,
+void appendEvent(SqliteConnection &db, const Operation &op, std::optional<OperationState> from,
                  const std::string &actor, const std::string &detail)
 {
     run(db,
@@ -158,9 +181,9 @@ void appendEvent(QSqlDatabase &db, const Operation &op, std::optional<OperationS
 }
 
 /// Writes every mutable column of `op` where the row still has `expectedVersion`.
-void updateOperation(QSqlDatabase &db, const Operation &op, std::int64_t expectedVersion)
+void updateOperation(SqliteConnection &db, const Operation &op, std::int64_t expectedVersion)
 {
-    QSqlQuery q = run(
+    Statement q = run(
         db,
         QStringLiteral(
             "UPDATE operations SET state = ?, attempt = ?, max_attempts = ?, lease_owner = ?, "
@@ -175,13 +198,13 @@ void updateOperation(QSqlDatabase &db, const Operation &op, std::int64_t expecte
          optionalInt(op.retentionExpiresAtMs), static_cast<qlonglong>(op.version), op.schemaVersion,
          static_cast<qlonglong>(op.id), static_cast<qlonglong>(expectedVersion)},
         "update operation");
-    if (q.numRowsAffected() != 1)
+    if (q->numRowsAffected() != 1)
         throw Error(ErrorCode::Internal, "operation changed inside its own write transaction");
 }
 
-std::int64_t insertOperation(QSqlDatabase &db, const Operation &op)
+std::int64_t insertOperation(SqliteConnection &db, const Operation &op)
 {
-    QSqlQuery q = run(
+    Statement q = run(
         db,
         QStringLiteral(
             "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, "
@@ -195,10 +218,10 @@ std::int64_t insertOperation(QSqlDatabase &db, const Operation &op)
          static_cast<qlonglong>(op.fencingToken), static_cast<qlonglong>(op.createdAtMs),
          static_cast<qlonglong>(op.updatedAtMs), static_cast<qlonglong>(op.version), op.schemaVersion},
         "insert operation");
-    return q.lastInsertId().toLongLong();
+    return q->lastInsertId().toLongLong();
 }
 
-void deleteOperation(QSqlDatabase &db, std::int64_t id)
+void deleteOperation(SqliteConnection &db, std::int64_t id)
 {
     run(db, QStringLiteral("DELETE FROM operation_events WHERE operation_id = ?"),
         {static_cast<qlonglong>(id)}, "delete history");
@@ -206,7 +229,7 @@ void deleteOperation(QSqlDatabase &db, std::int64_t id)
         "delete operation");
 }
 
-void recordSuppression(QSqlDatabase &db, const ClaimRequest &request, ClaimOutcome outcome,
+void recordSuppression(SqliteConnection &db, const ClaimRequest &request, ClaimOutcome outcome,
                        OperationState state, std::int64_t nowMs)
 {
     run(db,
@@ -218,18 +241,19 @@ void recordSuppression(QSqlDatabase &db, const ClaimRequest &request, ClaimOutco
         "record suppression");
 }
 
-int readSchemaVersion(QSqlDatabase &db)
+int readSchemaVersion(SqliteConnection &db)
 {
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
                                      "'schema_migrations'"),
                       {}, "read schema version");
-    q.next();
-    if (q.value(0).toInt() == 0)
+    q->next();
+    if (q->value(0).toInt() == 0)
         return 0;
-    q = run(db, QStringLiteral("SELECT coalesce(max(version), 0) FROM schema_migrations"), {}, "read schema version");
-    q.next();
-    return q.value(0).toInt();
+    Statement version =
+        run(db, QStringLiteral("SELECT coalesce(max(version), 0) FROM schema_migrations"), {}, "read schema version");
+    version->next();
+    return version->value(0).toInt();
 }
 
 } // namespace
@@ -248,30 +272,38 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
 SqliteLedgerStore::~SqliteLedgerStore()
 {
     std::lock_guard lock(m_connectionsMutex);
-    for (const QString &name : m_connectionNames)
+    for (auto &c : m_connections) {
+        const QString name = c->db.connectionName();
+        c.reset(); // statements and handle go before the connection is removed
         QSqlDatabase::removeDatabase(name);
+    }
 }
 
-QSqlDatabase SqliteLedgerStore::connection()
+QSqlDatabase SqliteLedgerStore::connection() { return threadConnection().db; }
+
+SqliteConnection &SqliteLedgerStore::threadConnection()
 {
-    // Keyed by a per-thread serial, not the thread id: ids are reused, connections are not
-    // allowed to cross threads.
+    // Keyed by store serial: serials are never reused, unlike addresses and thread ids, so a
+    // thread cannot pick up a connection of a store that is gone.
+    thread_local std::unordered_map<std::uint64_t, SqliteConnection *> mine;
+    if (auto found = mine.find(m_serial); found != mine.end())
+        return *found->second;
+
     thread_local const std::uint64_t threadSerial = ++g_threadSerial;
     const QString name = QStringLiteral("idempo-sqlite-%1-%2").arg(m_serial).arg(threadSerial);
-    if (QSqlDatabase::contains(name))
-        return QSqlDatabase::database(name, false);
-
-    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
-    {
-        std::lock_guard lock(m_connectionsMutex);
-        m_connectionNames.push_back(name);
-    }
+    auto connection = std::make_unique<SqliteConnection>();
+    connection->db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+    QSqlDatabase &db = connection->db;
     db.setDatabaseName(m_path);
     db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=%1").arg(m_options.busyTimeoutMs));
-    if (!db.open()) {
-        throw Error(ErrorCode::LedgerUnavailable, "cannot open ledger " + m_path.toStdString() + ": "
-                                                      + db.lastError().text().toStdString());
-    }
+    const auto unavailable = [&](const QSqlError &error) {
+        const std::string message = "cannot open ledger " + m_path.toStdString() + ": " + error.text().toStdString();
+        connection.reset();
+        QSqlDatabase::removeDatabase(name);
+        return Error(ErrorCode::LedgerUnavailable, message);
+    };
+    if (!db.open())
+        throw unavailable(db.lastError());
     const QString synchronous = m_options.synchronous.compare(QLatin1String("NORMAL"), Qt::CaseInsensitive) == 0
                                     ? QStringLiteral("NORMAL")
                                     : QStringLiteral("FULL");
@@ -280,26 +312,30 @@ QSqlDatabase SqliteLedgerStore::connection()
                               QStringLiteral("PRAGMA foreign_keys = ON")};
     for (const QString &pragma : pragmas) {
         QSqlQuery q(db);
-        if (!q.exec(pragma)) {
-            throw Error(ErrorCode::LedgerUnavailable, "cannot open ledger " + m_path.toStdString()
-                                                          + ": " + q.lastError().text().toStdString());
-        }
+        if (!q.exec(pragma))
+            throw unavailable(q.lastError());
     }
-    return db;
+    SqliteConnection *raw = connection.get();
+    {
+        std::lock_guard lock(m_connectionsMutex);
+        m_connections.push_back(std::move(connection));
+    }
+    mine.emplace(m_serial, raw);
+    return *raw;
 }
 
 std::string SqliteLedgerStore::describe() const { return "sqlite:" + m_path.toStdString(); }
 
 int SqliteLedgerStore::schemaVersion()
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     return readSchemaVersion(db);
 }
 
 void SqliteLedgerStore::migrate()
 {
     const QString dialect = QStringLiteral("sqlite");
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     WriteTransaction tx(db);
     run(db, QStringLiteral("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                            "name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"),
@@ -326,7 +362,7 @@ std::int64_t SqliteLedgerStore::nowMs() { return m_clock->nowMs(); }
 
 ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     WriteTransaction tx(db);
     const std::int64_t now = m_clock->nowMs();
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
@@ -376,7 +412,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
 
 Operation SqliteLedgerStore::transition(const TransitionRequest &request)
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     WriteTransaction tx(db);
     const std::int64_t now = m_clock->nowMs();
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
@@ -392,35 +428,35 @@ Operation SqliteLedgerStore::transition(const TransitionRequest &request)
 
 std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const std::string &key)
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     return selectOperation(db, ns, key);
 }
 
 std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, const std::string &key)
 {
-    QSqlDatabase db = connection();
-    QSqlQuery q = run(db,
+    SqliteConnection &db = threadConnection();
+    Statement q = run(db,
                       QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
                                      "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
                                      "JOIN operations o ON o.id = e.operation_id "
                                      "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
                       {text(ns), text(key)}, "read history");
     std::vector<OperationEvent> events;
-    while (q.next()) {
+    while (q->next()) {
         OperationEvent e;
-        e.id = q.value(0).toLongLong();
+        e.id = q->value(0).toLongLong();
         e.ns = ns;
         e.key = key;
-        e.atMs = q.value(1).toLongLong();
-        if (!q.value(2).isNull())
-            e.fromState = parseState(toStd(q.value(2)));
-        e.toState = parseState(toStd(q.value(3))).value_or(OperationState::Received);
-        e.fencingToken = q.value(4).toLongLong();
-        e.attempt = q.value(5).toInt();
-        e.actor = toStd(q.value(6));
-        if (!q.value(7).isNull())
-            e.errorClass = parseErrorClass(toStd(q.value(7)));
-        e.detail = toStd(q.value(8));
+        e.atMs = q->value(1).toLongLong();
+        if (!q->value(2).isNull())
+            e.fromState = parseState(toStd(q->value(2)));
+        e.toState = parseState(toStd(q->value(3))).value_or(OperationState::Received);
+        e.fencingToken = q->value(4).toLongLong();
+        e.attempt = q->value(5).toInt();
+        e.actor = toStd(q->value(6));
+        if (!q->value(7).isNull())
+            e.errorClass = parseErrorClass(toStd(q->value(7)));
+        e.detail = toStd(q->value(8));
         events.push_back(std::move(e));
     }
     return events;
@@ -428,7 +464,7 @@ std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, co
 
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE id > ?");
     QVariantList binds{static_cast<qlonglong>(filter.afterId)};
     if (!filter.ns.empty()) {
@@ -454,32 +490,32 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     }
     sql += QStringLiteral(" ORDER BY id LIMIT ?");
     binds << filter.limit;
-    QSqlQuery q = run(db, sql, binds, "list operations");
+    Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;
-    while (q.next())
-        ops.push_back(readOperation(q));
+    while (q->next())
+        ops.push_back(readOperation(*q));
     return ops;
 }
 
 std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, std::int64_t afterId, int limit)
 {
-    QSqlDatabase db = connection();
-    QSqlQuery q = run(db,
+    SqliteConnection &db = threadConnection();
+    Statement q = run(db,
                       QStringLiteral("SELECT id, namespace, operation_key, at_ms, outcome, state, source, "
                                      "fingerprint FROM suppressions WHERE id > ? AND (? = '' OR namespace = ?) "
                                      "ORDER BY id LIMIT ?"),
                       {static_cast<qlonglong>(afterId), text(ns), text(ns), limit}, "list suppressions");
     std::vector<Suppression> rows;
-    while (q.next()) {
+    while (q->next()) {
         Suppression s;
-        s.id = q.value(0).toLongLong();
-        s.ns = toStd(q.value(1));
-        s.key = toStd(q.value(2));
-        s.atMs = q.value(3).toLongLong();
-        s.outcome = parseClaimOutcome(toStd(q.value(4))).value_or(ClaimOutcome::Replayed);
-        s.state = parseState(toStd(q.value(5))).value_or(OperationState::Received);
-        s.source = toStd(q.value(6));
-        s.fingerprint = toStd(q.value(7));
+        s.id = q->value(0).toLongLong();
+        s.ns = toStd(q->value(1));
+        s.key = toStd(q->value(2));
+        s.atMs = q->value(3).toLongLong();
+        s.outcome = parseClaimOutcome(toStd(q->value(4))).value_or(ClaimOutcome::Replayed);
+        s.state = parseState(toStd(q->value(5))).value_or(OperationState::Received);
+        s.source = toStd(q->value(6));
+        s.fingerprint = toStd(q->value(7));
         rows.push_back(std::move(s));
     }
     return rows;
@@ -487,47 +523,49 @@ std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, 
 
 std::int64_t SqliteLedgerStore::purgeExpired()
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     WriteTransaction tx(db);
     const QVariantList now{static_cast<qlonglong>(m_clock->nowMs())};
     run(db,
         QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM operations "
                        "WHERE retention_expires_at_ms <= ?)"),
         now, "purge history");
-    QSqlQuery q = run(db, QStringLiteral("DELETE FROM operations WHERE retention_expires_at_ms <= ?"), now,
+    Statement q = run(db, QStringLiteral("DELETE FROM operations WHERE retention_expires_at_ms <= ?"), now,
                       "purge operations");
-    const std::int64_t removed = q.numRowsAffected();
+    const std::int64_t removed = q->numRowsAffected();
     tx.commit();
     return removed;
 }
 
 LedgerMetrics SqliteLedgerStore::metrics()
 {
-    QSqlDatabase db = connection();
+    SqliteConnection &db = threadConnection();
     const qlonglong now = m_clock->nowMs();
     LedgerMetrics m;
-    QSqlQuery q = run(db, QStringLiteral("SELECT state, count(*) FROM operations GROUP BY state"), {}, "metrics");
-    while (q.next())
-        if (auto s = parseState(toStd(q.value(0))))
-            m.byState.emplace_back(*s, q.value(1).toLongLong());
-    q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions GROUP BY outcome"), {}, "metrics");
-    while (q.next())
-        if (auto o = parseClaimOutcome(toStd(q.value(0))))
-            m.suppressionsByOutcome.emplace_back(*o, q.value(1).toLongLong());
-    q = run(db,
-            QStringLiteral("SELECT coalesce(sum(lease_expires_at_ms > ?), 0), coalesce(sum(lease_expires_at_ms <= ?), 0) "
-                           "FROM operations WHERE state = 'dispatching'"),
-            {now, now}, "metrics");
-    q.next();
-    m.leasesLive = q.value(0).toLongLong();
-    m.leasesLapsed = q.value(1).toLongLong();
-    q = run(db, QStringLiteral("SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'"),
-            {}, "metrics");
-    q.next();
-    m.oldestPendingConfirmationMs = toOptionalInt(q.value(0));
-    q = run(db, QStringLiteral("SELECT count(*) FROM operation_events"), {}, "metrics");
-    q.next();
-    m.events = q.value(0).toLongLong();
+    {
+        Statement q = run(db, QStringLiteral("SELECT state, count(*) FROM operations GROUP BY state"), {}, "metrics");
+        while (q->next())
+            if (auto s = parseState(toStd(q->value(0))))
+                m.byState.emplace_back(*s, q->value(1).toLongLong());
+    }
+    {
+        Statement q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions GROUP BY outcome"), {}, "metrics");
+        while (q->next())
+            if (auto o = parseClaimOutcome(toStd(q->value(0))))
+                m.suppressionsByOutcome.emplace_back(*o, q->value(1).toLongLong());
+    }
+    Statement q = run(db,
+                      QStringLiteral("SELECT coalesce(sum(lease_expires_at_ms > ?), 0), "
+                                     "coalesce(sum(lease_expires_at_ms <= ?), 0), "
+                                     "(SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'), "
+                                     "(SELECT count(*) FROM operation_events) "
+                                     "FROM operations WHERE state = 'dispatching'"),
+                      {now, now}, "metrics");
+    q->next();
+    m.leasesLive = q->value(0).toLongLong();
+    m.leasesLapsed = q->value(1).toLongLong();
+    m.oldestPendingConfirmationMs = toOptionalInt(q->value(2));
+    m.events = q->value(3).toLongLong();
     return m;
 }
 

@@ -10,9 +10,19 @@
 #include <mutex>
 #include <vector>
 
-class QSqlDatabase;
+#include <QSqlDatabase>
+#include <QSqlQuery>
+
+#include <unordered_map>
 
 namespace idempo {
+
+/// One thread's connection to the embedded ledger with its prepared statements.
+struct SqliteConnection
+{
+    QSqlDatabase db;
+    std::unordered_map<QString, std::unique_ptr<QSqlQuery>> statements; ///< by SQL text
+};
 
 /// The embedded ledger: one SQLite file through Qt Sql, in WAL mode. Every write runs in a
 /// `BEGIN IMMEDIATE` transaction, so a claim's read and write cannot interleave with another
@@ -52,12 +62,14 @@ public:
     QSqlDatabase connection();
 
 private:
+    SqliteConnection &threadConnection();
+
     QString m_path;
     std::shared_ptr<const Clock> m_clock;
     Options m_options;
     std::uint64_t m_serial;
     std::mutex m_connectionsMutex;
-    std::vector<QString> m_connectionNames;
+    std::vector<std::unique_ptr<SqliteConnection>> m_connections;
 };
 
 } // namespace idempo

@@ -25,6 +25,20 @@ void checkLease(std::int64_t leaseMs)
         throw Error(ErrorCode::InvalidArgument, "lease must be between 1 ms and 24 h, not " + std::to_string(leaseMs) + " ms");
 }
 
+/// A write by the lease holder: applies only while the operation is dispatching under `token`.
+TransitionRequest workerWrite(const std::string &ns, const std::string &key, std::int64_t token, OperationState to)
+{
+    validateIdentity(ns, key);
+    TransitionRequest request;
+    request.ns = ns;
+    request.key = key;
+    request.from = OperationState::Dispatching;
+    request.fencingToken = token;
+    request.to = to;
+    request.actor = defaultOwner();
+    return request;
+}
+
 } // namespace
 
 std::string defaultOwner()
@@ -92,14 +106,7 @@ ClaimResult Engine::claim(const ClaimInput &input)
 Operation Engine::complete(const std::string &ns, const std::string &key, std::int64_t fencingToken,
                            const std::string &resultJson, const std::string &receiptJson)
 {
-    validateIdentity(ns, key);
-    TransitionRequest request;
-    request.ns = ns;
-    request.key = key;
-    request.from = OperationState::Dispatching;
-    request.fencingToken = fencingToken;
-    request.to = OperationState::Succeeded;
-    request.actor = defaultOwner();
+    TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::Succeeded);
     request.detail = "completed";
     if (!resultJson.empty())
         request.result = canonicalise(resultJson, "result");
@@ -114,24 +121,17 @@ Operation Engine::complete(const std::string &ns, const std::string &key, std::i
 Operation Engine::fail(const std::string &ns, const std::string &key, std::int64_t fencingToken,
                        ErrorClass errorClass, const std::string &detail, std::optional<std::int64_t> retryAfterMs)
 {
-    validateIdentity(ns, key);
     if (retryAfterMs && *retryAfterMs < 0)
         throw Error(ErrorCode::InvalidArgument, "retry-after must not be negative");
     const Operation current = get(ns, key);
-    TransitionRequest request;
-    request.ns = ns;
-    request.key = key;
-    request.from = OperationState::Dispatching;
-    request.fencingToken = fencingToken;
     // A stale caller must learn that before the policy speaks about an attempt it does not own.
-    request.to = OperationState::FailedRetryable;
+    TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::FailedRetryable);
     if (current.fencingToken == fencingToken && current.state == OperationState::Dispatching) {
         const FailureDecision decision =
             m_policy.decide(errorClass, current.kind, current.attempt, current.maxAttempts, retryAfterMs);
         request.to = decision.next;
         request.retryDelayMs = decision.retryDelayMs;
     }
-    request.actor = defaultOwner();
     request.detail = "attempt " + std::to_string(current.attempt) + " failed: " + std::string(errorClassName(errorClass));
     request.errorClass = errorClass;
     request.errorDetail = detail;
@@ -145,16 +145,9 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
 Operation Engine::heartbeat(const std::string &ns, const std::string &key, std::int64_t fencingToken,
                             std::optional<std::int64_t> leaseMs)
 {
-    validateIdentity(ns, key);
-    TransitionRequest request;
-    request.ns = ns;
-    request.key = key;
-    request.from = OperationState::Dispatching;
-    request.fencingToken = fencingToken;
-    request.to = OperationState::Dispatching;
+    TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::Dispatching);
     request.leaseMs = leaseMs.value_or(m_settings.leaseMs);
     checkLease(*request.leaseMs);
-    request.actor = defaultOwner();
     request.detail = "heartbeat";
     return m_store->transition(request);
 }

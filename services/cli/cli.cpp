@@ -7,6 +7,7 @@
 #include "jsonview.h"
 #include "ledgerfactory.h"
 
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -85,8 +86,10 @@ public:
     /// Seconds (may be fractional) → milliseconds.
     std::int64_t secondsOption(const QString &name) const
     {
-        bool ok = false;
-        const double v = parser.value(name).toDouble(&ok);
+        const std::string text = parser.value(name).toStdString();
+        double v = -1;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        const bool ok = ec == std::errc() && end == text.data() + text.size();
         if (!ok || v < 0 || v > 1e9)
             throw UsageError{"--" + name.toStdString() + " needs a number of seconds, not '"
                              + parser.value(name).toStdString() + "'"};

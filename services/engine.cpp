@@ -25,6 +25,27 @@ void checkLease(std::int64_t leaseMs)
         throw Error(ErrorCode::InvalidArgument, "lease must be between 1 ms and 24 h, not " + std::to_string(leaseMs) + " ms");
 }
 
+constexpr std::size_t MaxDetailBytes = 4096;
+
+/// Error details come from providers and must never fail the write that records them: invalid
+/// UTF-8 and control characters (which could forge lines on an operator's terminal) are
+/// replaced, and the text is cut to `maxBytes` on a character boundary.
+std::string plainText(const std::string &text, std::size_t maxBytes)
+{
+    QString clean = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+    for (QChar &c : clean)
+        if (c.category() == QChar::Other_Control || c.category() == QChar::Other_Format)
+            c = QLatin1Char(' ');
+    QByteArray utf8 = clean.toUtf8();
+    if (static_cast<std::size_t>(utf8.size()) > maxBytes) {
+        qsizetype cut = static_cast<qsizetype>(maxBytes);
+        while (cut > 0 && (static_cast<unsigned char>(utf8[cut]) & 0xC0) == 0x80)
+            --cut;
+        utf8.truncate(cut);
+    }
+    return utf8.toStdString();
+}
+
 /// A write by the lease holder: applies only while the operation is dispatching under `token`.
 TransitionRequest workerWrite(const std::string &ns, const std::string &key, std::int64_t token, OperationState to)
 {
@@ -49,6 +70,11 @@ std::string defaultOwner()
 Engine::Engine(std::shared_ptr<LedgerStore> store, Settings settings, RetryPolicy policy)
     : m_store(std::move(store)), m_settings(settings), m_policy(std::move(policy))
 {
+    if (m_settings.retentionMs < MinRetentionMs) {
+        throw Error(ErrorCode::InvalidArgument, "retention must be at least " + std::to_string(MinRetentionMs / 1000)
+                                                    + " s: a shorter one lets a finished operation run again");
+    }
+    checkLease(m_settings.leaseMs);
 }
 
 Engine::Engine(std::shared_ptr<LedgerStore> store) : Engine(std::move(store), Settings{}, RetryPolicy{}) {}
@@ -75,6 +101,10 @@ std::string Engine::canonicalise(const std::string &json, const char *what) cons
 ClaimResult Engine::claim(const ClaimInput &input)
 {
     validateIdentity(input.ns, input.key);
+    validateIdentifier(input.runId, "run id");
+    validateIdentifier(input.stepId, "step id");
+    validateIdentifier(input.target, "target");
+    validateIdentifier(input.owner, "lease owner");
     ClaimRequest request;
     request.ns = input.ns;
     request.key = input.key;
@@ -93,6 +123,11 @@ ClaimResult Engine::claim(const ClaimInput &input)
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");
     request.payload = canonicalJson(payload);
+    if (!request.fingerprintFields.empty() && projectJson(payload, request.fingerprintFields).empty()) {
+        // Fingerprinting nothing would make every payload match: a typo must not turn off
+        // mismatch detection.
+        throw Error(ErrorCode::InvalidArgument, "none of the fingerprint fields selects anything in the payload");
+    }
     request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
 
     ClaimResult result = m_store->claim(request);
@@ -113,9 +148,23 @@ Operation Engine::complete(const std::string &ns, const std::string &key, std::i
     if (!receiptJson.empty())
         request.receipt = canonicalise(receiptJson, "receipt");
     request.retentionMs = m_settings.retentionMs;
-    Operation op = m_store->transition(request);
-    spdlog::info("complete ns={} key={} token={}", ns, key, fencingToken);
-    return op;
+    try {
+        Operation op = m_store->transition(request);
+        spdlog::info("complete ns={} key={} token={}", ns, key, fencingToken);
+        return op;
+    } catch (const Error &e) {
+        // A worker that lost the reply to its own complete retries it: the same token with the
+        // same result and receipt is the same write, already applied.
+        if (e.code() != ErrorCode::StaleLease)
+            throw;
+        const Operation current = get(ns, key);
+        const bool repeat = current.state == OperationState::Succeeded && current.fencingToken == fencingToken
+                            && current.result == request.result.value_or(std::string())
+                            && current.receipt == request.receipt.value_or(std::string());
+        if (!repeat)
+            throw;
+        return current;
+    }
 }
 
 Operation Engine::fail(const std::string &ns, const std::string &key, std::int64_t fencingToken,
@@ -123,6 +172,8 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
 {
     if (retryAfterMs && *retryAfterMs < 0)
         throw Error(ErrorCode::InvalidArgument, "retry-after must not be negative");
+    if (errorClass == ErrorClass::StaleLease)
+        throw Error(ErrorCode::InvalidArgument, "stale_lease is the engine's refusal, not a failure class to report");
     const Operation current = get(ns, key);
     // A stale caller must learn that before the policy speaks about an attempt it does not own.
     TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::FailedRetryable);
@@ -134,7 +185,7 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
     }
     request.detail = "attempt " + std::to_string(current.attempt) + " failed: " + std::string(errorClassName(errorClass));
     request.errorClass = errorClass;
-    request.errorDetail = detail;
+    request.errorDetail = plainText(detail, MaxDetailBytes);
     request.retentionMs = m_settings.retentionMs;
     Operation op = m_store->transition(request);
     spdlog::info("fail ns={} key={} token={} class={} next={}", ns, key, fencingToken,

@@ -37,14 +37,19 @@ struct ClaimInput
 class Engine final
 {
 public:
+    /// The shortest retention accepted, milliseconds: a duplicate arriving after retention is a
+    /// new operation, and redeliveries within an hour are common.
+    static constexpr std::int64_t MinRetentionMs = 3600'000;
+
     struct Settings
     {
         std::int64_t leaseMs = 30'000;              ///< default lease, milliseconds
-        std::int64_t retentionMs = 24 * 3600'000;   ///< how long final records are kept, milliseconds
+        std::int64_t retentionMs = 24 * 3600'000;   ///< how long final records are kept, ms (>= MinRetentionMs)
         int maxAttempts = 3;
         std::size_t maxPayloadBytes = 1024 * 1024;  ///< bytes of payload, result or receipt text
     };
 
+    /// Throws Error(InvalidArgument) for settings out of range.
     Engine(std::shared_ptr<LedgerStore> store, Settings settings, RetryPolicy policy);
     explicit Engine(std::shared_ptr<LedgerStore> store);
 
@@ -57,7 +62,8 @@ public:
     ClaimResult claim(const ClaimInput &input);
 
     /// Records success under the lease `fencingToken`; `resultJson` and `receiptJson` may be
-    /// empty. Throws Error(StaleLease) when the token is not current, Error(NotFound).
+    /// empty. Repeating an applied complete (same token, result and receipt) returns the record.
+    /// Throws Error(StaleLease) when the token is not current, Error(NotFound).
     Operation complete(const std::string &ns, const std::string &key, std::int64_t fencingToken,
                        const std::string &resultJson, const std::string &receiptJson);
 

@@ -91,8 +91,8 @@ void checkTransition(const Operation *current, const TransitionRequest &request)
         throw Error(ErrorCode::NotFound, "no operation '" + request.key + "' in namespace '" + request.ns + "'");
     if (current->fencingToken != request.fencingToken) {
         throw Error(ErrorCode::StaleLease, "fencing token " + std::to_string(request.fencingToken)
-                                               + " is stale: the operation's current token is "
-                                               + std::to_string(current->fencingToken));
+                                               + " is not the operation's current token ("
+                                               + std::to_string(current->fencingToken) + ")");
     }
     if (current->state != request.from) {
         const std::string is(stateName(current->state));

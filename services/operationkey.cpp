@@ -26,16 +26,24 @@ void validateOperationKey(std::string_view key)
 {
     if (key.empty())
         throw Error(ErrorCode::InvalidKey, "operation key is empty; use run_id:step_id[:target]");
-    if (key.size() > MaxKeyBytes) {
-        throw Error(ErrorCode::InvalidKey, "operation key is " + std::to_string(key.size())
-                                               + " bytes; the limit is " + std::to_string(MaxKeyBytes));
+    validateIdentifier(key, "operation key", MaxKeyBytes);
+}
+
+void validateIdentifier(std::string_view value, const char *what, std::size_t maxBytes)
+{
+    const std::string name(what);
+    if (value.size() > maxBytes) {
+        throw Error(ErrorCode::InvalidKey, name + " is " + std::to_string(value.size()) + " bytes; the limit is "
+                                               + std::to_string(maxBytes));
     }
+    if (value.empty())
+        return;
     QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
-    const QString decoded = decoder.decode(QByteArrayView(key.data(), static_cast<qsizetype>(key.size())));
+    const QString decoded = decoder.decode(QByteArrayView(value.data(), static_cast<qsizetype>(value.size())));
     if (decoder.hasError())
-        throw Error(ErrorCode::InvalidKey, "operation key is not valid UTF-8");
+        throw Error(ErrorCode::InvalidKey, name + " is not valid UTF-8");
     if (decoded.front().isSpace() || decoded.back().isSpace())
-        throw Error(ErrorCode::InvalidKey, "operation key starts or ends with white space");
+        throw Error(ErrorCode::InvalidKey, name + " starts or ends with white space");
     for (const char32_t c : decoded.toUcs4()) {
         switch (QChar::category(c)) {
         case QChar::Other_Control:
@@ -44,8 +52,7 @@ void validateOperationKey(std::string_view key)
         case QChar::Other_NotAssigned:
         case QChar::Separator_Line:
         case QChar::Separator_Paragraph:
-            throw Error(ErrorCode::InvalidKey,
-                        "operation key contains the unprintable character " + codePointName(c));
+            throw Error(ErrorCode::InvalidKey, name + " contains the unprintable character " + codePointName(c));
         default:
             break;
         }

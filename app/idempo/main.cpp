@@ -7,5 +7,5 @@ int main(int argc, char *argv[])
 {
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("idempo"));
-    return idempo::cli::run(QCoreApplication::arguments());
+    return idempo::cli::run(argc, argv);
 }

@@ -20,6 +20,7 @@
 #include <QCommandLineParser>
 #include <QDateTime>
 #include <QFile>
+#include <QStringDecoder>
 
 namespace idempo::cli {
 namespace {
@@ -100,7 +101,10 @@ public:
     {
         if (!parser.isSet(QStringLiteral("token")))
             throw UsageError{"missing --token (the fencing token the claim returned)"};
-        return integerOption(QStringLiteral("token"));
+        const std::int64_t token = integerOption(QStringLiteral("token"));
+        if (token < 1)
+            throw UsageError{"--token must be a positive fencing token"};
+        return token;
     }
 
     /// A JSON argument: inline text, `@FILE`, or `@-` for standard input.
@@ -116,7 +120,8 @@ public:
         if (!opened)
             throw UsageError{"cannot read --" + name.toStdString() + " file '" + path.toStdString()
                              + "': " + file.errorString().toStdString()};
-        return file.readAll().toStdString();
+        // One byte over the limit is enough for the engine to refuse it; /dev/zero must not fill memory.
+        return file.read(static_cast<qint64>(Engine::Settings{}.maxPayloadBytes) + 1).toStdString();
     }
 
     void print(const nlohmann::json &j, const std::string &human) const
@@ -167,6 +172,8 @@ int exitFor(ClaimOutcome outcome)
 int exitFor(ErrorCode code)
 {
     switch (code) {
+    case ErrorCode::InvalidArgument:
+        return ExitUsage;
     case ErrorCode::LedgerUnavailable:
     case ErrorCode::SchemaMismatch:
         return ExitUnavailable;
@@ -181,6 +188,7 @@ using Handler = std::function<int(Context &)>;
 
 struct Command
 {
+    int arguments; ///< positional arguments after the command word
     const char *synopsis;
     const char *summary;
     std::vector<QCommandLineOption> options;
@@ -382,9 +390,9 @@ std::map<QString, Command> commands()
     const QCommandLineOption token = opt("token", "Fencing token returned by the claim.", "N");
     const QCommandLineOption lease = opt("lease", "Lease length in seconds (default 30).", "S");
     return {
-        {QStringLiteral("init"), {"init", "Create or migrate the ledger.", {}, cmdInit}},
+        {QStringLiteral("init"), {0, "init", "Create or migrate the ledger.", {}, cmdInit}},
         {QStringLiteral("claim"),
-         {"claim KEY --payload JSON|@FILE [options]",
+         {1, "claim KEY --payload JSON|@FILE [options]",
           "Claim the operation KEY: prints the outcome (claimed, replayed, in_progress, retry_later,\n"
           "reconcile_required, payload_mismatch).",
           {opt("payload", "The operation's payload: JSON text, @FILE, or @- for stdin.", "JSON"),
@@ -396,32 +404,32 @@ std::map<QString, Command> commands()
            opt("requires-approval", "A new operation waits in awaiting_approval.")},
           cmdClaim}},
         {QStringLiteral("complete"),
-         {"complete KEY --token N [--result JSON] [--receipt JSON]",
+         {1, "complete KEY --token N [--result JSON] [--receipt JSON]",
           "Record success of the attempt holding the lease.",
           {token, opt("result", "Result JSON, @FILE or @-.", "JSON"),
            opt("receipt", "Provider receipt / external reference JSON.", "JSON")},
           cmdComplete}},
         {QStringLiteral("fail"),
-         {"fail KEY --token N --class CLASS [--detail TEXT] [--retry-after S]",
+         {1, "fail KEY --token N --class CLASS [--detail TEXT] [--retry-after S]",
           "Record a failed attempt; the retry policy decides what comes next.",
           {token, opt("class", "transient, rate_limited, validation, auth, policy_denied, unknown_outcome.", "CLASS"),
            opt("detail", "What went wrong.", "TEXT"), opt("retry-after", "Provider's Retry-After, seconds.", "S")},
           cmdFail}},
         {QStringLiteral("heartbeat"),
-         {"heartbeat KEY --token N [--lease S]", "Extend the lease.", {token, lease}, cmdHeartbeat}},
-        {QStringLiteral("show"), {"show KEY", "Print the operation record.", {}, cmdShow}},
-        {QStringLiteral("history"), {"history KEY", "Print the operation's state history.", {}, cmdHistory}},
+         {1, "heartbeat KEY --token N [--lease S]", "Extend the lease.", {token, lease}, cmdHeartbeat}},
+        {QStringLiteral("show"), {1, "show KEY", "Print the operation record.", {}, cmdShow}},
+        {QStringLiteral("history"), {1, "history KEY", "Print the operation's state history.", {}, cmdHistory}},
         {QStringLiteral("list"),
-         {"list [--state S] [--run R] [--key-prefix P] [--limit N] [--after ID]",
+         {0, "list [--state S] [--run R] [--key-prefix P] [--limit N] [--after ID]",
           "List operations, oldest first, a page at a time.",
           {opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),
            opt("key-prefix", "Only keys starting with P.", "P"), opt("limit", "Page size (default 50).", "N"),
            opt("after", "Continue after this id (the previous page's next_after).", "ID")},
           cmdList}},
-        {QStringLiteral("purge"), {"purge", "Remove operations whose retention expired.", {}, cmdPurge}},
-        {QStringLiteral("metrics"), {"metrics", "Counts by state, suppressions, leases.", {}, cmdMetrics}},
+        {QStringLiteral("purge"), {0, "purge", "Remove operations whose retention expired.", {}, cmdPurge}},
+        {QStringLiteral("metrics"), {0, "metrics", "Counts by state, suppressions, leases.", {}, cmdMetrics}},
         {QStringLiteral("bench"),
-         {"bench claim [--cycles N] [--workers W]",
+         {1, "bench claim [--cycles N] [--workers W]",
           "Claim/complete throughput beside the same raw SQL statements.",
           {opt("cycles", "Claim/complete cycles per run (default 2000).", "N"),
            opt("workers", "Concurrent workers (default 1).", "W")},
@@ -472,6 +480,26 @@ void setUpLogging(bool verbose)
 
 } // namespace
 
+int run(int argc, char **argv)
+{
+    QStringList arguments;
+    for (int i = 0; i < argc; ++i) {
+        const QByteArrayView raw(argv[i]);
+        QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+        const QString decoded = decoder.decode(raw);
+        if (decoder.hasError()) {
+            // Decoding would turn every invalid byte into U+FFFD and merge different keys.
+            bool json = false;
+            for (int j = 1; j < argc; ++j)
+                json = json || QByteArrayView(argv[j]) == "--json";
+            reportError(json, "invalid_argument", "argument " + std::to_string(i) + " is not valid UTF-8");
+            return ExitRefused;
+        }
+        arguments << decoded;
+    }
+    return run(arguments);
+}
+
 int run(const QStringList &arguments)
 {
     const auto all = commands();
@@ -494,6 +522,10 @@ int run(const QStringList &arguments)
         return ExitOk;
     }
     const QStringList rest = first.positionalArguments();
+    if (rest.isEmpty() && wantsJson) {
+        reportError(true, "usage", "no command given (see idempo --help)");
+        return ExitUsage;
+    }
     if (rest.isEmpty() || first.isSet(QStringLiteral("help"))) {
         (rest.isEmpty() && !first.isSet(QStringLiteral("help")) ? std::cerr : std::cout) << helpText(all);
         return first.isSet(QStringLiteral("help")) ? ExitOk : ExitUsage;
@@ -524,6 +556,12 @@ int run(const QStringList &arguments)
         return ExitOk;
     }
     c.json = c.parser.isSet(QStringLiteral("json"));
+    const QStringList positionals = c.parser.positionalArguments();
+    if (positionals.size() > command.arguments + 1) {
+        reportError(c.json, "usage", "unexpected argument '" + positionals.at(command.arguments + 1).toStdString()
+                                         + "' (see idempo " + rest.first().toStdString() + " --help)");
+        return ExitUsage;
+    }
     QString ns = c.parser.value(QStringLiteral("namespace"));
     if (ns.isEmpty())
         ns = qEnvironmentVariable("IDEMPO_NAMESPACE", QStringLiteral("default"));

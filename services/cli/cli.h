@@ -15,6 +15,10 @@ enum ExitCode {
     ExitTempFail = 75,    ///< do not execute now: in_progress, retry_later, reconcile_required
 };
 
+/// Runs `idempo` with the process's raw arguments; refuses (exit 65) any that is not valid
+/// UTF-8 rather than letting decoding replace bytes.
+int run(int argc, char **argv);
+
 /// Runs `idempo` with `arguments` (arguments[0] is the program name); prints to stdout/stderr
 /// and returns the exit code.
 int run(const QStringList &arguments);

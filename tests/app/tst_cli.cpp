@@ -196,6 +196,49 @@ private Q_SLOTS:
         QCOMPARE(list.json[QStringLiteral("operations")].toArray().size(), 0);
     }
 
+    void nonUtf8ArgumentsAreRefused()
+    {
+        // QProcess encodes arguments as UTF-8, so the raw bytes go through the shell.
+        auto *p = new QProcess(this);
+        p->start(QStringLiteral("/bin/sh"),
+                 {QStringLiteral("-c"),
+                  QStringLiteral("\"$0\" --ledger \"$1\" --json claim \"$(printf 'run-1:\\377')\" --payload '{}'"),
+                  QStringLiteral(IDEMPO_CLI_PATH), m_ledger});
+        const Run r = finish(p);
+        QCOMPARE(r.exitCode, 65);
+        QCOMPARE(r.json[QStringLiteral("error")].toString(), QStringLiteral("invalid_argument"));
+        const Run list = idempo({QStringLiteral("--json"), QStringLiteral("list")});
+        QCOMPARE(list.json[QStringLiteral("operations")].toArray().size(), 0);
+    }
+
+    void endlessPayloadFileIsCutAtTheLimit()
+    {
+        const Run r = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:6"),
+                              QStringLiteral("--payload"), QStringLiteral("@/dev/zero")});
+        QCOMPARE(r.exitCode, 65);
+        QCOMPARE(r.json[QStringLiteral("error")].toString(), QStringLiteral("payload_too_large"));
+    }
+
+    void usageMistakes_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::newRow("extra argument") << QStringList{QStringLiteral("metrics"), QStringLiteral("extra")};
+        QTest::newRow("no command") << QStringList{};
+        QTest::newRow("retention below the floor") << QStringList{QStringLiteral("--retention"), QStringLiteral("60"), QStringLiteral("metrics")};
+        QTest::newRow("zero token") << QStringList{QStringLiteral("heartbeat"), QStringLiteral("k:1"), QStringLiteral("--token"), QStringLiteral("0")};
+        QTest::newRow("zero lease") << QStringList{QStringLiteral("claim"), QStringLiteral("k:1"), QStringLiteral("--payload"), QStringLiteral("{}"), QStringLiteral("--lease"), QStringLiteral("0")};
+        QTest::newRow("stale_lease as class") << QStringList{QStringLiteral("fail"), QStringLiteral("k:1"), QStringLiteral("--token"), QStringLiteral("1"), QStringLiteral("--class"), QStringLiteral("stale_lease")};
+    }
+
+    void usageMistakes()
+    {
+        QFETCH(QStringList, args);
+        args.prepend(QStringLiteral("--json"));
+        const Run r = idempo(args);
+        QCOMPARE(r.exitCode, 64);
+        QVERIFY2(!r.json[QStringLiteral("error")].toString().isEmpty(), r.out.constData());
+    }
+
     void unreachableLedgerExits69()
     {
         m_ledger = QStringLiteral("sqlite:/proc/no-such-dir/ledger.db");

@@ -490,6 +490,86 @@ private Q_SLOTS:
             QCOMPARE(rows[i].outcome, expected[i]);
     }
 
+    void repeatedCompleteIsTheSameWrite()
+    {
+        LedgerFixture f;
+        const ClaimResult r = f.engine().claim(claimInput("run-20:capture"));
+        const auto token = r.operation.fencingToken;
+        const Operation first = f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_1"})", "");
+        const QByteArray after = f.snapshot();
+        const Operation again = f.engine().complete(kNs, "run-20:capture", token, R"({ "charge" : "ch_1" })", "");
+        QCOMPARE(again.version, first.version);
+        QCOMPARE(f.snapshot(), after);
+        QCOMPARE(errorOf([&] { f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_2"})", ""); }),
+                 ErrorCode::StaleLease);
+        QCOMPARE(f.snapshot(), after);
+    }
+
+    void retentionHasAFloor()
+    {
+        LedgerFixture f;
+        Engine::Settings settings;
+        settings.retentionMs = Engine::MinRetentionMs - 1;
+        QCOMPARE(errorOf([&] { Engine(std::shared_ptr<LedgerStore>(&f.store(), [](LedgerStore *) {}), settings,
+                                      RetryPolicy{}); }),
+                 ErrorCode::InvalidArgument);
+    }
+
+    void callerIdentifiersArePrintable_data()
+    {
+        QTest::addColumn<int>("field");
+        QTest::addColumn<QByteArray>("value");
+        QTest::newRow("run id newline") << 0 << QByteArray("run-1\nclaimed other");
+        QTest::newRow("step id ESC") << 1 << QByteArray("step\x1b[2J");
+        QTest::newRow("target invalid UTF-8") << 2 << QByteArray("t\xff");
+        QTest::newRow("owner too long") << 3 << QByteArray(256, 'o');
+    }
+
+    void callerIdentifiersArePrintable()
+    {
+        QFETCH(int, field);
+        QFETCH(QByteArray, value);
+        LedgerFixture f;
+        const QByteArray before = f.snapshot();
+        ClaimInput in = claimInput("run-21:x");
+        std::string *fields[] = {&in.runId, &in.stepId, &in.target, &in.owner};
+        *fields[field] = value.toStdString();
+        QCOMPARE(errorOf([&] { f.engine().claim(in); }), ErrorCode::InvalidKey);
+        QCOMPARE(f.snapshot(), before);
+    }
+
+    void errorDetailIsKeptPrintable()
+    {
+        LedgerFixture f;
+        const ClaimResult r = f.engine().claim(claimInput("run-22:x"));
+        const std::string hostile = "boom\x1b[2J\nclaimed  other  token=999\xff" + std::string(10'000, 'x');
+        const Operation op = f.engine().fail(kNs, "run-22:x", r.operation.fencingToken, ErrorClass::Transient, hostile);
+        QVERIFY(op.errorDetail.find('\x1b') == std::string::npos);
+        QVERIFY(op.errorDetail.find('\n') == std::string::npos);
+        QVERIFY(op.errorDetail.size() <= 4096);
+        QVERIFY(op.errorDetail.rfind("boom", 0) == 0);
+        QCOMPARE(f.store().find(kNs, "run-22:x")->errorDetail, op.errorDetail);
+    }
+
+    void staleLeaseIsNotAFailureClass()
+    {
+        LedgerFixture f;
+        const ClaimResult r = f.engine().claim(claimInput("run-23:x"));
+        const QByteArray before = f.snapshot();
+        QCOMPARE(errorOf([&] { f.engine().fail(kNs, "run-23:x", r.operation.fencingToken, ErrorClass::StaleLease, ""); }),
+                 ErrorCode::InvalidArgument);
+        QCOMPARE(f.snapshot(), before);
+    }
+
+    void projectionSelectingNothingIsRefused()
+    {
+        LedgerFixture f;
+        ClaimInput in = claimInput("run-24:x", R"({"amount":5})");
+        in.fingerprintFields = {"/amuont"};
+        QCOMPARE(errorOf([&] { f.engine().claim(in); }), ErrorCode::InvalidArgument);
+        QVERIFY(!f.store().find(kNs, in.key));
+    }
+
     void listPagesWithKeyset()
     {
         LedgerFixture f;

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "queueenvelope.h"
+
+#include "error.h"
+#include "operationkey.h"
+
+namespace idempo {
+namespace {
+
+void validate(const QueueEnvelope &e)
+{
+    if (e.runId.empty())
+        throw Error(ErrorCode::InvalidArgument, "envelope run_id is empty");
+    if (e.stepId.empty())
+        throw Error(ErrorCode::InvalidArgument, "envelope step_id is empty");
+    if (e.producedAtMs < 0)
+        throw Error(ErrorCode::InvalidArgument, "envelope produced_at is negative");
+    try {
+        validateOperationKey(e.idempotencyKey);
+    } catch (const Error &error) {
+        throw Error(error.code(), std::string("envelope idempotency_key: ") + error.what());
+    }
+}
+
+const nlohmann::json &member(const nlohmann::json &json, const char *name)
+{
+    const auto it = json.find(name);
+    if (it == json.end())
+        throw Error(ErrorCode::InvalidArgument, std::string("envelope has no ") + name);
+    return *it;
+}
+
+std::string stringMember(const nlohmann::json &json, const char *name)
+{
+    const nlohmann::json &value = member(json, name);
+    if (!value.is_string())
+        throw Error(ErrorCode::InvalidArgument, std::string("envelope ") + name + " must be a string");
+    return value.get<std::string>();
+}
+
+} // namespace
+
+nlohmann::json QueueEnvelope::toJson() const
+{
+    validate(*this);
+    return {{"run_id", runId},
+            {"step_id", stepId},
+            {"source_agent", sourceAgent},
+            {"target_agent", targetAgent},
+            {"payload", payload},
+            {"produced_at", producedAtMs},
+            {"idempotency_key", idempotencyKey}};
+}
+
+QueueEnvelope QueueEnvelope::fromJson(const nlohmann::json &json)
+{
+    if (!json.is_object())
+        throw Error(ErrorCode::InvalidArgument, "an envelope must be a JSON object");
+    QueueEnvelope e;
+    e.runId = stringMember(json, "run_id");
+    e.stepId = stringMember(json, "step_id");
+    e.sourceAgent = stringMember(json, "source_agent");
+    e.targetAgent = stringMember(json, "target_agent");
+    e.payload = member(json, "payload");
+    const nlohmann::json &producedAt = member(json, "produced_at");
+    if (!producedAt.is_number_integer())
+        throw Error(ErrorCode::InvalidArgument, "envelope produced_at must be an integer (milliseconds since the epoch)");
+    e.producedAtMs = producedAt.get<std::int64_t>();
+    e.idempotencyKey = stringMember(json, "idempotency_key");
+    validate(e);
+    return e;
+}
+
+} // namespace idempo

@@ -4,6 +4,7 @@
 #include "ledgerrules.h"
 #include "error.h"
 #include "migrations.h"
+#include "sqlitemessagequeue.h"
 #include "transitiontable.h"
 
 #include <atomic>
@@ -241,6 +242,19 @@ void recordSuppression(SqliteConnection &db, const ClaimRequest &request, ClaimO
         "record suppression");
 }
 
+/// The compare-and-set of transition(), inside the caller's write transaction.
+Operation writeTransition(SqliteConnection &db, const TransitionRequest &request, std::int64_t nowMs)
+{
+    std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
+    checkTransition(existing ? &*existing : nullptr, request);
+
+    Operation op = *existing;
+    applyTransition(op, request, nowMs, [&] { return nextFencingToken(db); });
+    updateOperation(db, op, existing->version);
+    appendEvent(db, op, existing->state, request.actor, request.detail);
+    return op;
+}
+
 int readSchemaVersion(SqliteConnection &db)
 {
     Statement q = run(db,
@@ -414,16 +428,22 @@ Operation SqliteLedgerStore::transition(const TransitionRequest &request)
 {
     SqliteConnection &db = threadConnection();
     WriteTransaction tx(db);
-    const std::int64_t now = m_clock->nowMs();
-    std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
-    checkTransition(existing ? &*existing : nullptr, request);
-
-    Operation op = *existing;
-    applyTransition(op, request, now, [&] { return nextFencingToken(db); });
-    updateOperation(db, op, existing->version);
-    appendEvent(db, op, existing->state, request.actor, request.detail);
+    Operation op = writeTransition(db, request, m_clock->nowMs());
     tx.commit();
     return op;
+}
+
+OutboxWrite SqliteLedgerStore::transitionAndSend(const TransitionRequest &request, const std::string &queue,
+                                                 const std::string &messageJson, const std::string &headersJson)
+{
+    SqliteConnection &db = threadConnection();
+    WriteTransaction tx(db);
+    const std::int64_t now = m_clock->nowMs();
+    OutboxWrite written;
+    written.operation = writeTransition(db, request, now);
+    written.msgId = SqliteMessageQueue::sendInTransaction(db.db, queue, messageJson, headersJson, 0, now);
+    tx.commit();
+    return written;
 }
 
 std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const std::string &key)

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sqlitemessagequeue.h"
+
+#include "error.h"
+#include "queuename.h"
+#include "queuerules.h"
+
+#include <spdlog/spdlog.h>
+
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QVariant>
+
+namespace idempo {
+namespace {
+
+const QString kMessageColumns =
+    QStringLiteral("msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers");
+const QString kRegistryColumns = QStringLiteral("queue_name, max_reads, dead_letter_queue, created_at");
+
+[[noreturn]] void fail(const QSqlQuery &query, const char *what)
+{
+    const QSqlError error = query.lastError();
+    const auto code = error.nativeErrorCode();
+    // SQLITE_BUSY (5) / SQLITE_LOCKED (6): another writer held the ledger past the busy timeout.
+    const bool busy = code == QLatin1String("5") || code == QLatin1String("6");
+    throw Error(busy ? ErrorCode::LedgerUnavailable : ErrorCode::Internal,
+                std::string(what) + ": " + error.text().toStdString());
+}
+
+QSqlQuery run(QSqlDatabase &db, const QString &sql, const QVariantList &binds, const char *what)
+{
+    QSqlQuery query(db);
+    query.setForwardOnly(true);
+    if (!query.prepare(sql))
+        fail(query, what);
+    for (const QVariant &value : binds)
+        query.addBindValue(value);
+    if (!query.exec())
+        fail(query, what);
+    return query;
+}
+
+/// BEGIN IMMEDIATE … COMMIT, rolled back when an exception leaves the scope.
+class WriteTransaction final
+{
+public:
+    explicit WriteTransaction(QSqlDatabase &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
+    ~WriteTransaction()
+    {
+        if (!m_done)
+            QSqlQuery(m_db).exec(QStringLiteral("ROLLBACK"));
+    }
+    void commit()
+    {
+        run(m_db, QStringLiteral("COMMIT"), {}, "commit");
+        m_done = true;
+    }
+
+private:
+    QSqlDatabase &m_db;
+    bool m_done = false;
+};
+
+QVariant text(const std::string &s) { return QString::fromStdString(s); }
+QVariant integer(std::int64_t v) { return static_cast<qlonglong>(v); }
+
+/// An identifier for SQL text. Only ever given names derived from a QueueName, whose
+/// characters ([a-z0-9_]) need no escaping; the quotes keep them from reading as keywords.
+QString identifier(const std::string &name) { return QLatin1Char('"') + QString::fromStdString(name) + QLatin1Char('"'); }
+
+QueueMessage readMessage(const QSqlQuery &q)
+{
+    QueueMessage m;
+    m.msgId = q.value(0).toLongLong();
+    m.readCount = q.value(1).toInt();
+    m.enqueuedAtMs = q.value(2).toLongLong();
+    if (!q.value(3).isNull())
+        m.lastReadAtMs = q.value(3).toLongLong();
+    m.vtMs = q.value(4).toLongLong();
+    m.message = q.value(5).toString().toStdString();
+    m.headers = q.value(6).toString().toStdString();
+    return m;
+}
+
+std::vector<QueueMessage> readMessages(QSqlQuery &q)
+{
+    std::vector<QueueMessage> messages;
+    while (q.next())
+        messages.push_back(readMessage(q));
+    return messages;
+}
+
+QueueInfo readQueueInfo(const QSqlQuery &q)
+{
+    QueueInfo info;
+    info.name = q.value(0).toString().toStdString();
+    if (!q.value(1).isNull())
+        info.maxReads = q.value(1).toInt();
+    info.deadLetterQueue = q.value(2).toString().toStdString();
+    info.createdAtMs = q.value(3).toLongLong();
+    return info;
+}
+
+std::optional<QueueInfo> selectQueue(QSqlDatabase &db, const QueueName &name)
+{
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kRegistryColumns
+                          + QStringLiteral(" FROM queue_registry WHERE queue_name = ?"),
+                      {text(name.str())}, "read queue registry");
+    if (!q.next())
+        return std::nullopt;
+    return readQueueInfo(q);
+}
+
+QueueInfo requireQueue(QSqlDatabase &db, const QueueName &name)
+{
+    std::optional<QueueInfo> info = selectQueue(db, name);
+    if (!info)
+        throw Error(ErrorCode::NotFound, "no queue '" + name.str() + "'");
+    return *info;
+}
+
+void createTables(QSqlDatabase &db, const QueueName &name)
+{
+    const QString queue = identifier(name.queueTable());
+    const QString archive = identifier(name.archiveTable());
+    // AUTOINCREMENT: msg_id must never be reused, or an archived or dead-lettered message's
+    // id, and its last error, would be handed to a new message.
+    run(db,
+        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + queue
+            + QStringLiteral(" (msg_id INTEGER PRIMARY KEY AUTOINCREMENT, read_ct INTEGER NOT NULL DEFAULT 0, "
+                             "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, vt INTEGER NOT NULL, "
+                             "message TEXT NOT NULL, headers TEXT)"),
+        {}, "create queue table");
+    run(db,
+        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier(name.queueTable() + "_vt_idx")
+            + QStringLiteral(" ON ") + queue + QStringLiteral(" (vt)"),
+        {}, "create queue index");
+    run(db,
+        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + archive
+            + QStringLiteral(" (msg_id INTEGER PRIMARY KEY, read_ct INTEGER NOT NULL DEFAULT 0, "
+                             "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, archived_at INTEGER NOT NULL, "
+                             "vt INTEGER NOT NULL, message TEXT NOT NULL, headers TEXT)"),
+        {}, "create archive table");
+    run(db,
+        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier("archived_at_idx_" + name.str())
+            + QStringLiteral(" ON ") + archive + QStringLiteral(" (archived_at)"),
+        {}, "create archive index");
+}
+
+void registerQueue(QSqlDatabase &db, const QueueInfo &info)
+{
+    run(db,
+        QStringLiteral("INSERT INTO queue_registry (queue_name, max_reads, dead_letter_queue, created_at) "
+                       "VALUES (?,?,?,?)"),
+        {text(info.name), info.maxReads ? QVariant(*info.maxReads) : QVariant(),
+         info.deadLetterQueue.empty() ? QVariant() : text(info.deadLetterQueue), integer(info.createdAtMs)},
+        "register queue");
+}
+
+std::int64_t insertMessage(QSqlDatabase &db, const QueueName &name, const OutgoingMessage &message,
+                           std::int64_t delayMs, std::int64_t nowMs)
+{
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("INSERT INTO ") + identifier(name.queueTable())
+                          + QStringLiteral(" (enqueued_at, vt, message, headers) VALUES (?,?,?,?)"),
+                      {integer(nowMs), integer(nowMs + delayMs), text(message.message),
+                       message.headers.empty() ? QVariant() : text(message.headers)},
+                      "send message");
+    return q.lastInsertId().toLongLong();
+}
+
+void forgetError(QSqlDatabase &db, const QueueName &name, std::int64_t msgId)
+{
+    run(db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"),
+        {text(name.str()), integer(msgId)}, "forget message error");
+}
+
+/// Moves `m` to the queue's dead-letter queue with its provenance in the copy's headers.
+void deadLetter(QSqlDatabase &db, const QueueName &name, const QueueInfo &info, const QueueMessage &m,
+                std::int64_t nowMs)
+{
+    DeadLetterProvenance provenance{.sourceQueue = name.str(), .sourceMsgId = m.msgId, .readCount = m.readCount,
+                                    .deadLetteredAtMs = nowMs};
+    QSqlQuery error = run(db, QStringLiteral("SELECT error_class, error_detail FROM queue_errors "
+                                             "WHERE queue_name = ? AND msg_id = ?"),
+                          {text(name.str()), integer(m.msgId)}, "read message error");
+    if (error.next()) {
+        provenance.lastErrorClass = parseErrorClass(error.value(0).toString().toStdString());
+        provenance.lastErrorDetail = error.value(1).toString().toStdString();
+    }
+    const QueueName dlq(info.deadLetterQueue);
+    const std::int64_t copyId = insertMessage(db, dlq, {m.message, deadLetterHeaders(m.headers, provenance)}, 0, nowMs);
+    run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+        {integer(m.msgId)}, "dead-letter message");
+    forgetError(db, name, m.msgId);
+    spdlog::warn("queue {}: message {} moved to {} as message {} after {} reads", name.str(), m.msgId, dlq.str(),
+                 copyId, m.readCount);
+}
+
+std::string noMessage(const QueueName &name, std::int64_t msgId)
+{
+    return "queue '" + name.str() + "' holds no message " + std::to_string(msgId);
+}
+
+} // namespace
+
+SqliteMessageQueue::SqliteMessageQueue(std::shared_ptr<SqliteLedgerStore> ledger) : m_ledger(std::move(ledger)) {}
+
+std::string SqliteMessageQueue::describe() const { return m_ledger->describe(); }
+
+std::int64_t SqliteMessageQueue::nowMs() { return m_ledger->nowMs(); }
+
+QueueInfo SqliteMessageQueue::createQueue(const std::string &queue, const QueueOptions &options)
+{
+    const QueueName name(queue);
+    const QueueName dlq = name.deadLetterQueue();
+    if (options.maxReads < 1)
+        throw Error(ErrorCode::InvalidArgument, "max reads must be at least 1, not " + std::to_string(options.maxReads));
+
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    if (std::optional<QueueInfo> existing = selectQueue(db, name)) {
+        if (existing->maxReads != options.maxReads) {
+            throw Error(ErrorCode::InvalidArgument, "queue '" + name.str() + "' already exists with max reads "
+                                                        + std::to_string(existing->maxReads.value_or(0)) + ", not "
+                                                        + std::to_string(options.maxReads));
+        }
+        return *existing;
+    }
+    const std::int64_t now = m_ledger->nowMs();
+    createTables(db, name);
+    createTables(db, dlq);
+    registerQueue(db, {.name = dlq.str(), .createdAtMs = now});
+    const QueueInfo info{.name = name.str(), .maxReads = options.maxReads, .deadLetterQueue = dlq.str(),
+                         .createdAtMs = now};
+    registerQueue(db, info);
+    tx.commit();
+    spdlog::info("queue {} created (max reads {}, dead letters to {})", name.str(), options.maxReads, dlq.str());
+    return info;
+}
+
+std::vector<QueueInfo> SqliteMessageQueue::listQueues()
+{
+    QSqlDatabase db = m_ledger->connection();
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kRegistryColumns
+                          + QStringLiteral(" FROM queue_registry ORDER BY queue_name"),
+                      {}, "list queues");
+    std::vector<QueueInfo> queues;
+    while (q.next())
+        queues.push_back(readQueueInfo(q));
+    return queues;
+}
+
+std::int64_t SqliteMessageQueue::sendInTransaction(QSqlDatabase &db, const std::string &queue,
+                                                   const std::string &messageJson, const std::string &headersJson,
+                                                   std::int64_t delayMs, std::int64_t nowMs)
+{
+    const QueueName name(queue);
+    checkDuration(delayMs, "delay");
+    return insertMessage(db, name, prepareMessage(messageJson, headersJson), delayMs, nowMs);
+}
+
+std::int64_t SqliteMessageQueue::send(const std::string &queue, const std::string &messageJson,
+                                      const std::string &headersJson, std::int64_t delayMs)
+{
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    const std::int64_t msgId = sendInTransaction(db, queue, messageJson, headersJson, delayMs, m_ledger->nowMs());
+    tx.commit();
+    return msgId;
+}
+
+std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                                   int quantity)
+{
+    const QueueName name(queue);
+    checkDuration(visibilityTimeoutMs, "visibility timeout");
+    checkBatch(quantity, "quantity");
+
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    const QueueInfo info = requireQueue(db, name);
+    const std::int64_t now = m_ledger->nowMs();
+    const QString table = identifier(name.queueTable());
+    std::vector<QueueMessage> delivered;
+    // Keyset over msg_id: a dead-lettered candidate frees its slot, and the next round fills
+    // it from the messages after the last one seen (those delivered may still be visible when
+    // the timeout is 0, so "vt <= now" alone would find them again).
+    std::int64_t afterId = 0;
+    while (static_cast<int>(delivered.size()) < quantity) {
+        const int wanted = quantity - static_cast<int>(delivered.size());
+        QSqlQuery q = run(db,
+                          QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") + table
+                              + QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
+                          {integer(now), integer(afterId), wanted}, "read messages");
+        std::vector<QueueMessage> candidates = readMessages(q);
+        for (QueueMessage &m : candidates) {
+            afterId = m.msgId;
+            if (info.maxReads && m.readCount >= *info.maxReads) {
+                deadLetter(db, name, info, m, now);
+                continue;
+            }
+            m.readCount += 1;
+            m.vtMs = now + visibilityTimeoutMs;
+            m.lastReadAtMs = now;
+            run(db,
+                QStringLiteral("UPDATE ") + table
+                    + QStringLiteral(" SET vt = ?, read_ct = ?, last_read_at = ? WHERE msg_id = ?"),
+                {integer(m.vtMs), m.readCount, integer(now), integer(m.msgId)}, "mark message read");
+            delivered.push_back(std::move(m));
+        }
+        if (static_cast<int>(candidates.size()) < wanted)
+            break;
+    }
+    tx.commit();
+    return delivered;
+}
+
+QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs)
+{
+    const QueueName name(queue);
+    checkDuration(vtOffsetMs, "visibility offset");
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("UPDATE ") + identifier(name.queueTable())
+                          + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
+                      {integer(m_ledger->nowMs() + vtOffsetMs), integer(msgId)}, "set visibility");
+    if (!q.next())
+        throw Error(ErrorCode::NotFound, noMessage(name, msgId));
+    QueueMessage m = readMessage(q);
+    q.finish();
+    tx.commit();
+    return m;
+}
+
+bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t msgId)
+{
+    const QueueName name(queue);
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    QSqlQuery q = run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+                      {integer(msgId)}, "delete message");
+    const bool deleted = q.numRowsAffected() == 1;
+    forgetError(db, name, msgId);
+    tx.commit();
+    return deleted;
+}
+
+bool SqliteMessageQueue::archive(const std::string &queue, std::int64_t msgId)
+{
+    const QueueName name(queue);
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("INSERT INTO ") + identifier(name.archiveTable())
+                          + QStringLiteral(" (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, "
+                                           "headers) SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, "
+                                           "message, headers FROM ")
+                          + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+                      {integer(m_ledger->nowMs()), integer(msgId)}, "archive message");
+    if (q.numRowsAffected() != 1)
+        return false;
+    run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+        {integer(msgId)}, "archive message");
+    forgetError(db, name, msgId);
+    tx.commit();
+    return true;
+}
+
+QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
+                                      const std::string &detail, std::int64_t retryDelayMs)
+{
+    const QueueName name(queue);
+    checkDuration(retryDelayMs, "retry delay");
+    QSqlDatabase db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    const std::int64_t now = m_ledger->nowMs();
+    QSqlQuery q = run(db,
+                      QStringLiteral("UPDATE ") + identifier(name.queueTable())
+                          + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
+                      {integer(now + retryDelayMs), integer(msgId)}, "nack message");
+    if (!q.next())
+        throw Error(ErrorCode::NotFound, noMessage(name, msgId));
+    QueueMessage m = readMessage(q);
+    q.finish();
+    run(db,
+        QStringLiteral("INSERT INTO queue_errors (queue_name, msg_id, error_class, error_detail, recorded_at) "
+                       "VALUES (?,?,?,?,?) ON CONFLICT (queue_name, msg_id) DO UPDATE SET "
+                       "error_class = excluded.error_class, error_detail = excluded.error_detail, "
+                       "recorded_at = excluded.recorded_at"),
+        {text(name.str()), integer(msgId), text(std::string(errorClassName(errorClass))), text(detail), integer(now)},
+        "record message error");
+    tx.commit();
+    return m;
+}
+
+std::vector<QueueMessage> SqliteMessageQueue::browse(const std::string &queue, std::int64_t afterMsgId, int limit)
+{
+    const QueueName name(queue);
+    checkBatch(limit, "limit");
+    QSqlDatabase db = m_ledger->connection();
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
+                          + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      {integer(afterMsgId), limit}, "browse messages");
+    return readMessages(q);
+}
+
+std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string &queue, std::int64_t afterMsgId,
+                                                               int limit)
+{
+    const QueueName name(queue);
+    checkBatch(limit, "limit");
+    QSqlDatabase db = m_ledger->connection();
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(", archived_at FROM ")
+                          + identifier(name.archiveTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      {integer(afterMsgId), limit}, "browse archive");
+    std::vector<ArchivedMessage> archived;
+    while (q.next())
+        archived.push_back({readMessage(q), q.value(7).toLongLong()});
+    return archived;
+}
+
+QueueMetrics SqliteMessageQueue::metrics(const std::string &queue)
+{
+    const QueueName name(queue);
+    QSqlDatabase db = m_ledger->connection();
+    requireQueue(db, name);
+    QueueMetrics m;
+    m.queue = name.str();
+    m.scrapeTimeMs = m_ledger->nowMs();
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT count(*), coalesce(sum(vt <= ?), 0), max(enqueued_at), min(enqueued_at) FROM ")
+                          + identifier(name.queueTable()),
+                      {integer(m.scrapeTimeMs)}, "queue metrics");
+    q.next();
+    m.length = q.value(0).toLongLong();
+    m.visibleLength = q.value(1).toLongLong();
+    if (!q.value(2).isNull()) {
+        m.newestMessageAgeMs = m.scrapeTimeMs - q.value(2).toLongLong();
+        m.oldestMessageAgeMs = m.scrapeTimeMs - q.value(3).toLongLong();
+    }
+    // pgmq counts from the msg_id sequence; AUTOINCREMENT keeps the same in sqlite_sequence.
+    // Read after the count, so a concurrent send can only make the total larger, never smaller
+    // than the length.
+    q = run(db, QStringLiteral("SELECT seq FROM sqlite_sequence WHERE name = ?"), {text(name.queueTable())},
+            "queue metrics");
+    m.totalMessages = q.next() ? q.value(0).toLongLong() : 0;
+    return m;
+}
+
+std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit)
+{
+    const QueueName name(queue);
+    const QueueName dlq = name.deadLetterQueue();
+    checkBatch(limit, "limit");
+    QSqlDatabase db = m_ledger->connection();
+    requireQueue(db, name);
+    QSqlQuery q = run(db,
+                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
+                          + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      {integer(afterMsgId), limit}, "list dead letters");
+    std::vector<DeadLetter> letters;
+    for (QueueMessage &m : readMessages(q))
+        letters.push_back(deadLetterFrom(std::move(m)));
+    return letters;
+}
+
+} // namespace idempo

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "messagequeue.h"
+#include "sqliteledgerstore.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+class QSqlDatabase;
+
+namespace idempo {
+
+/// The queues of the embedded ledger: pgmq's tables inside the ledger's SQLite file, used
+/// through the ledger's per-thread connections and judged on its clock. Times are stored as
+/// integer milliseconds under pgmq's column names (enqueued_at, last_read_at, vt, archived_at).
+/// Every write runs in `BEGIN IMMEDIATE`, which takes SQLite's single write lock before the
+/// first read, so one reader's select-then-update cannot interleave with another's: what
+/// FOR UPDATE SKIP LOCKED achieves on PostgreSQL. The registry and last errors live in the
+/// tables of migration 0002_queue.sql.
+class SqliteMessageQueue final : public MessageQueue
+{
+public:
+    /// Queues in `ledger`'s file (already migrated by the ledger's constructor).
+    explicit SqliteMessageQueue(std::shared_ptr<SqliteLedgerStore> ledger);
+
+    std::string describe() const override;
+    QueueInfo createQueue(const std::string &name, const QueueOptions &options) override;
+    std::vector<QueueInfo> listQueues() override;
+    std::int64_t send(const std::string &queue, const std::string &messageJson, const std::string &headersJson,
+                      std::int64_t delayMs) override;
+    std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs, int quantity) override;
+    QueueMessage setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs) override;
+    bool deleteMessage(const std::string &queue, std::int64_t msgId) override;
+    bool archive(const std::string &queue, std::int64_t msgId) override;
+    QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass, const std::string &detail,
+                      std::int64_t retryDelayMs) override;
+    std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    QueueMetrics metrics(const std::string &queue) override;
+    std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    std::int64_t nowMs() override;
+
+    /// send() inside a write transaction the caller holds open on `db` (a connection to a
+    /// ledger file), at the caller's `nowMs`: the queue half of
+    /// SqliteLedgerStore::transitionAndSend(). Validates and throws like send(); the caller's
+    /// rollback then undoes the whole transaction.
+    static std::int64_t sendInTransaction(QSqlDatabase &db, const std::string &queue, const std::string &messageJson,
+                                          const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs);
+
+private:
+    std::shared_ptr<SqliteLedgerStore> m_ledger;
+};
+
+} // namespace idempo

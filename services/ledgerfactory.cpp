@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "sqliteledgerstore.h"
+#include "sqlitemessagequeue.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -44,6 +45,17 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
     }
     throw Error(ErrorCode::InvalidArgument,
                 "unknown ledger URL '" + url.toStdString() + "': expected sqlite:PATH");
+}
+
+std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock)
+{
+    // The scheme is checked first so that refusing does not connect to a remote ledger.
+    std::shared_ptr<SqliteLedgerStore> ledger;
+    if (url.startsWith(QLatin1String("sqlite:")))
+        ledger = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(url, std::move(clock)));
+    if (!ledger)
+        throw Error(ErrorCode::InvalidArgument, "queues on this ledger are not supported yet");
+    return std::make_shared<SqliteMessageQueue>(std::move(ledger));
 }
 
 } // namespace idempo

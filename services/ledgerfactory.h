@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "ledgerstore.h"
+#include "messagequeue.h"
 
 #include <QString>
 
@@ -19,5 +20,10 @@ QString defaultLedgerUrl();
 /// Throws Error(InvalidArgument) for an unknown scheme, Error(LedgerUnavailable) when the
 /// ledger cannot be opened, Error(SchemaMismatch) for a newer schema.
 std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
+
+/// Opens the message queues of the ledger a URL names (see openLedger); on `sqlite:PATH` they
+/// live in the ledger file. Throws like openLedger(), and Error(InvalidArgument) for a
+/// ledger whose store has no queues yet (PostgreSQL).
+std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
 
 } // namespace idempo

@@ -6,11 +6,14 @@
 #include "error.h"
 #include "jsonview.h"
 #include "ledgerfactory.h"
+#include "queuename.h"
+#include "queuerules.h"
 
 #include <charconv>
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -48,20 +51,32 @@ public:
     bool json = false;
     std::string ns = "default";
 
+    QString ledgerUrl() const
+    {
+        QString url = parser.value(QStringLiteral("ledger"));
+        if (url.isEmpty())
+            url = qEnvironmentVariable("IDEMPO_LEDGER");
+        if (url.isEmpty())
+            url = defaultLedgerUrl();
+        return url;
+    }
+
     Engine &engine()
     {
         if (!m_engine) {
-            QString url = parser.value(QStringLiteral("ledger"));
-            if (url.isEmpty())
-                url = qEnvironmentVariable("IDEMPO_LEDGER");
-            if (url.isEmpty())
-                url = defaultLedgerUrl();
             Engine::Settings settings;
             if (parser.isSet(QStringLiteral("retention")))
                 settings.retentionMs = secondsOption(QStringLiteral("retention"));
-            m_engine = std::make_unique<Engine>(openLedger(url), settings, RetryPolicy{});
+            m_engine = std::make_unique<Engine>(openLedger(ledgerUrl()), settings, RetryPolicy{});
         }
         return *m_engine;
+    }
+
+    MessageQueue &queue()
+    {
+        if (!m_queue)
+            m_queue = openQueue(ledgerUrl());
+        return *m_queue;
     }
 
     QString positional(int index, const char *name) const
@@ -131,6 +146,7 @@ public:
 
 private:
     std::unique_ptr<Engine> m_engine;
+    std::shared_ptr<MessageQueue> m_queue;
 };
 
 std::string when(std::optional<std::int64_t> ms)
@@ -385,6 +401,276 @@ int cmdBench(Context &c)
     return ExitOk;
 }
 
+/// A subcommand of `idempo queue` / `idempo dlq`. The command's parser knows every
+/// subcommand's options; each subcommand refuses the others' instead of ignoring them.
+struct Subcommand
+{
+    int arguments;       ///< positional arguments after the subcommand word
+    QStringList options; ///< the command's options this subcommand takes
+    Handler handler;
+};
+
+int dispatch(Context &c, const std::string &command, const std::map<QString, Subcommand> &subcommands)
+{
+    const QString word = c.positional(1, "subcommand");
+    const auto found = subcommands.find(word);
+    if (found == subcommands.end())
+        throw UsageError{"unknown subcommand '" + command + " " + word.toStdString() + "'"};
+    const Subcommand &sub = found->second;
+    const QStringList positionals = c.parser.positionalArguments();
+    if (positionals.size() > sub.arguments + 2)
+        throw UsageError{"unexpected argument '" + positionals.at(sub.arguments + 2).toStdString() + "'"};
+    for (const auto &[otherWord, other] : subcommands)
+        for (const QString &name : other.options)
+            if (c.parser.isSet(name) && !sub.options.contains(name))
+                throw UsageError{"--" + name.toStdString() + " does not apply to '" + command + " "
+                                 + word.toStdString() + "'"};
+    return sub.handler(c);
+}
+
+std::string queueName(const Context &c) { return c.positional(2, "NAME").toStdString(); }
+
+std::int64_t messageId(const Context &c)
+{
+    const QString text = c.positional(3, "MSG_ID");
+    bool ok = false;
+    const qlonglong id = text.toLongLong(&ok);
+    if (!ok || id < 1)
+        throw UsageError{"MSG_ID must be a positive whole number, not '" + text.toStdString() + "'"};
+    return id;
+}
+
+/// --limit for a browsing subcommand: 1..MaxQueueBatch, default 50.
+int pageLimit(const Context &c)
+{
+    if (!c.parser.isSet(QStringLiteral("limit")))
+        return 50;
+    const std::int64_t limit = c.integerOption(QStringLiteral("limit"));
+    if (limit < 1 || limit > MaxQueueBatch)
+        throw UsageError{"--limit must be 1.." + std::to_string(MaxQueueBatch)};
+    return static_cast<int>(limit);
+}
+
+std::int64_t afterId(const Context &c)
+{
+    return c.parser.isSet(QStringLiteral("after")) ? c.integerOption(QStringLiteral("after")) : 0;
+}
+
+nlohmann::json queueMessageJson(const QueueMessage &m)
+{
+    return {{"msg_id", m.msgId},
+            {"read_ct", m.readCount},
+            {"enqueued_at", timestampJson(m.enqueuedAtMs)},
+            {"last_read_at", timestampJson(m.lastReadAtMs)},
+            {"vt", timestampJson(m.vtMs)},
+            {"message", nlohmann::json::parse(m.message)},
+            {"headers", m.headers.empty() ? nlohmann::json() : nlohmann::json::parse(m.headers)}};
+}
+
+std::string describe(const QueueMessage &m)
+{
+    return "msg " + std::to_string(m.msgId) + "  read_ct=" + std::to_string(m.readCount) + "  vt=" + when(m.vtMs)
+           + "  " + m.message + (m.headers.empty() ? "" : "  headers=" + m.headers);
+}
+
+int cmdQueueCreate(Context &c)
+{
+    QueueOptions options;
+    if (c.parser.isSet(QStringLiteral("max-reads"))) {
+        const std::int64_t maxReads = c.integerOption(QStringLiteral("max-reads"));
+        if (maxReads < 1 || maxReads > std::numeric_limits<int>::max())
+            throw UsageError{"--max-reads must be a positive whole number"};
+        options.maxReads = static_cast<int>(maxReads);
+    }
+    const QueueInfo info = c.queue().createQueue(queueName(c), options);
+    c.print({{"queue", info.name},
+             {"max_reads", info.maxReads.value_or(0)},
+             {"dead_letter_queue", info.deadLetterQueue},
+             {"created_at", timestampJson(info.createdAtMs)}},
+            "queue " + info.name + " ready: max reads " + std::to_string(info.maxReads.value_or(0))
+                + ", dead letters go to " + info.deadLetterQueue);
+    return ExitOk;
+}
+
+int cmdQueueSend(Context &c)
+{
+    const std::string name = queueName(c);
+    if (!c.parser.isSet(QStringLiteral("message")))
+        throw UsageError{"missing --message JSON (or @FILE)"};
+    const std::string message = c.jsonArgument(QStringLiteral("message"));
+    const std::string headers =
+        c.parser.isSet(QStringLiteral("headers")) ? c.jsonArgument(QStringLiteral("headers")) : std::string();
+    const std::int64_t delayMs = c.parser.isSet(QStringLiteral("delay")) ? c.secondsOption(QStringLiteral("delay")) : 0;
+    const std::int64_t msgId = c.queue().send(name, message, headers, delayMs);
+    c.print({{"queue", name}, {"msg_id", msgId}}, "sent message " + std::to_string(msgId) + " to " + name);
+    return ExitOk;
+}
+
+int cmdQueueRead(Context &c)
+{
+    const std::string name = queueName(c);
+    const std::int64_t vtMs = c.parser.isSet(QStringLiteral("vt")) ? c.secondsOption(QStringLiteral("vt")) : 30'000;
+    std::int64_t quantity = 1;
+    if (c.parser.isSet(QStringLiteral("qty"))) {
+        quantity = c.integerOption(QStringLiteral("qty"));
+        if (quantity < 1 || quantity > MaxQueueBatch)
+            throw UsageError{"--qty must be 1.." + std::to_string(MaxQueueBatch)};
+    }
+    const auto messages = c.queue().read(name, vtMs, static_cast<int>(quantity));
+    nlohmann::json rows = nlohmann::json::array();
+    std::string human;
+    for (const QueueMessage &m : messages) {
+        rows.push_back(queueMessageJson(m));
+        human += describe(m) + '\n';
+    }
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"queue", name}, {"messages", rows}}, human.empty() ? "no visible message in " + name : human);
+    return ExitOk;
+}
+
+int cmdQueueAck(Context &c)
+{
+    const std::string name = queueName(c);
+    const std::int64_t msgId = messageId(c);
+    if (!c.queue().deleteMessage(name, msgId))
+        throw Error(ErrorCode::NotFound, "queue '" + name + "' holds no message " + std::to_string(msgId));
+    c.print({{"queue", name}, {"msg_id", msgId}, {"deleted", true}},
+            "deleted message " + std::to_string(msgId) + " from " + name);
+    return ExitOk;
+}
+
+int cmdQueueArchive(Context &c)
+{
+    const std::string name = queueName(c);
+    const std::int64_t msgId = messageId(c);
+    if (!c.queue().archive(name, msgId))
+        throw Error(ErrorCode::NotFound, "queue '" + name + "' holds no message " + std::to_string(msgId));
+    c.print({{"queue", name}, {"msg_id", msgId}, {"archived", true}},
+            "archived message " + std::to_string(msgId) + " of " + name);
+    return ExitOk;
+}
+
+int cmdQueueNack(Context &c)
+{
+    const std::string name = queueName(c);
+    const std::int64_t msgId = messageId(c);
+    if (!c.parser.isSet(QStringLiteral("class")))
+        throw UsageError{"missing --class (transient, rate_limited, validation, auth, policy_denied, unknown_outcome)"};
+    const auto errorClass = parseErrorClass(c.parser.value(QStringLiteral("class")).toStdString());
+    if (!errorClass)
+        throw UsageError{"unknown --class '" + c.parser.value(QStringLiteral("class")).toStdString() + "'"};
+    const std::string detail = c.parser.value(QStringLiteral("detail")).toStdString();
+    const std::int64_t retryMs =
+        c.parser.isSet(QStringLiteral("retry-after")) ? c.secondsOption(QStringLiteral("retry-after")) : 0;
+    const QueueMessage m = c.queue().nack(name, msgId, *errorClass, detail, retryMs);
+    c.print({{"queue", name},
+             {"message", queueMessageJson(m)},
+             {"error_class", errorClassName(*errorClass)},
+             {"error_detail", detail}},
+            "message " + std::to_string(msgId) + " of " + name + " failed (" + std::string(errorClassName(*errorClass))
+                + (detail.empty() ? "" : ": " + detail) + "); visible again at " + when(m.vtMs));
+    return ExitOk;
+}
+
+int cmdQueueList(Context &c)
+{
+    const std::string name = queueName(c);
+    const int limit = pageLimit(c);
+    const auto messages = c.queue().browse(name, afterId(c), limit);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string human;
+    for (const QueueMessage &m : messages) {
+        rows.push_back(queueMessageJson(m));
+        human += describe(m) + '\n';
+    }
+    const bool full = static_cast<int>(messages.size()) == limit;
+    if (full)
+        human += "(more: --after " + std::to_string(messages.back().msgId) + ")\n";
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"queue", name}, {"messages", rows}, {"next_after", full ? nlohmann::json(messages.back().msgId) : nlohmann::json()}},
+            human.empty() ? "no messages in " + name : human);
+    return ExitOk;
+}
+
+int cmdQueueMetrics(Context &c)
+{
+    const QueueMetrics m = c.queue().metrics(queueName(c));
+    const auto age = [](std::optional<std::int64_t> ms) { return ms ? nlohmann::json(*ms) : nlohmann::json(); };
+    const auto ageText = [](std::optional<std::int64_t> ms) { return ms ? std::to_string(*ms) + " ms" : std::string("-"); };
+    // pgmq's metric names, with ages in milliseconds instead of seconds.
+    c.print({{"queue_name", m.queue},
+             {"queue_length", m.length},
+             {"queue_visible_length", m.visibleLength},
+             {"newest_msg_age_ms", age(m.newestMessageAgeMs)},
+             {"oldest_msg_age_ms", age(m.oldestMessageAgeMs)},
+             {"total_messages", m.totalMessages},
+             {"scrape_time", timestampJson(m.scrapeTimeMs)}},
+            m.queue + ": " + std::to_string(m.length) + " message(s), " + std::to_string(m.visibleLength)
+                + " visible, " + std::to_string(m.totalMessages) + " sent in all\noldest " + ageText(m.oldestMessageAgeMs)
+                + ", newest " + ageText(m.newestMessageAgeMs));
+    return ExitOk;
+}
+
+int cmdQueue(Context &c)
+{
+    return dispatch(c, "queue",
+                    {{QStringLiteral("create"), {1, {QStringLiteral("max-reads")}, cmdQueueCreate}},
+                     {QStringLiteral("send"),
+                      {1, {QStringLiteral("message"), QStringLiteral("headers"), QStringLiteral("delay")}, cmdQueueSend}},
+                     {QStringLiteral("read"), {1, {QStringLiteral("vt"), QStringLiteral("qty")}, cmdQueueRead}},
+                     {QStringLiteral("ack"), {2, {}, cmdQueueAck}},
+                     {QStringLiteral("archive"), {2, {}, cmdQueueArchive}},
+                     {QStringLiteral("nack"),
+                      {2, {QStringLiteral("class"), QStringLiteral("detail"), QStringLiteral("retry-after")}, cmdQueueNack}},
+                     {QStringLiteral("list"), {1, {QStringLiteral("after"), QStringLiteral("limit")}, cmdQueueList}},
+                     {QStringLiteral("metrics"), {1, {}, cmdQueueMetrics}}});
+}
+
+int cmdDlqList(Context &c)
+{
+    const std::string name = queueName(c);
+    const int limit = pageLimit(c);
+    const auto letters = c.queue().deadLetters(name, afterId(c), limit);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string human;
+    for (const DeadLetter &d : letters) {
+        const DeadLetterProvenance &p = d.provenance;
+        nlohmann::json row = queueMessageJson(d.message);
+        row["source_queue"] = p.sourceQueue;
+        row["source_msg_id"] = p.sourceMsgId;
+        row["source_read_ct"] = p.readCount;
+        row["last_error_class"] = p.lastErrorClass ? nlohmann::json(errorClassName(*p.lastErrorClass)) : nlohmann::json();
+        row["last_error_detail"] = p.lastErrorClass ? nlohmann::json(p.lastErrorDetail) : nlohmann::json();
+        row["dead_lettered_at"] = timestampJson(p.deadLetteredAtMs);
+        rows.push_back(std::move(row));
+        human += "msg " + std::to_string(d.message.msgId) + "  from " + p.sourceQueue + " msg "
+                 + std::to_string(p.sourceMsgId) + " after " + std::to_string(p.readCount) + " read(s)  at "
+                 + when(p.deadLetteredAtMs) + "  last error: "
+                 + (p.lastErrorClass ? std::string(errorClassName(*p.lastErrorClass))
+                                           + (p.lastErrorDetail.empty() ? "" : ": " + p.lastErrorDetail)
+                                     : std::string("none reported"))
+                 + "\n  " + d.message.message + '\n';
+    }
+    const bool full = static_cast<int>(letters.size()) == limit;
+    if (full)
+        human += "(more: --after " + std::to_string(letters.back().message.msgId) + ")\n";
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"queue", name},
+             {"dead_letter_queue", name + std::string(QueueName::DeadLetterSuffix)},
+             {"messages", rows},
+             {"next_after", full ? nlohmann::json(letters.back().message.msgId) : nlohmann::json()}},
+            human.empty() ? "no dead letters for " + name : human);
+    return ExitOk;
+}
+
+int cmdDlq(Context &c)
+{
+    return dispatch(c, "dlq", {{QStringLiteral("list"), {1, {QStringLiteral("after"), QStringLiteral("limit")}, cmdDlqList}}});
+}
+
 std::map<QString, Command> commands()
 {
     const QCommandLineOption token = opt("token", "Fencing token returned by the claim.", "N");
@@ -428,6 +714,36 @@ std::map<QString, Command> commands()
           cmdList}},
         {QStringLiteral("purge"), {0, "purge", "Remove operations whose retention expired.", {}, cmdPurge}},
         {QStringLiteral("metrics"), {0, "metrics", "Counts by state, suppressions, leases.", {}, cmdMetrics}},
+        {QStringLiteral("queue"),
+         {3, "queue SUBCOMMAND NAME [ARGS]",
+          "Message queues with a dead-letter queue each (pgmq's table layout):\n"
+          "  create NAME [--max-reads N]        create NAME and NAME_dlq (idempotent)\n"
+          "  send NAME --message JSON|@FILE [--headers JSON] [--delay S]\n"
+          "  read NAME [--vt S] [--qty N]       deliver visible messages, hidden for S seconds\n"
+          "  ack NAME MSG_ID                    delete a processed message\n"
+          "  archive NAME MSG_ID                move a message to the archive a_NAME\n"
+          "  nack NAME MSG_ID --class C [--detail T] [--retry-after S]\n"
+          "                                     record a failure; visible again after S seconds\n"
+          "  list NAME [--after ID] [--limit N] browse without counting as a read\n"
+          "  metrics NAME                       lengths, ages and totals",
+          {opt("max-reads", "create: deliveries before a message goes to NAME_dlq (default 5).", "N"),
+           opt("message", "send: the message, JSON text, @FILE or @- for stdin.", "JSON"),
+           opt("headers", "send: a JSON object of headers.", "JSON"),
+           opt("delay", "send: seconds before the message becomes visible (default 0).", "S"),
+           opt("vt", "read: visibility timeout in seconds (default 30).", "S"),
+           opt("qty", "read: at most this many messages (default 1).", "N"),
+           opt("class", "nack: transient, rate_limited, validation, auth, policy_denied, unknown_outcome.", "CLASS"),
+           opt("detail", "nack: what went wrong.", "TEXT"),
+           opt("retry-after", "nack: seconds before the message is visible again (default 0).", "S"),
+           opt("after", "list: continue after this msg_id (the previous page's next_after).", "ID"),
+           opt("limit", "list: page size (default 50).", "N")},
+          cmdQueue}},
+        {QStringLiteral("dlq"),
+         {2, "dlq list NAME [--after ID] [--limit N]",
+          "List the dead letters of queue NAME with their source and last error, never counting as a read.",
+          {opt("after", "Continue after this msg_id (the previous page's next_after).", "ID"),
+           opt("limit", "Page size (default 50).", "N")},
+          cmdDlq}},
         {QStringLiteral("bench"),
          {1, "bench claim [--cycles N] [--workers W]",
           "Claim/complete throughput beside the same raw SQL statements.",

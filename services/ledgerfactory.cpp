@@ -2,6 +2,7 @@
 #include "ledgerfactory.h"
 
 #include "error.h"
+#include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 
@@ -43,8 +44,13 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
         }
         return std::make_shared<SqliteLedgerStore>(info.absoluteFilePath(), std::move(clock), options);
     }
+    // libpq parses the rest: URIs, and keyword strings such as "service=NAME" or "host=… dbname=…".
+    if (url.startsWith(QLatin1String("postgresql://")) || url.startsWith(QLatin1String("postgres://"))
+        || url.contains(QLatin1Char('=')))
+        return std::make_shared<PostgresLedgerStore>(url.toStdString());
     throw Error(ErrorCode::InvalidArgument,
-                "unknown ledger URL '" + url.toStdString() + "': expected sqlite:PATH");
+                "unknown ledger URL '" + url.toStdString()
+                    + "': expected sqlite:PATH, postgresql://… or a libpq keyword string such as service=NAME");
 }
 
 std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock)

@@ -15,10 +15,16 @@ namespace idempo {
 /// "sqlite:<user data dir>/ledger.db" (e.g. ~/.local/share/idempo/ledger.db).
 QString defaultLedgerUrl();
 
-/// Opens the ledger a URL names: `sqlite:PATH` (the embedded ledger; created and migrated
-/// if needed; query `?synchronous=normal` trades power-loss durability for speed).
+/// Opens the ledger a URL names:
+/// - `sqlite:PATH`: the embedded ledger; created and migrated if needed; query
+///   `?synchronous=normal` trades power-loss durability for speed. Times come from `clock`.
+/// - `postgresql://…` or `postgres://…` (libpq URI), or a libpq keyword string such as
+///   `service=NAME` or `host=… dbname=…`: the shared ledger. Connects (connect_timeout 5 s
+///   unless given) but does not migrate: `idempo init` (LedgerStore::migrate) does, and until
+///   then ledger calls throw Error(SchemaMismatch). Passwords only through .pgpass, PGPASSFILE
+///   or a service file. Times come from the server's clock; `clock` is not used.
 /// Throws Error(InvalidArgument) for an unknown scheme, Error(LedgerUnavailable) when the
-/// ledger cannot be opened, Error(SchemaMismatch) for a newer schema.
+/// ledger cannot be opened or reached, Error(SchemaMismatch) for a newer schema.
 std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
 
 /// Opens the message queues of the ledger a URL names (see openLedger); on `sqlite:PATH` they

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pgconnection.h"
+
+#include "error.h"
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+namespace idempo {
+namespace {
+
+/// libpq's messages span lines ("…failed: Connection refused\n\tIs the server running…");
+/// callers print one line.
+std::string oneLine(std::string_view message)
+{
+    std::string out;
+    std::size_t start = 0;
+    while (start <= message.size()) {
+        std::size_t end = message.find('\n', start);
+        if (end == std::string_view::npos)
+            end = message.size();
+        std::string_view line = message.substr(start, end - start);
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+            line.remove_prefix(1);
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
+            line.remove_suffix(1);
+        if (!line.empty()) {
+            if (!out.empty())
+                out += "; ";
+            out += line;
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+ErrorCode codeForSqlState(std::string_view state)
+{
+    if (state.size() != 5)
+        return ErrorCode::Internal;
+    const std::string_view cls = state.substr(0, 2);
+    // 08 connection, 28 authorization, 40 serialization/deadlock, 53 resources (too many
+    // connections), 57 operator intervention (statement timeout, shutdown), 55P03 lock timeout,
+    // 42501 missing privilege: the ledger is there but unusable right now or for this role.
+    if (cls == "08" || cls == "28" || cls == "40" || cls == "53" || cls == "57" ||
+        state == "55P03" || state == "42501")
+        return ErrorCode::LedgerUnavailable;
+    if (state == "42P01" || state == "42703")
+        return ErrorCode::SchemaMismatch;
+    if (cls == "22")
+        return ErrorCode::InvalidArgument;
+    return ErrorCode::Internal;
+}
+
+void receiveNotice(void *, const PGresult *notice)
+{
+    const char *severity = PQresultErrorField(notice, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *message = PQresultErrorField(notice, PG_DIAG_MESSAGE_PRIMARY);
+    if (!message)
+        return;
+    if (severity && std::strcmp(severity, "WARNING") == 0)
+        spdlog::warn("postgresql: {}", message);
+    else
+        spdlog::debug("postgresql: {}", message);
+}
+
+bool isSecretKeyword(std::string_view keyword)
+{
+    return keyword == "password" || keyword == "sslpassword";
+}
+
+std::string percentDecoded(std::string_view s)
+{
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        unsigned value = 0;
+        if (s[i] == '%' && i + 2 < s.size() &&
+            std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr ==
+                s.data() + i + 3) {
+            out += static_cast<char>(value);
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+std::string redactUri(const std::string &uri)
+{
+    const std::size_t authority = uri.find("://") + 3;
+    std::size_t authorityEnd = uri.find_first_of("/?", authority);
+    if (authorityEnd == std::string::npos)
+        authorityEnd = uri.size();
+    std::string out = uri.substr(0, authorityEnd);
+    const std::size_t at = out.rfind('@');
+    if (at != std::string::npos && at >= authority) {
+        const std::size_t colon = out.find(':', authority);
+        if (colon != std::string::npos && colon < at)
+            out.erase(colon, at - colon);
+    }
+    const std::size_t query = uri.find('?', authorityEnd);
+    out +=
+        uri.substr(authorityEnd, (query == std::string::npos ? uri.size() : query) - authorityEnd);
+    if (query == std::string::npos)
+        return out;
+    std::string kept;
+    std::size_t start = query + 1;
+    while (start <= uri.size()) {
+        std::size_t end = uri.find('&', start);
+        if (end == std::string::npos)
+            end = uri.size();
+        const std::string_view item(uri.data() + start, end - start);
+        const std::string keyword = percentDecoded(item.substr(0, item.find('=')));
+        if (!item.empty() && !isSecretKeyword(keyword)) {
+            kept += kept.empty() ? "?" : "&";
+            kept += item;
+        }
+        start = end + 1;
+    }
+    return out + kept;
+}
+
+std::string quotedConninfoValue(std::string_view value)
+{
+    const bool plain = !value.empty() && value.find_first_of(" \t\n'\\") == std::string_view::npos;
+    if (plain)
+        return std::string(value);
+    std::string out = "'";
+    for (char c : value) {
+        if (c == '\'' || c == '\\')
+            out += '\\';
+        out += c;
+    }
+    return out + "'";
+}
+
+} // namespace
+
+PgParams &PgParams::text(std::string_view value)
+{
+    if (value.find('\0') != std::string_view::npos)
+        throw Error(ErrorCode::InvalidArgument, "text for the ledger must not contain NUL bytes");
+    m_values.emplace_back(std::string(value));
+    return *this;
+}
+
+PgParams &PgParams::optionalText(const std::optional<std::string> &value)
+{
+    return value ? text(*value) : null();
+}
+
+PgParams &PgParams::integer(std::int64_t value)
+{
+    m_values.emplace_back(std::to_string(value));
+    return *this;
+}
+
+PgParams &PgParams::optionalInteger(std::optional<std::int64_t> value)
+{
+    return value ? integer(*value) : null();
+}
+
+PgParams &PgParams::boolean(bool value)
+{
+    m_values.emplace_back(value ? "true" : "false");
+    return *this;
+}
+
+PgParams &PgParams::null()
+{
+    m_values.emplace_back(std::nullopt);
+    return *this;
+}
+
+std::vector<const char *> PgParams::pointers() const
+{
+    std::vector<const char *> out;
+    out.reserve(m_values.size());
+    for (const auto &v : m_values)
+        out.push_back(v ? v->c_str() : nullptr);
+    return out;
+}
+
+PgResult::PgResult(pg_result *result) : m_result(result) {}
+
+PgResult::PgResult(PgResult &&other) noexcept : m_result(std::exchange(other.m_result, nullptr)) {}
+
+PgResult &PgResult::operator=(PgResult &&other) noexcept
+{
+    if (this != &other) {
+        PQclear(m_result);
+        m_result = std::exchange(other.m_result, nullptr);
+    }
+    return *this;
+}
+
+PgResult::~PgResult()
+{
+    PQclear(m_result);
+}
+
+int PgResult::rows() const
+{
+    return PQntuples(m_result);
+}
+
+bool PgResult::isNull(int row, int column) const
+{
+    return PQgetisnull(m_result, row, column) != 0;
+}
+
+std::string PgResult::text(int row, int column) const
+{
+    return std::string(PQgetvalue(m_result, row, column),
+                       static_cast<std::size_t>(PQgetlength(m_result, row, column)));
+}
+
+std::int64_t PgResult::integer(int row, int column) const
+{
+    const char *value = PQgetvalue(m_result, row, column);
+    const char *end = value + PQgetlength(m_result, row, column);
+    std::int64_t out = 0;
+    const auto parsed = std::from_chars(value, end, out);
+    if (parsed.ec != std::errc() || parsed.ptr != end || value == end) {
+        throw Error(ErrorCode::Internal, "column " + std::string(PQfname(m_result, column)) +
+                                             " holds '" + std::string(value, end) +
+                                             "', not a whole number");
+    }
+    return out;
+}
+
+std::optional<std::int64_t> PgResult::optionalInteger(int row, int column) const
+{
+    if (isNull(row, column))
+        return std::nullopt;
+    return integer(row, column);
+}
+
+std::int64_t PgResult::affectedRows() const
+{
+    const char *tuples = PQcmdTuples(m_result);
+    std::int64_t out = 0;
+    std::from_chars(tuples, tuples + std::strlen(tuples), out);
+    return out;
+}
+
+PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
+{
+    // Entries before dbname are defaults the connection string may override; client_encoding
+    // after it is forced: keys and payloads are UTF-8.
+    const std::string timeout = std::to_string(connectTimeoutS);
+    std::vector<const char *> keywords;
+    std::vector<const char *> values;
+    if (!std::getenv("PGCONNECT_TIMEOUT")) {
+        keywords.push_back("connect_timeout");
+        values.push_back(timeout.c_str());
+    }
+    keywords.insert(keywords.end(),
+                    {"fallback_application_name", "dbname", "client_encoding", nullptr});
+    values.insert(values.end(), {"idempo", conninfo.c_str(), "UTF8", nullptr});
+    m_conn = PQconnectdbParams(keywords.data(), values.data(), 1);
+    if (!m_conn)
+        throw Error(ErrorCode::LedgerUnavailable, "cannot connect to the ledger: out of memory");
+    if (PQstatus(m_conn) != CONNECTION_OK) {
+        const std::string reason = oneLine(PQerrorMessage(m_conn));
+        PQfinish(m_conn);
+        m_conn = nullptr;
+        throw Error(ErrorCode::LedgerUnavailable,
+                    "cannot connect to the ledger " + redactConninfo(conninfo) + ": " + reason);
+    }
+    PQsetNoticeReceiver(m_conn, receiveNotice, nullptr);
+}
+
+PgConnection::~PgConnection()
+{
+    PQfinish(m_conn);
+}
+
+PgResult PgConnection::check(pg_result *raw, const char *what)
+{
+    PgResult result(raw);
+    const ExecStatusType status = raw ? PQresultStatus(raw) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY)
+        return result;
+    const char *state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
+    const char *primary = raw ? PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    const bool lost = PQstatus(m_conn) == CONNECTION_BAD;
+    const ErrorCode code =
+        lost ? ErrorCode::LedgerUnavailable : codeForSqlState(state ? state : "");
+    std::string message =
+        std::string(what) + ": " + oneLine(primary ? primary : PQerrorMessage(m_conn));
+    if (state)
+        message += " (SQLSTATE " + std::string(state) + ")";
+    if (code == ErrorCode::SchemaMismatch)
+        message += "; run `idempo init` to create or upgrade the ledger's schema";
+    throw Error(code, message);
+}
+
+PgResult PgConnection::exec(const char *what, std::string_view sql, const PgParams &params)
+{
+    const std::string statement(sql);
+    const std::vector<const char *> values = params.pointers();
+    return check(PQexecParams(m_conn, statement.c_str(), params.size(), nullptr, values.data(),
+                              nullptr, nullptr, 0),
+                 what);
+}
+
+PgResult PgConnection::execPrepared(const char *what, const std::string &name, std::string_view sql,
+                                    const PgParams &params)
+{
+    if (!m_prepared.contains(name)) {
+        const std::string statement(sql);
+        check(PQprepare(m_conn, name.c_str(), statement.c_str(), params.size(), nullptr), what);
+        m_prepared.insert(name);
+    }
+    const std::vector<const char *> values = params.pointers();
+    return check(
+        PQexecPrepared(m_conn, name.c_str(), params.size(), values.data(), nullptr, nullptr, 0),
+        what);
+}
+
+void PgConnection::execScript(const char *what, const std::string &sql)
+{
+    check(PQexec(m_conn, sql.c_str()), what);
+}
+
+bool PgConnection::isIdle() const
+{
+    return PQstatus(m_conn) == CONNECTION_OK && PQtransactionStatus(m_conn) == PQTRANS_IDLE;
+}
+
+int PgConnection::socket() const
+{
+    return PQsocket(m_conn);
+}
+
+std::vector<PgNotification> PgConnection::takeNotifications()
+{
+    if (!PQconsumeInput(m_conn)) {
+        throw Error(ErrorCode::LedgerUnavailable, "lost the ledger connection while listening: " +
+                                                      oneLine(PQerrorMessage(m_conn)));
+    }
+    std::vector<PgNotification> out;
+    while (PGnotify *n = PQnotifies(m_conn)) {
+        out.push_back({n->relname, n->extra, n->be_pid});
+        PQfreemem(n);
+    }
+    return out;
+}
+
+PgListener::PgListener(const std::string &conninfo, const std::string &channel, int connectTimeoutS)
+    : m_connection(conninfo, connectTimeoutS)
+{
+    // LISTEN takes no parameters: the channel is quoted as an identifier instead.
+    std::string quoted = "\"";
+    for (char c : channel) {
+        if (c == '\0')
+            throw Error(ErrorCode::InvalidArgument, "a channel name must not contain NUL bytes");
+        quoted += c;
+        if (c == '"')
+            quoted += '"';
+    }
+    quoted += '"';
+    m_connection.execScript("listen", "LISTEN " + quoted);
+}
+
+std::vector<PgNotification> PgListener::waitForNotification(int timeoutMs)
+{
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+    for (;;) {
+        std::vector<PgNotification> arrived = m_connection.takeNotifications();
+        if (!arrived.empty())
+            return arrived;
+        const auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0)
+            return {};
+        pollfd fd{m_connection.socket(), POLLIN, 0};
+        if (::poll(&fd, 1, static_cast<int>(left)) < 0 && errno != EINTR) {
+            throw Error(ErrorCode::LedgerUnavailable,
+                        std::string("waiting for ledger notifications failed: ") +
+                            std::strerror(errno));
+        }
+    }
+}
+
+std::string redactConninfo(const std::string &conninfo)
+{
+    if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://"))
+        return redactUri(conninfo);
+    char *error = nullptr;
+    PQconninfoOption *options = PQconninfoParse(conninfo.c_str(), &error);
+    if (!options) {
+        PQfreemem(error);
+        return "(unparseable connection string)";
+    }
+    std::string out;
+    for (const PQconninfoOption *o = options; o->keyword; ++o) {
+        if (!o->val || isSecretKeyword(o->keyword))
+            continue;
+        if (!out.empty())
+            out += ' ';
+        out += std::string(o->keyword) + '=' + quotedConninfoValue(o->val);
+    }
+    PQconninfoFree(options);
+    return out;
+}
+
+} // namespace idempo

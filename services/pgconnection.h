@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+// libpq's handles, declared here so users of this header need not see libpq-fe.h.
+struct pg_conn;
+struct pg_result;
+
+namespace idempo {
+
+/// Values for a statement's $1, $2, … placeholders, in order. Every value travels as text
+/// (integers in decimal; cast them in SQL, e.g. `$3::bigint`); SQL text never carries input.
+class PgParams final
+{
+public:
+    /// Throws Error(InvalidArgument) when `value` holds a NUL byte, which PostgreSQL text cannot.
+    PgParams &text(std::string_view value);
+    PgParams &optionalText(const std::optional<std::string> &value);
+    PgParams &integer(std::int64_t value);
+    PgParams &optionalInteger(std::optional<std::int64_t> value);
+    PgParams &boolean(bool value);
+    PgParams &null();
+
+    int size() const { return static_cast<int>(m_values.size()); }
+    /// libpq's view: one pointer per value, nullptr for NULL; valid while this object lives.
+    std::vector<const char *> pointers() const;
+
+private:
+    std::vector<std::optional<std::string>> m_values;
+};
+
+/// One statement's result, in text format; owns the libpq result.
+class PgResult final
+{
+public:
+    explicit PgResult(pg_result *result);
+    PgResult(PgResult &&other) noexcept;
+    PgResult &operator=(PgResult &&other) noexcept;
+    PgResult(const PgResult &) = delete;
+    PgResult &operator=(const PgResult &) = delete;
+    ~PgResult();
+
+    int rows() const;
+    bool isNull(int row, int column) const;
+    std::string text(int row, int column) const;
+    /// Throws Error(Internal) when the value is not a whole number.
+    std::int64_t integer(int row, int column) const;
+    std::optional<std::int64_t> optionalInteger(int row, int column) const;
+    /// Rows an INSERT, UPDATE or DELETE touched.
+    std::int64_t affectedRows() const;
+
+private:
+    pg_result *m_result;
+};
+
+/// A notification received on a LISTEN channel.
+struct PgNotification
+{
+    std::string channel;
+    std::string payload;
+    int senderPid = 0; ///< the notifying server process
+};
+
+/// One libpq connection. Not thread-safe: use it from one thread at a time.
+/// Every failure throws idempo::Error: LedgerUnavailable when the server cannot be reached or
+/// refuses (connection loss, authentication, permissions, lock or statement timeouts,
+/// serialization failures), SchemaMismatch when the ledger's tables are missing, InvalidArgument
+/// for values the server rejects, Internal otherwise. Messages are one line and hold no password.
+class PgConnection final
+{
+public:
+    /// Connects to `conninfo`: a libpq URI (`postgresql://user@host:5432/db`) or keyword string
+    /// (`host=… dbname=…`, `service=NAME`). Passwords come from libpq's own sources (.pgpass,
+    /// PGPASSFILE, a service file). Waits at most `connectTimeoutS` seconds unless the string or
+    /// PGCONNECT_TIMEOUT sets connect_timeout. Throws Error(LedgerUnavailable) with libpq's reason.
+    explicit PgConnection(const std::string &conninfo, int connectTimeoutS = 5);
+    PgConnection(const PgConnection &) = delete;
+    PgConnection &operator=(const PgConnection &) = delete;
+    ~PgConnection();
+
+    /// Runs one statement with `params`, planned for these values. `what` names the step in errors.
+    PgResult exec(const char *what, std::string_view sql, const PgParams &params = {});
+
+    /// Runs `sql`, prepared on this connection under `name` on first use.
+    PgResult execPrepared(const char *what, const std::string &name, std::string_view sql,
+                          const PgParams &params);
+
+    /// Runs a script of ';'-separated statements without parameters (DO blocks allowed).
+    void execScript(const char *what, const std::string &sql);
+
+    /// True when the connection is open and outside any transaction: ready for the next call.
+    /// A connection that is not (lost, or left inside a failed transaction) must be replaced.
+    bool isIdle() const;
+
+    /// The socket to wait on for notifications.
+    int socket() const;
+
+    /// Reads what the server sent without blocking; returns the notifications received, oldest
+    /// first.
+    std::vector<PgNotification> takeNotifications();
+
+private:
+    PgResult check(pg_result *result, const char *what);
+
+    pg_conn *m_conn = nullptr;
+    std::unordered_set<std::string> m_prepared;
+};
+
+/// A LISTEN on its own connection, for live views: the engine's connections are busy with
+/// statements and cannot wait for notifications.
+class PgListener final
+{
+public:
+    /// Connects like PgConnection and LISTENs on `channel`. Throws Error(LedgerUnavailable).
+    PgListener(const std::string &conninfo, const std::string &channel, int connectTimeoutS = 5);
+
+    /// Waits up to `timeoutMs` milliseconds for a notification; returns every one that has
+    /// arrived, oldest first (empty after a timeout). Throws Error(LedgerUnavailable) when the
+    /// connection is lost.
+    std::vector<PgNotification> waitForNotification(int timeoutMs);
+
+private:
+    PgConnection m_connection;
+};
+
+/// `conninfo` without secrets (password, sslpassword), for describe() and logs. A URI stays a
+/// URI; a keyword string is rewritten from libpq's parse of it.
+std::string redactConninfo(const std::string &conninfo);
+
+} // namespace idempo

@@ -1,0 +1,785 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "postgresledgerstore.h"
+
+#include "error.h"
+#include "ledgerrules.h"
+#include "migrations.h"
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+namespace {
+
+constexpr std::string_view kColumns =
+    "id, namespace, operation_key, run_id, step_id, target, tool_kind, state, payload, "
+    "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
+    "lease_expires_at_ms, fencing_token, next_attempt_at_ms, error_class, error_detail, result, "
+    "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
+    "schema_version";
+
+/// The server's clock in milliseconds since the epoch, read when the expression is evaluated;
+/// $1 pins it (tests), $2 offsets it.
+constexpr std::string_view kNow = "(coalesce($1::bigint, floor(extract(epoch FROM "
+                                  "clock_timestamp()) * 1000)::bigint) + $2::bigint)";
+
+/// Expands {columns}, {o.columns} (qualified by the alias o) and {now} in a statement template.
+/// The pieces are constants of this file: statements never carry input.
+std::string sql(std::string_view text)
+{
+    std::string qualified;
+    for (std::size_t start = 0; start < kColumns.size();) {
+        std::size_t end = kColumns.find(", ", start);
+        if (end == std::string_view::npos)
+            end = kColumns.size();
+        qualified +=
+            (qualified.empty() ? "o." : ", o.") + std::string(kColumns.substr(start, end - start));
+        start = end + 2;
+    }
+    const std::pair<std::string_view, std::string> tokens[] = {{"{columns}", std::string(kColumns)},
+                                                               {"{o.columns}", qualified},
+                                                               {"{now}", std::string(kNow)}};
+    std::string out(text);
+    for (const auto &[token, value] : tokens) {
+        for (std::size_t at = out.find(token); at != std::string::npos;
+             at = out.find(token, at + value.size()))
+            out.replace(at, token.size(), value);
+    }
+    return out;
+}
+
+// The claim: one statement, one round trip. `existing` locks the key's row; the clock is read
+// in `seen`, after the lock is held, so a claim that queued behind another judges leases at the
+// moment it decides. `decided` is planClaim() (ledgerrules.cpp) case by case, fingerprint first;
+// `plan` names the write. At most one of created / replaced / moved writes; `event` and
+// `announced` derive from what was written and `suppressed` from the answer, so a write that
+// did not happen leaves no trace. One race remains: a key inserted by a claim that committed
+// after this statement's snapshot is invisible to `existing`, and `created` then conflicts and
+// writes nothing; the caller sees no record and runs the statement again with a fresh snapshot.
+// Parameters: $1 $2 clock (see kNow), $3 namespace, $4 key, $5 run, $6 step, $7 target,
+// $8 tool kind, $9 payload, $10 fingerprint, $11 fingerprint fields, $12 owner, $13 lease ms,
+// $14 max attempts, $15 requires approval, $16 record schema version.
+const std::string kClaimSql = sql(R"SQL(
+WITH existing AS MATERIALIZED (
+    SELECT {columns} FROM operations
+    WHERE namespace = $3 AND operation_key = $4
+    FOR UPDATE
+),
+seen AS MATERIALIZED (
+    SELECT e.*, {now} AS now_ms
+    FROM (VALUES (1)) AS one (v) LEFT JOIN existing AS e ON true
+),
+decided AS MATERIALIZED (
+    SELECT s.*, CASE
+        WHEN s.id IS NULL OR s.retention_expires_at_ms <= s.now_ms THEN
+            CASE WHEN $15::boolean THEN 'in_progress' ELSE 'claimed' END
+        WHEN s.payload_fingerprint <> $10 THEN 'payload_mismatch'
+        WHEN s.state IN ('succeeded', 'failed_terminal') THEN 'replayed'
+        WHEN s.state IN ('awaiting_approval', 'confirmation_required') THEN 'in_progress'
+        WHEN s.state = 'unknown_outcome' THEN 'reconcile_required'
+        WHEN s.state IN ('received', 'failed_retryable') THEN
+            CASE WHEN s.next_attempt_at_ms > s.now_ms THEN 'retry_later' ELSE 'claimed' END
+        WHEN s.lease_expires_at_ms > s.now_ms THEN 'in_progress'
+        WHEN s.tool_kind = 'protected_write' THEN 'reconcile_required'
+        ELSE 'claimed'
+    END AS outcome
+    FROM seen AS s
+),
+plan AS MATERIALIZED (
+    SELECT d.*, CASE
+        WHEN d.id IS NULL THEN 'create'
+        WHEN d.retention_expires_at_ms <= d.now_ms THEN 'replace'
+        WHEN d.outcome = 'claimed' THEN 'dispatch'
+        WHEN d.outcome = 'reconcile_required' AND d.state = 'dispatching' THEN 'revoke'
+        ELSE 'none'
+    END AS write
+    FROM decided AS d
+),
+created AS (
+    INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, state,
+        payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner,
+        lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, operation_version,
+        schema_version)
+    SELECT $3, $4, $5, $6, $7, $8,
+           CASE WHEN $15::boolean THEN 'awaiting_approval' ELSE 'dispatching' END,
+           $9, $10, $11,
+           CASE WHEN $15::boolean THEN 0 ELSE 1 END,
+           $14::integer,
+           CASE WHEN $15::boolean THEN '' ELSE $12 END,
+           CASE WHEN $15::boolean THEN NULL ELSE p.now_ms + $13::bigint END,
+           CASE WHEN $15::boolean THEN 0 ELSE nextval('fencing_sequence') END,
+           p.now_ms, p.now_ms, 1, $16::integer
+    FROM plan AS p
+    WHERE p.write = 'create'
+    ON CONFLICT (namespace, operation_key) DO NOTHING
+    RETURNING {columns}
+),
+replaced AS (
+    UPDATE operations AS o SET
+        id = DEFAULT, run_id = $5, step_id = $6, target = $7, tool_kind = $8,
+        state = CASE WHEN $15::boolean THEN 'awaiting_approval' ELSE 'dispatching' END,
+        payload = $9, payload_fingerprint = $10, fingerprint_fields = $11,
+        attempt = CASE WHEN $15::boolean THEN 0 ELSE 1 END,
+        max_attempts = $14::integer,
+        lease_owner = CASE WHEN $15::boolean THEN '' ELSE $12 END,
+        lease_expires_at_ms = CASE WHEN $15::boolean THEN NULL ELSE p.now_ms + $13::bigint END,
+        fencing_token = CASE WHEN $15::boolean THEN 0 ELSE nextval('fencing_sequence') END,
+        next_attempt_at_ms = NULL, error_class = NULL, error_detail = '', result = '', receipt = '',
+        created_at_ms = p.now_ms, updated_at_ms = p.now_ms, retention_expires_at_ms = NULL,
+        operation_version = 1, schema_version = $16::integer
+    FROM plan AS p
+    WHERE o.id = p.id AND p.write = 'replace'
+    RETURNING {o.columns}
+),
+moved AS (
+    UPDATE operations AS o SET
+        state = CASE WHEN p.write = 'dispatch' THEN 'dispatching' ELSE 'unknown_outcome' END,
+        fencing_token = nextval('fencing_sequence'),
+        attempt = CASE WHEN p.write = 'dispatch' THEN o.attempt + 1 ELSE o.attempt END,
+        lease_owner = CASE WHEN p.write = 'dispatch' THEN $12 ELSE o.lease_owner END,
+        lease_expires_at_ms = CASE WHEN p.write = 'dispatch' THEN p.now_ms + $13::bigint END,
+        next_attempt_at_ms = CASE WHEN p.write = 'dispatch' THEN NULL ELSE o.next_attempt_at_ms END,
+        error_class = CASE WHEN p.write = 'revoke' THEN 'unknown_outcome' ELSE o.error_class END,
+        error_detail = CASE WHEN p.write = 'revoke'
+                            THEN 'lease of ' || o.lease_owner || ' lapsed during a protected write'
+                            ELSE o.error_detail END,
+        updated_at_ms = p.now_ms,
+        operation_version = o.operation_version + 1
+    FROM plan AS p
+    WHERE o.id = p.id AND p.write IN ('dispatch', 'revoke')
+    RETURNING {o.columns}
+),
+written AS (
+    SELECT * FROM created UNION ALL SELECT * FROM replaced UNION ALL SELECT * FROM moved
+),
+history_dropped AS (
+    DELETE FROM operation_events AS e USING replaced AS r, plan AS p
+    WHERE e.operation_id = p.id
+),
+event AS (
+    INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, fencing_token, attempt,
+                                  actor, error_class, detail)
+    SELECT w.id, w.updated_at_ms,
+           CASE WHEN p.write IN ('dispatch', 'revoke') THEN p.state END,
+           w.state, w.fencing_token, w.attempt, $12, w.error_class,
+           CASE p.write
+               WHEN 'create' THEN 'created'
+               WHEN 'replace' THEN 'created (previous record expired)'
+               WHEN 'revoke' THEN w.error_detail
+               WHEN 'dispatch' THEN CASE WHEN p.state = 'dispatching'
+                                         THEN 'lease of ' || p.lease_owner || ' lapsed; taken over'
+                                         ELSE 'claimed' END
+           END
+    FROM written AS w CROSS JOIN plan AS p
+),
+announced AS (
+    SELECT pg_notify('idempo_operations',
+                     json_build_object('ns', w.namespace, 'key', w.operation_key,
+                                       'run_id', left(w.run_id, 500), 'state', w.state,
+                                       'version', w.operation_version)::text)
+    FROM written AS w
+),
+answer AS (
+    SELECT * FROM written
+    UNION ALL
+    SELECT {columns} FROM plan WHERE write = 'none'
+),
+suppressed AS (
+    INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, state, source, fingerprint)
+    SELECT $3, $4, p.now_ms, p.outcome, a.state, $12, $10
+    FROM answer AS a CROSS JOIN plan AS p
+    WHERE p.outcome <> 'claimed'
+)
+SELECT p.outcome, (SELECT count(*) FROM announced), a.*
+FROM plan AS p LEFT JOIN answer AS a ON true
+)SQL");
+
+/// Locks the row for a transition and reads the clock once the lock is held (see kClaimSql).
+const std::string kLockSql = sql(R"SQL(
+WITH locked AS MATERIALIZED (
+    SELECT {columns} FROM operations
+    WHERE namespace = $3 AND operation_key = $4
+    FOR UPDATE
+)
+SELECT {now}, l.* FROM (VALUES (1)) AS one (v) LEFT JOIN locked AS l ON true
+)SQL");
+
+const std::string kTransitionSql = sql(R"SQL(
+WITH updated AS (
+    UPDATE operations SET state = $3, attempt = $4::integer, max_attempts = $5::integer,
+        lease_owner = $6, lease_expires_at_ms = $7::bigint, fencing_token = $8::bigint,
+        next_attempt_at_ms = $9::bigint, error_class = $10, error_detail = $11, result = $12,
+        receipt = $13, updated_at_ms = $14::bigint, retention_expires_at_ms = $15::bigint,
+        operation_version = $16::bigint
+    WHERE id = $1::bigint AND operation_version = $2::bigint
+    RETURNING id, namespace, operation_key, run_id, state, operation_version, updated_at_ms,
+              fencing_token, attempt, error_class
+),
+event AS (
+    INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, fencing_token, attempt,
+                                  actor, error_class, detail)
+    SELECT id, updated_at_ms, $17, state, fencing_token, attempt, $18, error_class, $19 FROM updated
+),
+announced AS (
+    SELECT pg_notify('idempo_operations',
+                     json_build_object('ns', namespace, 'key', operation_key,
+                                       'run_id', left(run_id, 500), 'state', state,
+                                       'version', operation_version)::text)
+    FROM updated
+)
+SELECT count(*) FROM announced
+)SQL");
+
+const std::string kFindSql =
+    sql("SELECT {columns} FROM operations WHERE namespace = $1 AND operation_key = $2");
+
+const std::string kHistorySql =
+    "SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, e.attempt, e.actor, "
+    "e.error_class, "
+    "e.detail FROM operation_events AS e JOIN operations AS o ON o.id = e.operation_id "
+    "WHERE o.namespace = $1 AND o.operation_key = $2 ORDER BY e.id";
+
+const std::string kSuppressionColumns = "SELECT id, namespace, operation_key, at_ms, outcome, "
+                                        "state, source, fingerprint FROM suppressions ";
+const std::string kSuppressionsSql =
+    kSuppressionColumns + "WHERE id > $1::bigint ORDER BY id LIMIT $2::integer";
+const std::string kSuppressionsInNamespaceSql =
+    kSuppressionColumns + "WHERE namespace = $3 AND id > $1::bigint ORDER BY id LIMIT $2::integer";
+
+// The clock is a subquery: read once, and comparable with the retention index.
+const std::string kPurgeSql = sql(R"SQL(
+WITH gone AS (
+    DELETE FROM operations WHERE retention_expires_at_ms <= (SELECT {now}) RETURNING id
+),
+history_gone AS (
+    DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM gone)
+)
+SELECT count(*) FROM gone
+)SQL");
+
+const std::string kLeaseMetricsSql = sql(R"SQL(
+SELECT count(*) FILTER (WHERE o.lease_expires_at_ms > n.now_ms),
+       count(*) FILTER (WHERE o.lease_expires_at_ms <= n.now_ms),
+       (SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'),
+       (SELECT count(*) FROM operation_events)
+FROM (SELECT {now} AS now_ms) AS n LEFT JOIN operations AS o ON o.state = 'dispatching'
+)SQL");
+
+const std::string kNowSql = sql("SELECT {now}");
+
+std::optional<ErrorClass> optionalErrorClass(const PgResult &r, int row, int column)
+{
+    if (r.isNull(row, column))
+        return std::nullopt;
+    return parseErrorClass(r.text(row, column));
+}
+
+/// The operation in columns column0 … column0 + 25 of `row` ({columns} order).
+Operation readOperation(const PgResult &r, int row, int column0)
+{
+    const auto at = [column0](int i) { return column0 + i; };
+    Operation op;
+    op.id = r.integer(row, at(0));
+    op.ns = r.text(row, at(1));
+    op.key = r.text(row, at(2));
+    op.runId = r.text(row, at(3));
+    op.stepId = r.text(row, at(4));
+    op.target = r.text(row, at(5));
+    op.kind = parseToolKind(r.text(row, at(6))).value_or(ToolKind::ProtectedWrite);
+    op.state = parseState(r.text(row, at(7))).value_or(OperationState::Received);
+    op.payload = r.text(row, at(8));
+    op.fingerprint = r.text(row, at(9));
+    op.fingerprintFields =
+        nlohmann::json::parse(r.text(row, at(10))).get<std::vector<std::string>>();
+    op.attempt = static_cast<int>(r.integer(row, at(11)));
+    op.maxAttempts = static_cast<int>(r.integer(row, at(12)));
+    op.leaseOwner = r.text(row, at(13));
+    op.leaseExpiresAtMs = r.optionalInteger(row, at(14));
+    op.fencingToken = r.integer(row, at(15));
+    op.nextAttemptAtMs = r.optionalInteger(row, at(16));
+    op.errorClass = optionalErrorClass(r, row, at(17));
+    op.errorDetail = r.text(row, at(18));
+    op.result = r.text(row, at(19));
+    op.receipt = r.text(row, at(20));
+    op.createdAtMs = r.integer(row, at(21));
+    op.updatedAtMs = r.integer(row, at(22));
+    op.retentionExpiresAtMs = r.optionalInteger(row, at(23));
+    op.version = r.integer(row, at(24));
+    op.schemaVersion = static_cast<int>(r.integer(row, at(25)));
+    return op;
+}
+
+std::optional<std::string> errorClassText(const std::optional<ErrorClass> &errorClass)
+{
+    if (!errorClass)
+        return std::nullopt;
+    return std::string(errorClassName(*errorClass));
+}
+
+/// BEGIN … COMMIT, rolled back when an exception leaves the scope.
+class Transaction final
+{
+public:
+    explicit Transaction(PgConnection &connection) : m_connection(connection)
+    {
+        m_connection.exec("begin", "BEGIN");
+    }
+    Transaction(const Transaction &) = delete;
+    Transaction &operator=(const Transaction &) = delete;
+    ~Transaction()
+    {
+        if (m_done)
+            return;
+        // A failed rollback leaves the connection outside idle; connection() replaces it then.
+        try {
+            m_connection.exec("rollback", "ROLLBACK");
+        } catch (const Error &) {
+        }
+    }
+    void commit()
+    {
+        m_done = true;
+        m_connection.exec("commit", "COMMIT");
+    }
+
+private:
+    PgConnection &m_connection;
+    bool m_done = false;
+};
+
+Error newerSchema(const std::string &ledger, int version, int latest)
+{
+    return Error(ErrorCode::SchemaMismatch,
+                 "ledger " + ledger + " has schema version " + std::to_string(version) +
+                     ", newer than this build's " + std::to_string(latest) + "; upgrade idempo");
+}
+
+/// 0 when the ledger has no schema_migrations table.
+int readSchemaVersion(PgConnection &c)
+{
+    if (c.exec("read schema version", "SELECT to_regclass('schema_migrations') IS NOT NULL")
+            .text(0, 0) != "t")
+        return 0;
+    return static_cast<int>(
+        c.exec("read schema version", "SELECT coalesce(max(version), 0) FROM schema_migrations")
+            .integer(0, 0));
+}
+
+/// Idle connections per connection string, left by threads that ended: the next new thread
+/// takes one instead of paying for a new server process. At most kMaxIdle per string stay open.
+class IdleConnections final
+{
+public:
+    static IdleConnections &instance()
+    {
+        static IdleConnections idle;
+        return idle;
+    }
+
+    std::unique_ptr<PgConnection> take(const std::string &conninfo)
+    {
+        std::lock_guard lock(m_mutex);
+        auto &pool = m_idle[conninfo];
+        if (pool.empty())
+            return nullptr;
+        std::unique_ptr<PgConnection> connection = std::move(pool.back());
+        pool.pop_back();
+        return connection;
+    }
+
+    void put(const std::string &conninfo, std::unique_ptr<PgConnection> connection)
+    {
+        constexpr std::size_t kMaxIdle = 8;
+        std::lock_guard lock(m_mutex);
+        auto &pool = m_idle[conninfo];
+        if (pool.size() < kMaxIdle)
+            pool.push_back(std::move(connection));
+    }
+
+private:
+    std::mutex m_mutex;
+    std::unordered_map<std::string, std::vector<std::unique_ptr<PgConnection>>> m_idle;
+};
+
+/// This thread's own connection to each ledger it used, by connection string. Stores on the
+/// same ledger share it: it holds no per-store state (the clock travels as parameters).
+struct ThreadConnections
+{
+    std::unordered_map<std::string, std::unique_ptr<PgConnection>> byConninfo;
+
+    ~ThreadConnections()
+    {
+        for (auto &[conninfo, connection] : byConninfo)
+            if (connection->isIdle())
+                IdleConnections::instance().put(conninfo, std::move(connection));
+    }
+};
+
+thread_local ThreadConnections t_connections;
+
+} // namespace
+
+PostgresLedgerStore::PostgresLedgerStore(std::string conninfo)
+    : PostgresLedgerStore(std::move(conninfo), Options{})
+{
+}
+
+PostgresLedgerStore::PostgresLedgerStore(std::string conninfo, Options options)
+    : m_conninfo(std::move(conninfo)), m_options(options), m_clockOffsetMs(options.clockOffsetMs),
+      m_latestSchema(latestSchemaVersion(QStringLiteral("postgresql")))
+{
+    // Fails fast on an unreachable or refusing server instead of at the first ledger call.
+    connection();
+}
+
+PostgresLedgerStore::~PostgresLedgerStore() = default;
+
+PgConnection &PostgresLedgerStore::connection()
+{
+    auto &mine = t_connections.byConninfo;
+    if (const auto it = mine.find(m_conninfo); it != mine.end()) {
+        if (it->second->isIdle())
+            return *it->second;
+        mine.erase(it);
+    }
+    std::unique_ptr<PgConnection> connection = IdleConnections::instance().take(m_conninfo);
+    if (!connection || !connection->isIdle())
+        connection = std::make_unique<PgConnection>(m_conninfo, m_options.connectTimeoutS);
+    return *(mine[m_conninfo] = std::move(connection));
+}
+
+PgParams PostgresLedgerStore::clockParams() const
+{
+    PgParams params;
+    params.optionalInteger(m_options.pinnedClockMs).integer(m_clockOffsetMs.load());
+    return params;
+}
+
+void PostgresLedgerStore::advanceClockMs(std::int64_t ms)
+{
+    m_clockOffsetMs += ms;
+}
+
+std::string PostgresLedgerStore::describe() const
+{
+    return redactConninfo(m_conninfo);
+}
+
+int PostgresLedgerStore::schemaVersion()
+{
+    return readSchemaVersion(connection());
+}
+
+void PostgresLedgerStore::requireSchema()
+{
+    if (m_schemaReady.load())
+        return;
+    const int version = schemaVersion();
+    if (version == 0) {
+        throw Error(ErrorCode::SchemaMismatch,
+                    "ledger " + describe() +
+                        " has no idempo schema; run `idempo init` to create it");
+    }
+    if (version > m_latestSchema)
+        throw newerSchema(describe(), version, m_latestSchema);
+    if (version < m_latestSchema) {
+        throw Error(ErrorCode::SchemaMismatch,
+                    "ledger " + describe() + " has schema version " + std::to_string(version) +
+                        ", older than this build's " + std::to_string(m_latestSchema) +
+                        "; run `idempo init` to upgrade it");
+    }
+    m_schemaReady = true;
+}
+
+void PostgresLedgerStore::migrate()
+{
+    PgConnection &c = connection();
+    Transaction tx(c);
+    // Concurrent `idempo init`s take turns; the key is arbitrary but fixed ("idempo" in ASCII).
+    c.exec("lock migrations", "SELECT pg_advisory_xact_lock(115858279346287)");
+    const int current = readSchemaVersion(c);
+    if (current > m_latestSchema)
+        throw newerSchema(describe(), current, m_latestSchema);
+    if (current == 0) {
+        c.exec("create schema_migrations",
+               "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name "
+               "text NOT NULL, "
+               "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+    }
+    for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
+        if (m.version <= current)
+            continue;
+        // One script, not statement by statement: DO blocks span lines that end in ';'.
+        c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
+        c.exec("record migration",
+               "INSERT INTO schema_migrations (version, name) VALUES ($1::integer, $2)",
+               PgParams().integer(m.version).text(m.name.toStdString()));
+    }
+    tx.commit();
+    m_schemaReady = true;
+}
+
+std::int64_t PostgresLedgerStore::nowMs()
+{
+    return connection()
+        .execPrepared("read clock", "idempo_now", kNowSql, clockParams())
+        .integer(0, 0);
+}
+
+ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
+{
+    requireSchema();
+    PgParams params = clockParams();
+    params.text(request.ns)
+        .text(request.key)
+        .text(request.runId)
+        .text(request.stepId)
+        .text(request.target)
+        .text(toolKindName(request.kind))
+        .text(request.payload)
+        .text(request.fingerprint)
+        .text(nlohmann::json(request.fingerprintFields).dump())
+        .text(request.owner)
+        .integer(request.leaseMs)
+        .integer(request.maxAttempts)
+        .boolean(request.requiresApproval)
+        .integer(RecordSchemaVersion);
+    // Runs again only when a concurrent claim created the key after the statement's snapshot
+    // (see kClaimSql): the next run sees that record.
+    constexpr int kAttempts = 8;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+        const PgResult r = connection().execPrepared("claim", "idempo_claim", kClaimSql, params);
+        if (r.isNull(0, 2))
+            continue;
+        const auto outcome = parseClaimOutcome(r.text(0, 0));
+        if (!outcome)
+            throw Error(ErrorCode::Internal,
+                        "claim answered an unknown outcome '" + r.text(0, 0) + "'");
+        return {*outcome, readOperation(r, 0, 2)};
+    }
+    throw Error(ErrorCode::LedgerUnavailable,
+                "claim of '" + request.key +
+                    "' kept racing concurrent writers of the same key; try again");
+}
+
+Operation PostgresLedgerStore::transition(const TransitionRequest &request)
+{
+    requireSchema();
+    PgConnection &c = connection();
+    Transaction tx(c);
+    PgParams lockParams = clockParams();
+    lockParams.text(request.ns).text(request.key);
+    const PgResult locked = c.execPrepared("read operation", "idempo_lock", kLockSql, lockParams);
+    std::optional<Operation> existing;
+    if (!locked.isNull(0, 1))
+        existing = readOperation(locked, 0, 1);
+    checkTransition(existing ? &*existing : nullptr, request);
+
+    Operation op = *existing;
+    applyTransition(op, request, locked.integer(0, 0), [&c] {
+        return c
+            .execPrepared("issue fencing token", "idempo_token",
+                          "SELECT nextval('fencing_sequence')", {})
+            .integer(0, 0);
+    });
+    PgParams params;
+    params.integer(op.id)
+        .integer(existing->version)
+        .text(stateName(op.state))
+        .integer(op.attempt)
+        .integer(op.maxAttempts)
+        .text(op.leaseOwner)
+        .optionalInteger(op.leaseExpiresAtMs)
+        .integer(op.fencingToken)
+        .optionalInteger(op.nextAttemptAtMs)
+        .optionalText(errorClassText(op.errorClass))
+        .text(op.errorDetail)
+        .text(op.result)
+        .text(op.receipt)
+        .integer(op.updatedAtMs)
+        .optionalInteger(op.retentionExpiresAtMs)
+        .integer(op.version)
+        .text(stateName(existing->state))
+        .text(request.actor)
+        .text(request.detail);
+    if (c.execPrepared("update operation", "idempo_transition", kTransitionSql, params)
+            .integer(0, 0) != 1)
+        throw Error(ErrorCode::Internal, "operation changed while its row was locked");
+    tx.commit();
+    return op;
+}
+
+std::optional<Operation> PostgresLedgerStore::find(const std::string &ns, const std::string &key)
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("read operation", "idempo_find", kFindSql,
+                                                 PgParams().text(ns).text(key));
+    if (r.rows() == 0)
+        return std::nullopt;
+    return readOperation(r, 0, 0);
+}
+
+std::vector<OperationEvent> PostgresLedgerStore::history(const std::string &ns,
+                                                         const std::string &key)
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("read history", "idempo_history", kHistorySql,
+                                                 PgParams().text(ns).text(key));
+    std::vector<OperationEvent> events;
+    events.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        OperationEvent e;
+        e.id = r.integer(row, 0);
+        e.ns = ns;
+        e.key = key;
+        e.atMs = r.integer(row, 1);
+        if (!r.isNull(row, 2))
+            e.fromState = parseState(r.text(row, 2));
+        e.toState = parseState(r.text(row, 3)).value_or(OperationState::Received);
+        e.fencingToken = r.integer(row, 4);
+        e.attempt = static_cast<int>(r.integer(row, 5));
+        e.actor = r.text(row, 6);
+        e.errorClass = optionalErrorClass(r, row, 7);
+        e.detail = r.text(row, 8);
+        events.push_back(std::move(e));
+    }
+    return events;
+}
+
+std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
+{
+    requireSchema();
+    // Unnamed statement, planned for the actual values: the planner drops absent filters and
+    // turns the key prefix into an index range.
+    std::string statement = sql("SELECT {columns} FROM operations WHERE id > $1::bigint");
+    PgParams params;
+    params.integer(filter.afterId);
+    const auto next = [&params] { return "$" + std::to_string(params.size()); };
+    if (!filter.ns.empty()) {
+        params.text(filter.ns);
+        statement += " AND namespace = " + next();
+    }
+    if (filter.state) {
+        params.text(stateName(*filter.state));
+        statement += " AND state = " + next();
+    }
+    if (!filter.runId.empty()) {
+        params.text(filter.runId);
+        statement += " AND run_id = " + next();
+    }
+    if (!filter.keyPrefix.empty()) {
+        // ^@ is starts_with(), not LIKE: '%' and '_' in a prefix are plain characters.
+        params.text(filter.keyPrefix);
+        statement += " AND operation_key ^@ " + next();
+    }
+    if (filter.updatedBeforeMs) {
+        params.integer(*filter.updatedBeforeMs);
+        statement += " AND updated_at_ms < " + next() + "::bigint";
+    }
+    params.integer(filter.limit);
+    statement += " ORDER BY id LIMIT " + next() + "::integer";
+    const PgResult r = connection().exec("list operations", statement, params);
+    std::vector<Operation> ops;
+    ops.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row)
+        ops.push_back(readOperation(r, row, 0));
+    return ops;
+}
+
+std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns,
+                                                           std::int64_t afterId, int limit)
+{
+    requireSchema();
+    PgParams params;
+    params.integer(afterId).integer(limit);
+    PgConnection &c = connection();
+    const PgResult r = ns.empty() ? c.execPrepared("list suppressions", "idempo_suppressions",
+                                                   kSuppressionsSql, params)
+                                  : c.execPrepared("list suppressions", "idempo_suppressions_ns",
+                                                   kSuppressionsInNamespaceSql, params.text(ns));
+    std::vector<Suppression> rows;
+    rows.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        Suppression s;
+        s.id = r.integer(row, 0);
+        s.ns = r.text(row, 1);
+        s.key = r.text(row, 2);
+        s.atMs = r.integer(row, 3);
+        s.outcome = parseClaimOutcome(r.text(row, 4)).value_or(ClaimOutcome::Replayed);
+        s.state = parseState(r.text(row, 5)).value_or(OperationState::Received);
+        s.source = r.text(row, 6);
+        s.fingerprint = r.text(row, 7);
+        rows.push_back(std::move(s));
+    }
+    return rows;
+}
+
+std::int64_t PostgresLedgerStore::purgeExpired()
+{
+    requireSchema();
+    return connection()
+        .execPrepared("purge", "idempo_purge", kPurgeSql, clockParams())
+        .integer(0, 0);
+}
+
+LedgerMetrics PostgresLedgerStore::metrics()
+{
+    requireSchema();
+    PgConnection &c = connection();
+    LedgerMetrics m;
+    const PgResult states =
+        c.execPrepared("metrics", "idempo_metrics_states",
+                       "SELECT state, count(*) FROM operations GROUP BY state", {});
+    for (int row = 0; row < states.rows(); ++row)
+        if (const auto s = parseState(states.text(row, 0)))
+            m.byState.emplace_back(*s, states.integer(row, 1));
+    const PgResult outcomes =
+        c.execPrepared("metrics", "idempo_metrics_outcomes",
+                       "SELECT outcome, count(*) FROM suppressions GROUP BY outcome", {});
+    for (int row = 0; row < outcomes.rows(); ++row)
+        if (const auto o = parseClaimOutcome(outcomes.text(row, 0)))
+            m.suppressionsByOutcome.emplace_back(*o, outcomes.integer(row, 1));
+    const PgResult leases =
+        c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql, clockParams());
+    m.leasesLive = leases.integer(0, 0);
+    m.leasesLapsed = leases.integer(0, 1);
+    m.oldestPendingConfirmationMs = leases.optionalInteger(0, 2);
+    m.events = leases.integer(0, 3);
+    return m;
+}
+
+std::unique_ptr<PgListener> PostgresLedgerStore::listen() const
+{
+    return std::make_unique<PgListener>(m_conninfo, NotificationChannel, m_options.connectTimeoutS);
+}
+
+std::optional<OperationNotification> parseOperationNotification(const std::string &payload)
+{
+    const nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
+    if (!j.is_object())
+        return std::nullopt;
+    const auto text = [&j](const char *name) -> std::optional<std::string> {
+        const auto it = j.find(name);
+        if (it == j.end() || !it->is_string())
+            return std::nullopt;
+        return it->get<std::string>();
+    };
+    const auto ns = text("ns");
+    const auto key = text("key");
+    const auto runId = text("run_id");
+    const auto state = text("state");
+    const auto version = j.find("version");
+    if (!ns || !key || !runId || !state || version == j.end() || !version->is_number_integer())
+        return std::nullopt;
+    const auto parsedState = parseState(*state);
+    if (!parsedState)
+        return std::nullopt;
+    return OperationNotification{*ns, *key, *runId, *parsedState, version->get<std::int64_t>()};
+}
+
+} // namespace idempo

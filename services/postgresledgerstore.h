@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ledgerstore.h"
+#include "pgconnection.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace idempo {
+
+/// The shared ledger: PostgreSQL through libpq, for many workers and consoles at once.
+///
+/// A claim is one statement (one round trip): it locks the key's row, decides with the rules of
+/// planClaim() (ledgerrules.h), writes the record, its history event and any suppression, and
+/// notifies. A transition is one short transaction: the row is locked, checked and changed
+/// with checkTransition()/applyTransition(). Every time is the server's wall clock at the moment
+/// of the statement (`clock_timestamp()`, never the transaction's `now()` or a client's clock),
+/// stored as milliseconds since the Unix epoch.
+///
+/// Live changes: every creation and transition sends, in its own transaction,
+/// `NOTIFY idempo_operations, '{"ns":…,"key":…,"run_id":…,"state":…,"version":…}'`
+/// (run_id cut to 500 characters to stay below NOTIFY's 8000-byte limit). listen() opens a
+/// listener; parseOperationNotification() reads a payload.
+///
+/// Each calling thread gets its own connection, opened on first use; stores on the same ledger
+/// share it. When the thread ends, the connection waits (up to 8 per ledger) for the next new
+/// thread instead of closing. Nothing migrates implicitly: until migrate() (`idempo init`)
+/// has run, every ledger method throws Error(SchemaMismatch) saying so.
+class PostgresLedgerStore final : public LedgerStore
+{
+public:
+    struct Options
+    {
+        /// Added to the server's clock, in milliseconds (clock skew; tests move time with it).
+        std::int64_t clockOffsetMs = 0;
+        /// Tests only: the server's clock reads this fixed instant (plus the offset) instead of
+        /// clock_timestamp(), so expiries can be checked to the millisecond.
+        std::optional<std::int64_t> pinnedClockMs;
+        /// Seconds to wait for a connection unless the connection string sets connect_timeout.
+        int connectTimeoutS = 5;
+    };
+
+    /// The channel creations and transitions are announced on.
+    static constexpr const char *NotificationChannel = "idempo_operations";
+
+    /// Connects to `conninfo` (a libpq URI or keyword string, e.g. `service=NAME`; passwords only
+    /// through .pgpass, PGPASSFILE or a service file). Does not migrate. Throws
+    /// Error(LedgerUnavailable) with libpq's reason when the server is unreachable or refuses.
+    PostgresLedgerStore(std::string conninfo, Options options);
+    explicit PostgresLedgerStore(std::string conninfo);
+    ~PostgresLedgerStore() override;
+
+    /// The connection string without password, e.g. "postgresql://idempo@db.internal/ledger".
+    std::string describe() const override;
+    void migrate() override;
+    int schemaVersion() override;
+    ClaimResult claim(const ClaimRequest &request) override;
+    Operation transition(const TransitionRequest &request) override;
+    std::optional<Operation> find(const std::string &ns, const std::string &key) override;
+    std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override;
+    std::vector<Operation> list(const ListFilter &filter) override;
+    std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId,
+                                          int limit) override;
+    std::int64_t purgeExpired() override;
+    LedgerMetrics metrics() override;
+    std::int64_t nowMs() override;
+
+    /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
+    void advanceClockMs(std::int64_t ms);
+
+    /// A listener on NotificationChannel over a new connection of its own.
+    /// Throws Error(LedgerUnavailable).
+    std::unique_ptr<PgListener> listen() const;
+
+private:
+    PgConnection &connection();
+    /// Throws Error(SchemaMismatch) unless the ledger holds exactly this build's schema.
+    void requireSchema();
+    /// $1 and $2 of every statement that reads the clock.
+    PgParams clockParams() const;
+
+    std::string m_conninfo;
+    Options m_options;
+    std::atomic<std::int64_t> m_clockOffsetMs;
+    std::atomic<bool> m_schemaReady{false};
+    int m_latestSchema;
+};
+
+/// One notification of NotificationChannel, parsed.
+struct OperationNotification
+{
+    std::string ns;
+    std::string key;
+    std::string runId;
+    OperationState state = OperationState::Received;
+    std::int64_t version = 0;
+};
+
+/// Reads a NotificationChannel payload; std::nullopt when it is not one.
+std::optional<OperationNotification> parseOperationNotification(const std::string &payload);
+
+} // namespace idempo

@@ -2,20 +2,55 @@
 #include "ledgerfixture.h"
 
 #include "cli/jsonview.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 
 #include <QtTest>
 
+#include <mutex>
+#include <unordered_map>
+
 namespace idempo::test {
+namespace {
+
+/// The PostgreSQL ledger to run against (tests/pg/with-postgres.sh sets it); empty = SQLite.
+std::string postgresUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+}
+
+/// The PostgreSQL stores each fixture opened: advanceMs() moves all their clocks, as the
+/// ManualClock the SQLite stores share moves theirs.
+std::mutex g_storesMutex;
+std::unordered_map<const LedgerFixture *, std::vector<std::weak_ptr<PostgresLedgerStore>>> g_stores;
+
+/// A fresh ledger for every test: migrated on first use, then emptied.
+void resetPostgresLedger(const std::string &url)
+{
+    PostgresLedgerStore(url).migrate();
+    static PgConnection connection(url); // one for every reset: connecting costs more than emptying
+    connection.execScript("empty the test ledger",
+                          "TRUNCATE operations, operation_events, suppressions RESTART IDENTITY; "
+                          "ALTER SEQUENCE fencing_sequence RESTART");
+}
+
+} // namespace
 
 LedgerFixture::LedgerFixture() : m_clock(std::make_shared<ManualClock>())
 {
+    if (!postgresUrl().empty())
+        resetPostgresLedger(postgresUrl());
     open();
 }
 
-LedgerFixture::~LedgerFixture() = default;
+LedgerFixture::~LedgerFixture()
+{
+    std::lock_guard lock(g_storesMutex);
+    g_stores.erase(this);
+}
 
-const char *LedgerFixture::storeName() { return "sqlite"; }
+const char *LedgerFixture::storeName() { return postgresUrl().empty() ? "sqlite" : "postgresql"; }
 
 RetryPolicy LedgerFixture::steadyPolicy()
 {
@@ -24,7 +59,15 @@ RetryPolicy LedgerFixture::steadyPolicy()
 
 std::shared_ptr<LedgerStore> LedgerFixture::openAnother()
 {
-    return std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")), m_clock);
+    const std::string url = postgresUrl();
+    if (url.empty())
+        return std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")), m_clock);
+    // The server's clock, pinned to the fixture's: the contract checks expiries to the millisecond.
+    auto store = std::make_shared<PostgresLedgerStore>(
+        url, PostgresLedgerStore::Options{.pinnedClockMs = m_clock->nowMs()});
+    std::lock_guard lock(g_storesMutex);
+    g_stores[this].push_back(store);
+    return store;
 }
 
 void LedgerFixture::open()
@@ -34,7 +77,14 @@ void LedgerFixture::open()
     m_engine = std::make_unique<Engine>(m_store, Engine::Settings{}, steadyPolicy());
 }
 
-void LedgerFixture::advanceMs(std::int64_t ms) { m_clock->advanceMs(ms); }
+void LedgerFixture::advanceMs(std::int64_t ms)
+{
+    m_clock->advanceMs(ms);
+    std::lock_guard lock(g_storesMutex);
+    for (const auto &weak : g_stores[this])
+        if (const auto store = weak.lock())
+            store->advanceClockMs(ms);
+}
 
 void LedgerFixture::reopen()
 {

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: Apache-2.0
+// What only the PostgreSQL ledger has: notifications, the server's clock, connection strings and
+// their errors, explicit migrations and least-privilege roles. Runs under
+// tests/pg/with-postgres.sh.
+#include "error.h"
+#include "ledgerfactory.h"
+#include "ledgerfixture.h"
+#include "migrations.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
+
+#include <QtTest>
+
+#include <chrono>
+
+using namespace idempo;
+using idempo::test::LedgerFixture;
+
+namespace {
+
+const std::string kNs = "default";
+
+std::string testUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+}
+
+/// The test server's URL with another user and database.
+std::string urlFor(const std::string &user, const std::string &database)
+{
+    QUrl url(QString::fromStdString(testUrl()));
+    url.setUserName(QString::fromStdString(user));
+    url.setPath(QLatin1Char('/') + QString::fromStdString(database));
+    return url.toString().toStdString();
+}
+
+ClaimInput claimInput(const std::string &key)
+{
+    ClaimInput in;
+    in.ns = kNs;
+    in.key = key;
+    in.payloadJson = R"({"amount":100})";
+    in.owner = "worker-a";
+    in.runId = "run-42";
+    return in;
+}
+
+Error errorOf(const std::function<void()> &f)
+{
+    try {
+        f();
+    } catch (const Error &e) {
+        return e;
+    }
+    return Error(ErrorCode::Internal, "no error");
+}
+
+} // namespace
+
+class TestPostgresLedgerStore final : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (testUrl().empty())
+            QSKIP("IDEMPO_TEST_POSTGRES_URL is not set; run under tests/pg/with-postgres.sh");
+        QVERIFY(m_passwords.isValid());
+        PostgresLedgerStore(testUrl()).migrate(); // creates the idempo_* group roles
+        PgConnection admin(testUrl());
+        // Login roles that must authenticate with a password (with-postgres.sh trusts only the
+        // superuser), one per least-privilege group.
+        admin.execScript("create login roles", R"SQL(
+            DROP ROLE IF EXISTS idempo_test_worker, idempo_test_viewer, idempo_test_approver;
+            CREATE ROLE idempo_test_worker LOGIN PASSWORD 'worker-secret' IN ROLE idempo_worker;
+            CREATE ROLE idempo_test_viewer LOGIN PASSWORD 'viewer-secret' IN ROLE idempo_viewer;
+            CREATE ROLE idempo_test_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver;
+        )SQL");
+    }
+
+    void notifiesCreationsAndTransitions()
+    {
+        LedgerFixture f;
+        auto &store = dynamic_cast<PostgresLedgerStore &>(f.store());
+        const std::unique_ptr<PgListener> listener = store.listen();
+
+        const ClaimResult claimed = f.engine().claim(claimInput("run-42:charge"));
+        auto arrived = listener->waitForNotification(5'000);
+        QCOMPARE(arrived.size(), std::size_t(1));
+        QCOMPARE(arrived[0].channel, std::string(PostgresLedgerStore::NotificationChannel));
+        auto n = parseOperationNotification(arrived[0].payload);
+        QVERIFY(n);
+        QCOMPARE(n->ns, kNs);
+        QCOMPARE(n->key, std::string("run-42:charge"));
+        QCOMPARE(n->runId, std::string("run-42"));
+        QCOMPARE(n->state, OperationState::Dispatching);
+        QCOMPARE(n->version, std::int64_t(1));
+
+        // Answers without a write notify nothing; neither do refused transitions.
+        QCOMPARE(f.engine().claim(claimInput("run-42:charge")).outcome, ClaimOutcome::InProgress);
+        QCOMPARE(errorOf([&] { f.engine().complete(kNs, "run-42:charge", 999, "{}", ""); }).code(),
+                 ErrorCode::StaleLease);
+        QVERIFY(listener->waitForNotification(200).empty());
+
+        f.engine().complete(kNs, "run-42:charge", claimed.operation.fencingToken, R"({"ok":true})",
+                            "");
+        arrived = listener->waitForNotification(5'000);
+        QCOMPARE(arrived.size(), std::size_t(1));
+        n = parseOperationNotification(arrived[0].payload);
+        QVERIFY(n);
+        QCOMPARE(n->state, OperationState::Succeeded);
+        QCOMPARE(n->version, std::int64_t(2));
+
+        QVERIFY(!parseOperationNotification("not json"));
+        QVERIFY(!parseOperationNotification(
+            R"({"ns":"a","key":"b","run_id":"","state":"gone","version":1})"));
+    }
+
+    void listenerTimesOut()
+    {
+        LedgerFixture f;
+        const auto listener = dynamic_cast<PostgresLedgerStore &>(f.store()).listen();
+        const auto start = std::chrono::steady_clock::now();
+        QVERIFY(listener->waitForNotification(150).empty());
+        const auto waited = std::chrono::steady_clock::now() - start;
+        QVERIFY(waited >= std::chrono::milliseconds(140));
+        QVERIFY(waited < std::chrono::milliseconds(2'000));
+    }
+
+    void serverClockDecides()
+    {
+        LedgerFixture f; // a migrated, empty ledger
+        PostgresLedgerStore store(testUrl());
+        const auto system = [] {
+            return std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        };
+        // The server runs on this machine: its clock_timestamp() is the system clock.
+        QVERIFY(std::abs(store.nowMs() - system()) < 5'000);
+
+        Engine engine(std::shared_ptr<LedgerStore>(&store, [](LedgerStore *) {}));
+        ClaimInput in = claimInput("run-43:lookup");
+        in.leaseMs = 5'000;
+        const std::int64_t before = store.nowMs();
+        const ClaimResult r = engine.claim(in);
+        const std::int64_t after = store.nowMs();
+        QVERIFY(r.operation.updatedAtMs >= before && r.operation.updatedAtMs <= after);
+        QCOMPARE(*r.operation.leaseExpiresAtMs - r.operation.updatedAtMs, std::int64_t(5'000));
+
+        // A skewed server clock: the offset applies to every expiry judged in SQL.
+        PostgresLedgerStore skewed(testUrl(),
+                                   PostgresLedgerStore::Options{.clockOffsetMs = 3'600'000});
+        QVERIFY(std::abs(skewed.nowMs() - system() - 3'600'000) < 5'000);
+        in.owner = "worker-b";
+        Engine late(std::shared_ptr<LedgerStore>(&skewed, [](LedgerStore *) {}));
+        QCOMPARE(late.claim(in).outcome, ClaimOutcome::ReconcileRequired);
+
+        PostgresLedgerStore pinned(testUrl(), PostgresLedgerStore::Options{.pinnedClockMs = 1'000});
+        QCOMPARE(pinned.nowMs(), std::int64_t(1'000));
+        pinned.advanceClockMs(250);
+        QCOMPARE(pinned.nowMs(), std::int64_t(1'250));
+    }
+
+    void unreachableServerFailsFastOnOneLine_data()
+    {
+        QTest::addColumn<QString>("conninfo");
+        QTest::newRow("refused port")
+            << QStringLiteral("postgresql://idempo@127.0.0.1:1/idempo_test");
+        QTest::newRow("unroutable host")
+            << QStringLiteral("host=192.0.2.1 dbname=idempo_test connect_timeout=1");
+        QTest::newRow("bad keyword") << QStringLiteral("hots=localhost");
+    }
+
+    void unreachableServerFailsFastOnOneLine()
+    {
+        QFETCH(QString, conninfo);
+        const auto start = std::chrono::steady_clock::now();
+        const Error e = errorOf([&] { PostgresLedgerStore store(conninfo.toStdString()); });
+        QCOMPARE(e.code(), ErrorCode::LedgerUnavailable);
+        QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(4));
+        const std::string message = e.what();
+        QVERIFY2(message.find('\n') == std::string::npos, message.c_str());
+        QVERIFY2(message.size() > 20, message.c_str());
+    }
+
+    void passwordsComeFromPgpassOnly()
+    {
+        LedgerFixture f;
+        const std::string url = urlFor("idempo_test_worker", "idempo_test");
+        const QUrl parsed(QString::fromStdString(url));
+        writePasswordFile("idempo_test_worker", "wrong");
+        const Error refused = errorOf([&] { PostgresLedgerStore store(url); });
+        QCOMPARE(refused.code(), ErrorCode::LedgerUnavailable);
+        QVERIFY2(std::string(refused.what()).find("password authentication failed") !=
+                     std::string::npos,
+                 refused.what());
+
+        writePasswordFile("idempo_test_worker", "worker-secret");
+        PostgresLedgerStore store(url);
+        QCOMPARE(store.schemaVersion(), latestSchemaVersion(QStringLiteral("postgresql")));
+        QCOMPARE(store.describe(), url);
+        qunsetenv("PGPASSFILE");
+    }
+
+    void describeHidesPasswords_data()
+    {
+        QTest::addColumn<QString>("conninfo");
+        QTest::addColumn<QString>("described");
+        QTest::newRow("uri") << QStringLiteral("postgresql://app:s3cret@db.internal:5433/ledger")
+                             << QStringLiteral("postgresql://app@db.internal:5433/ledger");
+        QTest::newRow("uri query")
+            << QStringLiteral("postgres://db/ledger?password=s3cret&sslmode=require")
+            << QStringLiteral("postgres://db/ledger?sslmode=require");
+        QTest::newRow("encoded keyword") << QStringLiteral("postgresql:///ledger?pass%77ord=s3cret")
+                                         << QStringLiteral("postgresql:///ledger");
+        QTest::newRow("keywords") << QStringLiteral(
+                                         "host=db dbname=ledger password='s3 cret' user=app")
+                                  << QStringLiteral("user=app dbname=ledger host=db");
+        QTest::newRow("service") << QStringLiteral("service=prod")
+                                 << QStringLiteral("service=prod");
+    }
+
+    void describeHidesPasswords()
+    {
+        QFETCH(QString, conninfo);
+        QFETCH(QString, described);
+        QCOMPARE(QString::fromStdString(redactConninfo(conninfo.toStdString())), described);
+    }
+
+    void openLedgerTakesUrisKeywordsAndServices()
+    {
+        LedgerFixture f;
+        const QUrl url(QString::fromStdString(testUrl()));
+        const QString keywords = QStringLiteral("host=%1 port=%2 dbname=idempo_test user=%3")
+                                     .arg(url.host())
+                                     .arg(url.port())
+                                     .arg(url.userName());
+        QTemporaryDir dir;
+        QFile services(dir.filePath(QStringLiteral("pg_service.conf")));
+        QVERIFY(services.open(QIODevice::WriteOnly));
+        services.write("[idempo-ledger]\n" +
+                       keywords.split(QLatin1Char(' ')).join(QLatin1Char('\n')).toUtf8() + "\n");
+        services.close();
+        qputenv("PGSERVICEFILE", services.fileName().toLocal8Bit());
+
+        for (const QString &name : {QString::fromStdString(testUrl()), keywords,
+                                    QStringLiteral("service=idempo-ledger")}) {
+            const auto store = openLedger(name);
+            QVERIFY2(dynamic_cast<PostgresLedgerStore *>(store.get()), qPrintable(name));
+            QCOMPARE(store->schemaVersion(), latestSchemaVersion(QStringLiteral("postgresql")));
+        }
+        qunsetenv("PGSERVICEFILE");
+        QCOMPARE(errorOf([] { openLedger(QStringLiteral("mysql://x")); }).code(),
+                 ErrorCode::InvalidArgument);
+    }
+
+    void schemaIsExplicit()
+    {
+        PgConnection admin(testUrl());
+        admin.execScript("drop database",
+                         "DROP DATABASE IF EXISTS idempo_schema_test WITH (FORCE)");
+        admin.execScript("create database", "CREATE DATABASE idempo_schema_test");
+        const std::string url = urlFor("idempo", "idempo_schema_test");
+        Engine engine(std::make_shared<PostgresLedgerStore>(url));
+        QCOMPARE(engine.store().schemaVersion(), 0);
+        const Error missing = errorOf([&] { engine.claim(claimInput("run-1:x")); });
+        QCOMPARE(missing.code(), ErrorCode::SchemaMismatch);
+        QVERIFY2(std::string(missing.what()).find("idempo init") != std::string::npos,
+                 missing.what());
+
+        engine.store().migrate();
+        engine.store().migrate(); // applying twice changes nothing
+        QCOMPARE(engine.store().schemaVersion(), latestSchemaVersion(QStringLiteral("postgresql")));
+        QCOMPARE(engine.claim(claimInput("run-1:x")).outcome, ClaimOutcome::Claimed);
+
+        PgConnection(url).execScript(
+            "a newer build migrated",
+            "INSERT INTO schema_migrations (version, name) VALUES (9999, '9999_future')");
+        PostgresLedgerStore newer(url);
+        const Error refused = errorOf([&] { newer.find(kNs, "run-1:x"); });
+        QCOMPARE(refused.code(), ErrorCode::SchemaMismatch);
+        QVERIFY2(std::string(refused.what()).find("newer") != std::string::npos, refused.what());
+        QCOMPARE(errorOf([&] { newer.migrate(); }).code(), ErrorCode::SchemaMismatch);
+    }
+
+    void rolesGrantLeastPrivilege()
+    {
+        LedgerFixture f;
+        const Operation waiting = [&] {
+            ClaimInput in = claimInput("run-44:refund");
+            in.requiresApproval = true;
+            return f.engine().claim(in).operation;
+        }();
+        writePasswordFile("idempo_test_viewer", "viewer-secret");
+        appendPassword("idempo_test_worker", "worker-secret");
+        appendPassword("idempo_test_approver", "approver-secret");
+
+        Engine viewer(
+            std::make_shared<PostgresLedgerStore>(urlFor("idempo_test_viewer", "idempo_test")));
+        QCOMPARE(viewer.store().list({}).size(), std::size_t(1));
+        QCOMPARE(viewer.store().history(kNs, waiting.key).size(), std::size_t(1));
+        QCOMPARE(errorOf([&] { viewer.claim(claimInput("run-44:other")); }).code(),
+                 ErrorCode::LedgerUnavailable);
+
+        auto approverStore =
+            std::make_shared<PostgresLedgerStore>(urlFor("idempo_test_approver", "idempo_test"));
+        QCOMPARE(errorOf([&] {
+                     approverStore->claim({.ns = kNs, .key = "run-44:other", .fingerprint = "x"});
+                 }).code(),
+                 ErrorCode::LedgerUnavailable);
+        const Operation approved =
+            approverStore->transition({.ns = kNs,
+                                       .key = waiting.key,
+                                       .from = OperationState::AwaitingApproval,
+                                       .fencingToken = waiting.fencingToken,
+                                       .to = OperationState::Received,
+                                       .actor = "approver"});
+        QCOMPARE(approved.state, OperationState::Received);
+
+        Engine worker(
+            std::make_shared<PostgresLedgerStore>(urlFor("idempo_test_worker", "idempo_test")));
+        const ClaimResult claimed = worker.claim(claimInput("run-44:refund"));
+        QCOMPARE(claimed.outcome, ClaimOutcome::Claimed);
+        QCOMPARE(worker.complete(kNs, waiting.key, claimed.operation.fencingToken, "{}", "").state,
+                 OperationState::Succeeded);
+        QCOMPARE(worker.claim(claimInput("run-44:refund")).outcome, ClaimOutcome::Replayed);
+        QCOMPARE(errorOf([&] { worker.store().purgeExpired(); }).code(),
+                 ErrorCode::LedgerUnavailable);
+        qunsetenv("PGPASSFILE");
+    }
+
+private:
+    /// Points libpq at a fresh password file (mode 0600, or libpq ignores it) holding one line.
+    void writePasswordFile(const std::string &user, const std::string &password)
+    {
+        QFile file(m_passwords.filePath(QStringLiteral("pgpass")));
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.close();
+        QVERIFY(file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        qputenv("PGPASSFILE", file.fileName().toLocal8Bit());
+        appendPassword(user, password);
+    }
+
+    void appendPassword(const std::string &user, const std::string &password)
+    {
+        QFile file(m_passwords.filePath(QStringLiteral("pgpass")));
+        QVERIFY(file.open(QIODevice::Append));
+        file.write(QByteArray("*:*:*:") + QByteArray::fromStdString(user) + ':' +
+                   QByteArray::fromStdString(password) + '\n');
+    }
+
+    QTemporaryDir m_passwords;
+};
+
+QTEST_GUILESS_MAIN(TestPostgresLedgerStore)
+#include "tst_postgresledgerstore.moc"

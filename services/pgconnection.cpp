@@ -245,14 +245,6 @@ std::optional<std::int64_t> PgResult::optionalInteger(int row, int column) const
     return integer(row, column);
 }
 
-std::int64_t PgResult::affectedRows() const
-{
-    const char *tuples = PQcmdTuples(m_result);
-    std::int64_t out = 0;
-    std::from_chars(tuples, tuples + std::strlen(tuples), out);
-    return out;
-}
-
 PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
 {
     // Entries before dbname are defaults the connection string may override; client_encoding

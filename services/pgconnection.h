@@ -52,8 +52,6 @@ public:
     /// Throws Error(Internal) when the value is not a whole number.
     std::int64_t integer(int row, int column) const;
     std::optional<std::int64_t> optionalInteger(int row, int column) const;
-    /// Rows an INSERT, UPDATE or DELETE touched.
-    std::int64_t affectedRows() const;
 
 private:
     pg_result *m_result;

@@ -79,7 +79,7 @@ PY
 port=$(free_port)
 user=idempo
 
-"${as_server[@]}" "$bindir/initdb" -D "$data" -U "$user" -E UTF8 --locale=C.UTF-8 \
+"${as_server[@]}" "$bindir/initdb" -D "$data" -U "$user" -E UTF8 --no-locale \
     --auth-local=trust --auth-host=scram-sha-256 >"$tmp/initdb.log" 2>&1 \
     || { cat "$tmp/initdb.log" >&2; exit 1; }
 {

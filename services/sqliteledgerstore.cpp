@@ -4,6 +4,7 @@
 #include "ledgerrules.h"
 #include "error.h"
 #include "migrations.h"
+#include "sqlitesupport.h"
 #include "sqlitemessagequeue.h"
 #include "transitiontable.h"
 
@@ -47,52 +48,6 @@ std::optional<std::int64_t> toOptionalInt(const QVariant &v)
 
 std::string toStd(const QVariant &v) { return v.toString().toStdString(); }
 
-[[noreturn]] void fail(const QSqlQuery &query, const char *what)
-{
-    const QSqlError error = query.lastError();
-    const auto code = error.nativeErrorCode();
-    // SQLITE_BUSY (5) / SQLITE_LOCKED (6): another writer held the ledger past the busy timeout.
-    const bool busy = code == QLatin1String("5") || code == QLatin1String("6");
-    throw Error(busy ? ErrorCode::LedgerUnavailable : ErrorCode::Internal,
-                std::string(what) + ": " + error.text().toStdString());
-}
-
-/// A cached prepared statement, reset when the borrower is done so that no read snapshot or
-/// lock outlives the call.
-class Statement final
-{
-public:
-    explicit Statement(QSqlQuery &query) : m_query(query) {}
-    ~Statement() { m_query.finish(); }
-    Statement(const Statement &) = delete;
-    Statement &operator=(const Statement &) = delete;
-    QSqlQuery *operator->() { return &m_query; }
-    QSqlQuery &operator*() { return m_query; }
-
-private:
-    QSqlQuery &m_query;
-};
-
-Statement run(SqliteConnection &c, const QString &sql, const QVariantList &binds, const char *what)
-{
-    auto &slot = c.statements[sql];
-    if (!slot) {
-        auto query = std::make_unique<QSqlQuery>(c.db);
-        query->setForwardOnly(true);
-        if (!query->prepare(sql))
-            fail(*query, what);
-        slot = std::move(query);
-    }
-    QSqlQuery &query = *slot;
-    for (int i = 0; i < binds.size(); ++i)
-        query.bindValue(i, binds.at(i));
-    if (!query.exec()) {
-        query.finish();
-        fail(query, what);
-    }
-    return Statement(query);
-}
-
 Operation readOperation(const QSqlQuery &q)
 {
     Operation op;
@@ -125,27 +80,6 @@ Operation readOperation(const QSqlQuery &q)
     op.schemaVersion = q.value(25).toInt();
     return op;
 }
-
-/// BEGIN IMMEDIATE … COMMIT, rolled back when an exception leaves the scope.
-class WriteTransaction final
-{
-public:
-    explicit WriteTransaction(SqliteConnection &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
-    ~WriteTransaction()
-    {
-        if (!m_done)
-            QSqlQuery(m_db.db).exec(QStringLiteral("ROLLBACK"));
-    }
-    void commit()
-    {
-        run(m_db, QStringLiteral("COMMIT"), {}, "commit");
-        m_done = true;
-    }
-
-private:
-    SqliteConnection &m_db;
-    bool m_done = false;
-};
 
 std::optional<Operation> selectOperation(SqliteConnection &db, const std::string &ns, const std::string &key)
 {
@@ -293,9 +227,7 @@ SqliteLedgerStore::~SqliteLedgerStore()
     }
 }
 
-QSqlDatabase SqliteLedgerStore::connection() { return threadConnection().db; }
-
-SqliteConnection &SqliteLedgerStore::threadConnection()
+SqliteConnection &SqliteLedgerStore::connection()
 {
     // Keyed by store serial: serials are never reused, unlike addresses and thread ids, so a
     // thread cannot pick up a connection of a store that is gone.
@@ -342,14 +274,14 @@ std::string SqliteLedgerStore::describe() const { return "sqlite:" + m_path.toSt
 
 int SqliteLedgerStore::schemaVersion()
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     return readSchemaVersion(db);
 }
 
 void SqliteLedgerStore::migrate()
 {
     const QString dialect = QStringLiteral("sqlite");
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     WriteTransaction tx(db);
     run(db, QStringLiteral("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                            "name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"),
@@ -376,7 +308,7 @@ std::int64_t SqliteLedgerStore::nowMs() { return m_clock->nowMs(); }
 
 ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     WriteTransaction tx(db);
     const std::int64_t now = m_clock->nowMs();
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
@@ -426,7 +358,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
 
 Operation SqliteLedgerStore::transition(const TransitionRequest &request)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     WriteTransaction tx(db);
     Operation op = writeTransition(db, request, m_clock->nowMs());
     tx.commit();
@@ -436,25 +368,25 @@ Operation SqliteLedgerStore::transition(const TransitionRequest &request)
 OutboxWrite SqliteLedgerStore::transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                                  const std::string &messageJson, const std::string &headersJson)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     WriteTransaction tx(db);
     const std::int64_t now = m_clock->nowMs();
     OutboxWrite written;
     written.operation = writeTransition(db, request, now);
-    written.msgId = SqliteMessageQueue::sendInTransaction(db.db, queue, messageJson, headersJson, 0, now);
+    written.msgId = SqliteMessageQueue::sendInTransaction(db, queue, messageJson, headersJson, 0, now);
     tx.commit();
     return written;
 }
 
 std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const std::string &key)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     return selectOperation(db, ns, key);
 }
 
 std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, const std::string &key)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     Statement q = run(db,
                       QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
                                      "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
@@ -484,7 +416,7 @@ std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, co
 
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE id > ?");
     QVariantList binds{static_cast<qlonglong>(filter.afterId)};
     if (!filter.ns.empty()) {
@@ -519,7 +451,7 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 
 std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, std::int64_t afterId, int limit)
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     Statement q = run(db,
                       QStringLiteral("SELECT id, namespace, operation_key, at_ms, outcome, state, source, "
                                      "fingerprint FROM suppressions WHERE id > ? AND (? = '' OR namespace = ?) "
@@ -543,7 +475,7 @@ std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, 
 
 std::int64_t SqliteLedgerStore::purgeExpired()
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     WriteTransaction tx(db);
     const QVariantList now{static_cast<qlonglong>(m_clock->nowMs())};
     run(db,
@@ -559,7 +491,7 @@ std::int64_t SqliteLedgerStore::purgeExpired()
 
 LedgerMetrics SqliteLedgerStore::metrics()
 {
-    SqliteConnection &db = threadConnection();
+    SqliteConnection &db = connection();
     const qlonglong now = m_clock->nowMs();
     LedgerMetrics m;
     {

@@ -10,19 +10,12 @@
 #include <mutex>
 #include <vector>
 
-#include <QSqlDatabase>
-#include <QSqlQuery>
+#include "sqlitesupport.h"
 
 #include <unordered_map>
 
 namespace idempo {
 
-/// One thread's connection to the embedded ledger with its prepared statements.
-struct SqliteConnection
-{
-    QSqlDatabase db;
-    std::unordered_map<QString, std::unique_ptr<QSqlQuery>> statements; ///< by SQL text
-};
 
 /// What SqliteLedgerStore::transitionAndSend() wrote.
 struct OutboxWrite
@@ -75,8 +68,9 @@ public:
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson);
 
-    /// This thread's connection, opened on first use. Exposed for the benchmark's raw baseline.
-    QSqlDatabase connection();
+    /// This thread's connection, opened on first use; shared with the queue and the
+    /// benchmark's raw baseline so they run inside the same transactions and statement cache.
+    SqliteConnection &connection();
 
 private:
     SqliteConnection &threadConnection();

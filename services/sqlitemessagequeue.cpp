@@ -4,6 +4,8 @@
 #include "error.h"
 #include "queuename.h"
 #include "queuerules.h"
+#include "sqliteledgerstore.h"
+#include "sqlitesupport.h"
 
 #include <spdlog/spdlog.h>
 
@@ -18,50 +20,6 @@ namespace {
 const QString kMessageColumns =
     QStringLiteral("msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers");
 const QString kRegistryColumns = QStringLiteral("queue_name, max_reads, dead_letter_queue, created_at");
-
-[[noreturn]] void fail(const QSqlQuery &query, const char *what)
-{
-    const QSqlError error = query.lastError();
-    const auto code = error.nativeErrorCode();
-    // SQLITE_BUSY (5) / SQLITE_LOCKED (6): another writer held the ledger past the busy timeout.
-    const bool busy = code == QLatin1String("5") || code == QLatin1String("6");
-    throw Error(busy ? ErrorCode::LedgerUnavailable : ErrorCode::Internal,
-                std::string(what) + ": " + error.text().toStdString());
-}
-
-QSqlQuery run(QSqlDatabase &db, const QString &sql, const QVariantList &binds, const char *what)
-{
-    QSqlQuery query(db);
-    query.setForwardOnly(true);
-    if (!query.prepare(sql))
-        fail(query, what);
-    for (const QVariant &value : binds)
-        query.addBindValue(value);
-    if (!query.exec())
-        fail(query, what);
-    return query;
-}
-
-/// BEGIN IMMEDIATE … COMMIT, rolled back when an exception leaves the scope.
-class WriteTransaction final
-{
-public:
-    explicit WriteTransaction(QSqlDatabase &db) : m_db(db) { run(m_db, QStringLiteral("BEGIN IMMEDIATE"), {}, "begin"); }
-    ~WriteTransaction()
-    {
-        if (!m_done)
-            QSqlQuery(m_db).exec(QStringLiteral("ROLLBACK"));
-    }
-    void commit()
-    {
-        run(m_db, QStringLiteral("COMMIT"), {}, "commit");
-        m_done = true;
-    }
-
-private:
-    QSqlDatabase &m_db;
-    bool m_done = false;
-};
 
 QVariant text(const std::string &s) { return QString::fromStdString(s); }
 QVariant integer(std::int64_t v) { return static_cast<qlonglong>(v); }
@@ -103,18 +61,18 @@ QueueInfo readQueueInfo(const QSqlQuery &q)
     return info;
 }
 
-std::optional<QueueInfo> selectQueue(QSqlDatabase &db, const QueueName &name)
+std::optional<QueueInfo> selectQueue(SqliteConnection &db, const QueueName &name)
 {
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kRegistryColumns
                           + QStringLiteral(" FROM queue_registry WHERE queue_name = ?"),
                       {text(name.str())}, "read queue registry");
-    if (!q.next())
+    if (!q->next())
         return std::nullopt;
-    return readQueueInfo(q);
+    return readQueueInfo(*q);
 }
 
-QueueInfo requireQueue(QSqlDatabase &db, const QueueName &name)
+QueueInfo requireQueue(SqliteConnection &db, const QueueName &name)
 {
     std::optional<QueueInfo> info = selectQueue(db, name);
     if (!info)
@@ -122,7 +80,7 @@ QueueInfo requireQueue(QSqlDatabase &db, const QueueName &name)
     return *info;
 }
 
-void createTables(QSqlDatabase &db, const QueueName &name)
+void createTables(SqliteConnection &db, const QueueName &name)
 {
     const QString queue = identifier(name.queueTable());
     const QString archive = identifier(name.archiveTable());
@@ -150,7 +108,7 @@ void createTables(QSqlDatabase &db, const QueueName &name)
         {}, "create archive index");
 }
 
-void registerQueue(QSqlDatabase &db, const QueueInfo &info)
+void registerQueue(SqliteConnection &db, const QueueInfo &info)
 {
     run(db,
         QStringLiteral("INSERT INTO queue_registry (queue_name, max_reads, dead_letter_queue, created_at) "
@@ -160,37 +118,37 @@ void registerQueue(QSqlDatabase &db, const QueueInfo &info)
         "register queue");
 }
 
-std::int64_t insertMessage(QSqlDatabase &db, const QueueName &name, const OutgoingMessage &message,
+std::int64_t insertMessage(SqliteConnection &db, const QueueName &name, const OutgoingMessage &message,
                            std::int64_t delayMs, std::int64_t nowMs)
 {
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("INSERT INTO ") + identifier(name.queueTable())
                           + QStringLiteral(" (enqueued_at, vt, message, headers) VALUES (?,?,?,?)"),
                       {integer(nowMs), integer(nowMs + delayMs), text(message.message),
                        message.headers.empty() ? QVariant() : text(message.headers)},
                       "send message");
-    return q.lastInsertId().toLongLong();
+    return q->lastInsertId().toLongLong();
 }
 
-void forgetError(QSqlDatabase &db, const QueueName &name, std::int64_t msgId)
+void forgetError(SqliteConnection &db, const QueueName &name, std::int64_t msgId)
 {
     run(db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"),
         {text(name.str()), integer(msgId)}, "forget message error");
 }
 
 /// Moves `m` to the queue's dead-letter queue with its provenance in the copy's headers.
-void deadLetter(QSqlDatabase &db, const QueueName &name, const QueueInfo &info, const QueueMessage &m,
+void deadLetter(SqliteConnection &db, const QueueName &name, const QueueInfo &info, const QueueMessage &m,
                 std::int64_t nowMs)
 {
     DeadLetterProvenance provenance{.sourceQueue = name.str(), .sourceMsgId = m.msgId, .readCount = m.readCount,
                                     .deadLetteredAtMs = nowMs};
-    QSqlQuery error = run(db, QStringLiteral("SELECT error_class, error_detail FROM queue_errors "
+    Statement error = run(db, QStringLiteral("SELECT error_class, error_detail FROM queue_errors "
                                              "WHERE queue_name = ? AND msg_id = ?"),
                           {text(name.str()), integer(m.msgId)}, "read message error");
-    if (error.next()) {
-        provenance.lastErrorClass = parseErrorClass(error.value(0).toString().toStdString());
-        provenance.lastErrorDetail = error.value(1).toString().toStdString();
+    if (error->next()) {
+        provenance.lastErrorClass = parseErrorClass(error->value(0).toString().toStdString());
+        provenance.lastErrorDetail = error->value(1).toString().toStdString();
     }
     const QueueName dlq(info.deadLetterQueue);
     const std::int64_t copyId = insertMessage(db, dlq, {m.message, deadLetterHeaders(m.headers, provenance)}, 0, nowMs);
@@ -221,7 +179,7 @@ QueueInfo SqliteMessageQueue::createQueue(const std::string &queue, const QueueO
     if (options.maxReads < 1)
         throw Error(ErrorCode::InvalidArgument, "max reads must be at least 1, not " + std::to_string(options.maxReads));
 
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     if (std::optional<QueueInfo> existing = selectQueue(db, name)) {
         if (existing->maxReads != options.maxReads) {
@@ -245,18 +203,18 @@ QueueInfo SqliteMessageQueue::createQueue(const std::string &queue, const QueueO
 
 std::vector<QueueInfo> SqliteMessageQueue::listQueues()
 {
-    QSqlDatabase db = m_ledger->connection();
-    QSqlQuery q = run(db,
+    SqliteConnection &db = m_ledger->connection();
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kRegistryColumns
                           + QStringLiteral(" FROM queue_registry ORDER BY queue_name"),
                       {}, "list queues");
     std::vector<QueueInfo> queues;
-    while (q.next())
-        queues.push_back(readQueueInfo(q));
+    while (q->next())
+        queues.push_back(readQueueInfo(*q));
     return queues;
 }
 
-std::int64_t SqliteMessageQueue::sendInTransaction(QSqlDatabase &db, const std::string &queue,
+std::int64_t SqliteMessageQueue::sendInTransaction(SqliteConnection &db, const std::string &queue,
                                                    const std::string &messageJson, const std::string &headersJson,
                                                    std::int64_t delayMs, std::int64_t nowMs)
 {
@@ -268,7 +226,7 @@ std::int64_t SqliteMessageQueue::sendInTransaction(QSqlDatabase &db, const std::
 std::int64_t SqliteMessageQueue::send(const std::string &queue, const std::string &messageJson,
                                       const std::string &headersJson, std::int64_t delayMs)
 {
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     const std::int64_t msgId = sendInTransaction(db, queue, messageJson, headersJson, delayMs, m_ledger->nowMs());
     tx.commit();
@@ -282,7 +240,7 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std
     checkDuration(visibilityTimeoutMs, "visibility timeout");
     checkBatch(quantity, "quantity");
 
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     const QueueInfo info = requireQueue(db, name);
     const std::int64_t now = m_ledger->nowMs();
@@ -294,11 +252,11 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std
     std::int64_t afterId = 0;
     while (static_cast<int>(delivered.size()) < quantity) {
         const int wanted = quantity - static_cast<int>(delivered.size());
-        QSqlQuery q = run(db,
+        Statement q = run(db,
                           QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") + table
                               + QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
                           {integer(now), integer(afterId), wanted}, "read messages");
-        std::vector<QueueMessage> candidates = readMessages(q);
+        std::vector<QueueMessage> candidates = readMessages(*q);
         for (QueueMessage &m : candidates) {
             afterId = m.msgId;
             if (info.maxReads && m.readCount >= *info.maxReads) {
@@ -325,17 +283,17 @@ QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t ms
 {
     const QueueName name(queue);
     checkDuration(vtOffsetMs, "visibility offset");
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("UPDATE ") + identifier(name.queueTable())
                           + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
                       {integer(m_ledger->nowMs() + vtOffsetMs), integer(msgId)}, "set visibility");
-    if (!q.next())
+    if (!q->next())
         throw Error(ErrorCode::NotFound, noMessage(name, msgId));
-    QueueMessage m = readMessage(q);
-    q.finish();
+    QueueMessage m = readMessage(*q);
+    q->finish();
     tx.commit();
     return m;
 }
@@ -343,12 +301,12 @@ QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t ms
 bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t msgId)
 {
     const QueueName name(queue);
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    QSqlQuery q = run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+    Statement q = run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
                       {integer(msgId)}, "delete message");
-    const bool deleted = q.numRowsAffected() == 1;
+    const bool deleted = q->numRowsAffected() == 1;
     forgetError(db, name, msgId);
     tx.commit();
     return deleted;
@@ -357,17 +315,17 @@ bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t ms
 bool SqliteMessageQueue::archive(const std::string &queue, std::int64_t msgId)
 {
     const QueueName name(queue);
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("INSERT INTO ") + identifier(name.archiveTable())
                           + QStringLiteral(" (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, "
                                            "headers) SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, "
                                            "message, headers FROM ")
                           + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
                       {integer(m_ledger->nowMs()), integer(msgId)}, "archive message");
-    if (q.numRowsAffected() != 1)
+    if (q->numRowsAffected() != 1)
         return false;
     run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
         {integer(msgId)}, "archive message");
@@ -381,18 +339,18 @@ QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msg
 {
     const QueueName name(queue);
     checkDuration(retryDelayMs, "retry delay");
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
     const std::int64_t now = m_ledger->nowMs();
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("UPDATE ") + identifier(name.queueTable())
                           + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
                       {integer(now + retryDelayMs), integer(msgId)}, "nack message");
-    if (!q.next())
+    if (!q->next())
         throw Error(ErrorCode::NotFound, noMessage(name, msgId));
-    QueueMessage m = readMessage(q);
-    q.finish();
+    QueueMessage m = readMessage(*q);
+    q->finish();
     run(db,
         QStringLiteral("INSERT INTO queue_errors (queue_name, msg_id, error_class, error_detail, recorded_at) "
                        "VALUES (?,?,?,?,?) ON CONFLICT (queue_name, msg_id) DO UPDATE SET "
@@ -408,13 +366,13 @@ std::vector<QueueMessage> SqliteMessageQueue::browse(const std::string &queue, s
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
                           + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "browse messages");
-    return readMessages(q);
+    return readMessages(*q);
 }
 
 std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string &queue, std::int64_t afterMsgId,
@@ -422,43 +380,43 @@ std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(", archived_at FROM ")
                           + identifier(name.archiveTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "browse archive");
     std::vector<ArchivedMessage> archived;
-    while (q.next())
-        archived.push_back({readMessage(q), q.value(7).toLongLong()});
+    while (q->next())
+        archived.push_back({readMessage(*q), q->value(7).toLongLong()});
     return archived;
 }
 
 QueueMetrics SqliteMessageQueue::metrics(const std::string &queue)
 {
     const QueueName name(queue);
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     QueueMetrics m;
     m.queue = name.str();
     m.scrapeTimeMs = m_ledger->nowMs();
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT count(*), coalesce(sum(vt <= ?), 0), max(enqueued_at), min(enqueued_at) FROM ")
                           + identifier(name.queueTable()),
                       {integer(m.scrapeTimeMs)}, "queue metrics");
-    q.next();
-    m.length = q.value(0).toLongLong();
-    m.visibleLength = q.value(1).toLongLong();
-    if (!q.value(2).isNull()) {
-        m.newestMessageAgeMs = m.scrapeTimeMs - q.value(2).toLongLong();
-        m.oldestMessageAgeMs = m.scrapeTimeMs - q.value(3).toLongLong();
+    q->next();
+    m.length = q->value(0).toLongLong();
+    m.visibleLength = q->value(1).toLongLong();
+    if (!q->value(2).isNull()) {
+        m.newestMessageAgeMs = m.scrapeTimeMs - q->value(2).toLongLong();
+        m.oldestMessageAgeMs = m.scrapeTimeMs - q->value(3).toLongLong();
     }
     // pgmq counts from the msg_id sequence; AUTOINCREMENT keeps the same in sqlite_sequence.
     // Read after the count, so a concurrent send can only make the total larger, never smaller
     // than the length.
-    q = run(db, QStringLiteral("SELECT seq FROM sqlite_sequence WHERE name = ?"), {text(name.queueTable())},
-            "queue metrics");
-    m.totalMessages = q.next() ? q.value(0).toLongLong() : 0;
+    Statement seq = run(db, QStringLiteral("SELECT seq FROM sqlite_sequence WHERE name = ?"),
+                        {text(name.queueTable())}, "queue metrics");
+    m.totalMessages = seq->next() ? seq->value(0).toLongLong() : 0;
     return m;
 }
 
@@ -467,14 +425,14 @@ std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue
     const QueueName name(queue);
     const QueueName dlq = name.deadLetterQueue();
     checkBatch(limit, "limit");
-    QSqlDatabase db = m_ledger->connection();
+    SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
-    QSqlQuery q = run(db,
+    Statement q = run(db,
                       QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
                           + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "list dead letters");
     std::vector<DeadLetter> letters;
-    for (QueueMessage &m : readMessages(q))
+    for (QueueMessage &m : readMessages(*q))
         letters.push_back(deadLetterFrom(std::move(m)));
     return letters;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "messagequeue.h"
+#include "sqlitesupport.h"
 #include "sqliteledgerstore.h"
 
 #include <cstdint>
@@ -9,7 +10,6 @@
 #include <string>
 #include <vector>
 
-class QSqlDatabase;
 
 namespace idempo {
 
@@ -47,7 +47,7 @@ public:
     /// ledger file), at the caller's `nowMs`: the queue half of
     /// SqliteLedgerStore::transitionAndSend(). Validates and throws like send(); the caller's
     /// rollback then undoes the whole transaction.
-    static std::int64_t sendInTransaction(QSqlDatabase &db, const std::string &queue, const std::string &messageJson,
+    static std::int64_t sendInTransaction(SqliteConnection &db, const std::string &queue, const std::string &messageJson,
                                           const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs);
 
 private:

@@ -157,7 +157,7 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
         std::vector<std::unique_ptr<RawStatements>> raw(options.workers);
         const double rawRate = measure(options.cycles, options.workers, [&](int w, int i) {
             if (!raw[w])
-                raw[w] = std::make_unique<RawStatements>(store->connection());
+                raw[w] = std::make_unique<RawStatements>(store->connection().db);
             raw[w]->cycle(rawNs, i);
         });
         raw.clear();

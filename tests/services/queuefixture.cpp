@@ -35,7 +35,7 @@ void QueueFixture::advanceMs(std::int64_t ms) { m_clock->advanceMs(ms); }
 
 QStringList QueueFixture::queueTables()
 {
-    QSqlQuery q(m_ledger->connection());
+    QSqlQuery q(m_ledger->connection().db);
     if (!q.exec(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' "
                                "AND substr(name, 1, 2) IN ('q_', 'a_') ORDER BY name")))
         qFatal("cannot list tables: %s", qPrintable(q.lastError().text()));

@@ -2,9 +2,11 @@
 // What only the PostgreSQL ledger has: notifications, the server's clock, connection strings and
 // their errors, explicit migrations and least-privilege roles. Runs under
 // tests/pg/with-postgres.sh.
+#include "cli/jsonview.h"
 #include "error.h"
 #include "ledgerfactory.h"
 #include "ledgerfixture.h"
+#include "ledgerrules.h"
 #include "migrations.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
@@ -45,6 +47,47 @@ ClaimInput claimInput(const std::string &key)
     return in;
 }
 
+/// An existing record and a claim on it.
+struct ClaimCase
+{
+    OperationState state;
+    bool sameFingerprint;
+    ToolKind kind;
+    std::optional<std::int64_t> leaseExpiresAtMs;
+    std::optional<std::int64_t> nextAttemptAtMs;
+    std::optional<std::int64_t> retentionExpiresAtMs;
+    bool requiresApproval;
+};
+
+std::vector<ClaimCase> everyClaimCase(std::int64_t now)
+{
+    const std::optional<std::int64_t> instants[] = {std::nullopt, now, now + 1};
+    const ToolKind kinds[] = {ToolKind::Read, ToolKind::IdempotentWrite, ToolKind::ProtectedWrite};
+    std::vector<ClaimCase> cases;
+    for (int state = 0; state < OperationStateCount; ++state)
+        for (const bool sameFingerprint : {true, false})
+            for (const ToolKind kind : kinds)
+                for (const auto lease : instants)
+                    for (const auto nextAttempt : instants)
+                        for (const auto retention : instants)
+                            for (const bool approval : {false, true})
+                                cases.push_back({OperationState(state), sameFingerprint, kind,
+                                                 lease, nextAttempt, retention, approval});
+    return cases;
+}
+
+/// Writes a record as an earlier claim would have left it: $1 namespace, $2 key, $3 kind,
+/// $4 state, $5 lease expiry, $6 next attempt, $7 now, $8 retention expiry.
+const char *kSeedSql = R"SQL(
+INSERT INTO operations (namespace, operation_key, run_id, tool_kind, state, payload,
+    payload_fingerprint, attempt, max_attempts, lease_owner, lease_expires_at_ms, fencing_token,
+    next_attempt_at_ms, error_class, error_detail, created_at_ms, updated_at_ms,
+    retention_expires_at_ms, operation_version, schema_version)
+VALUES ($1, $2, 'run-old', $3, $4, '{"a":1}', 'fp-old', 1, 3, 'old-owner', $5::bigint,
+    nextval('fencing_sequence'), $6::bigint, 'transient', '503', $7::bigint - 10,
+    $7::bigint - 5, $8::bigint, 3, 1)
+)SQL";
+
 Error errorOf(const std::function<void()> &f)
 {
     try {
@@ -77,6 +120,25 @@ private Q_SLOTS:
             CREATE ROLE idempo_test_viewer LOGIN PASSWORD 'viewer-secret' IN ROLE idempo_viewer;
             CREATE ROLE idempo_test_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver;
         )SQL");
+    }
+
+    /// The claim statement against planClaim() and the record changes the SQLite store makes,
+    /// for every state, fingerprint, tool kind, and lease, backoff and retention expiry just
+    /// before, at and without the clock's instant.
+    void claimFollowsPlanClaimInEveryCase()
+    {
+        LedgerFixture f;
+        const std::int64_t now = f.store().nowMs();
+        PgConnection admin(testUrl());
+        const std::vector<ClaimCase> cases = everyClaimCase(now);
+        QCOMPARE(cases.size(), std::size_t(OperationStateCount * 2 * 3 * 3 * 3 * 3 * 2));
+        std::int64_t lastSuppression = 0;
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+            checkClaim(f.store(), admin, now, cases[i], "case-" + std::to_string(i) + ":step",
+                       lastSuppression);
+            if (QTest::currentTestFailed())
+                return;
+        }
     }
 
     void notifiesCreationsAndTransitions()
@@ -332,6 +394,82 @@ private Q_SLOTS:
     }
 
 private:
+    /// Seeds `c` under `key`, claims it and compares with planClaim() and the SQLite store's
+    /// writes.
+    void checkClaim(LedgerStore &store, PgConnection &admin, std::int64_t now, const ClaimCase &c,
+                    const std::string &key, std::int64_t &lastSuppression)
+    {
+        admin.exec("seed", kSeedSql,
+                   PgParams()
+                       .text(kNs)
+                       .text(key)
+                       .text(toolKindName(c.kind))
+                       .text(stateName(c.state))
+                       .optionalInteger(c.leaseExpiresAtMs)
+                       .optionalInteger(c.nextAttemptAtMs)
+                       .integer(now)
+                       .optionalInteger(c.retentionExpiresAtMs));
+        const Operation existing = *store.find(kNs, key);
+        const std::size_t eventsBefore = store.history(kNs, key).size();
+        const ClaimRequest request{.ns = kNs,
+                                   .key = key,
+                                   .runId = "run-new",
+                                   .stepId = "step",
+                                   .kind = c.kind,
+                                   .payload = R"({"a":1})",
+                                   .fingerprint = c.sameFingerprint ? "fp-old" : "fp-new",
+                                   .owner = "worker-new",
+                                   .leaseMs = 7'000,
+                                   .requiresApproval = c.requiresApproval};
+        const ClaimResult r = store.claim(request);
+        const ClaimPlan plan = planClaim(&existing, request, now);
+        const std::string where = key + " " + cli::operationJson(existing).dump();
+        QVERIFY2(r.outcome == plan.outcome, where.c_str());
+
+        Operation expected = existing;
+        const std::int64_t token = r.operation.fencingToken;
+        switch (plan.write) {
+        case ClaimWrite::None:
+            break;
+        case ClaimWrite::Create:
+            expected = newOperation(request, now);
+            if (!c.requiresApproval)
+                startDispatch(expected, request.owner, request.leaseMs, now, token);
+            expected.id = r.operation.id;
+            break;
+        case ClaimWrite::Dispatch:
+            startDispatch(expected, request.owner, request.leaseMs, now, token);
+            expected.version += 1;
+            break;
+        case ClaimWrite::Revoke:
+            revokeLease(expected, now, token);
+            expected.version += 1;
+            break;
+        }
+        const bool newToken = plan.write == ClaimWrite::Dispatch ||
+                              plan.write == ClaimWrite::Revoke ||
+                              (plan.write == ClaimWrite::Create && !c.requiresApproval);
+        QVERIFY2(!newToken || token > existing.fencingToken, where.c_str());
+        QCOMPARE(cli::operationJson(r.operation), cli::operationJson(expected));
+        QCOMPARE(cli::operationJson(*store.find(kNs, key)), cli::operationJson(expected));
+
+        const std::size_t events = store.history(kNs, key).size();
+        if (plan.write == ClaimWrite::Create)
+            QCOMPARE(events, std::size_t(1)); // a record whose retention expired loses its history
+        else
+            QCOMPARE(events, eventsBefore + (plan.write == ClaimWrite::None ? 0 : 1));
+
+        const auto suppressed = store.suppressions(kNs, lastSuppression, 10);
+        QCOMPARE(suppressed.size(), std::size_t(r.outcome == ClaimOutcome::Claimed ? 0 : 1));
+        if (!suppressed.empty()) {
+            QCOMPARE(suppressed[0].key, key);
+            QCOMPARE(suppressed[0].outcome, r.outcome);
+            QCOMPARE(suppressed[0].state, expected.state);
+            QCOMPARE(suppressed[0].fingerprint, request.fingerprint);
+            lastSuppression = suppressed[0].id;
+        }
+    }
+
     /// Points libpq at a fresh password file (mode 0600, or libpq ignores it) holding one line.
     void writePasswordFile(const std::string &user, const std::string &password)
     {

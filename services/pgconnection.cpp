@@ -256,9 +256,14 @@ PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
         keywords.push_back("connect_timeout");
         values.push_back(timeout.c_str());
     }
-    keywords.insert(keywords.end(),
-                    {"fallback_application_name", "dbname", "client_encoding", nullptr});
-    values.insert(values.end(), {"idempo", conninfo.c_str(), "UTF8", nullptr});
+    // A server that vanishes mid-call (partition, dead host) fails the call within about a
+    // minute instead of the operating system's hours: keepalives probe an idle connection,
+    // tcp_user_timeout bounds unacknowledged writes. A slow statement is not affected.
+    keywords.insert(keywords.end(), {"keepalives_idle", "keepalives_interval", "keepalives_count",
+                                     "tcp_user_timeout", "fallback_application_name", "dbname",
+                                     "client_encoding", nullptr});
+    values.insert(values.end(),
+                  {"30", "10", "3", "60000", "idempo", conninfo.c_str(), "UTF8", nullptr});
     m_conn = PQconnectdbParams(keywords.data(), values.data(), 1);
     if (!m_conn)
         throw Error(ErrorCode::LedgerUnavailable, "cannot connect to the ledger: out of memory");

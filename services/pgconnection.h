@@ -76,7 +76,9 @@ public:
     /// Connects to `conninfo`: a libpq URI (`postgresql://user@host:5432/db`) or keyword string
     /// (`host=… dbname=…`, `service=NAME`). Passwords come from libpq's own sources (.pgpass,
     /// PGPASSFILE, a service file). Waits at most `connectTimeoutS` seconds unless the string or
-    /// PGCONNECT_TIMEOUT sets connect_timeout. Throws Error(LedgerUnavailable) with libpq's reason.
+    /// PGCONNECT_TIMEOUT sets connect_timeout; a server lost later fails calls within about a
+    /// minute (TCP keepalives, tcp_user_timeout; the string may override them). Throws
+    /// Error(LedgerUnavailable) with libpq's reason.
     explicit PgConnection(const std::string &conninfo, int connectTimeoutS = 5);
     PgConnection(const PgConnection &) = delete;
     PgConnection &operator=(const PgConnection &) = delete;

@@ -17,9 +17,9 @@ namespace idempo {
 /// A claim is one statement (one round trip): it locks the key's row, decides with the rules of
 /// planClaim() (ledgerrules.h), writes the record, its history event and any suppression, and
 /// notifies. A transition is one short transaction: the row is locked, checked and changed
-/// with checkTransition()/applyTransition(). Every time is the server's wall clock at the moment
-/// of the statement (`clock_timestamp()`, never the transaction's `now()` or a client's clock),
-/// stored as milliseconds since the Unix epoch.
+/// with checkTransition()/applyTransition(). Every time is the server's wall clock, read by the
+/// deciding statement once it holds the row lock (`clock_timestamp()`, never the transaction's
+/// `now()` or a client's clock), and stored as milliseconds since the Unix epoch.
 ///
 /// Live changes: every creation and transition sends, in its own transaction,
 /// `NOTIFY idempo_operations, '{"ns":…,"key":…,"run_id":…,"state":…,"version":…}'`

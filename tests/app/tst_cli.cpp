@@ -239,6 +239,50 @@ private Q_SLOTS:
         QVERIFY2(!r.json[QStringLiteral("error")].toString().isEmpty(), r.out.constData());
     }
 
+    void queueRoundTripAndDeadLetter()
+    {
+        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("steps"),
+                         QStringLiteral("--max-reads"), QStringLiteral("2")}).exitCode, 0);
+        const Run sent = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("send"),
+                                 QStringLiteral("steps"), QStringLiteral("--message"),
+                                 QStringLiteral(R"({"run_id":"run-1","step_id":"provision"})")});
+        QCOMPARE(sent.exitCode, 0);
+        const QString id = QString::number(sent.json[QStringLiteral("msg_id")].toInteger());
+
+        const auto read = [&](const QString &vt) {
+            return idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("read"), QStringLiteral("steps"),
+                           QStringLiteral("--vt"), vt})
+                .json[QStringLiteral("messages")]
+                .toArray();
+        };
+        const QJsonArray first = read(QStringLiteral("0"));
+        QCOMPARE(first.size(), 1);
+        QCOMPARE(first[0].toObject()[QStringLiteral("read_ct")].toInt(), 1);
+        const QJsonArray browse = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("list"),
+                                          QStringLiteral("steps")})
+                                      .json[QStringLiteral("messages")]
+                                      .toArray();
+        QCOMPARE(browse[0].toObject()[QStringLiteral("read_ct")].toInt(), 1); // browsing is not a read
+        QCOMPARE(read(QStringLiteral("600")).size(), 1);
+        QCOMPARE(read(QStringLiteral("600")).size(), 0); // hidden inside its visibility timeout
+
+        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("nack"), QStringLiteral("steps"), id,
+                         QStringLiteral("--class"), QStringLiteral("transient"), QStringLiteral("--detail"),
+                         QStringLiteral("503 from provider")}).exitCode, 0);
+        QCOMPARE(read(QStringLiteral("600")).size(), 0); // a third delivery would pass the limit of 2
+        const Run dlq = idempo({QStringLiteral("--json"), QStringLiteral("dlq"), QStringLiteral("list"), QStringLiteral("steps")});
+        QCOMPARE(dlq.exitCode, 0);
+        const QJsonArray dead = dlq.json[QStringLiteral("messages")].toArray();
+        QCOMPARE(dead.size(), 1);
+        QVERIFY2(QJsonDocument(dead[0].toObject()).toJson().contains("503 from provider"), dlq.out.constData());
+
+        const Run ack = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("ack"), QStringLiteral("steps"), id});
+        QCOMPARE(ack.exitCode, 65); // already moved to the dead-letter queue
+        const Run badName = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("create"),
+                                    QStringLiteral("x; drop table operations")});
+        QCOMPARE(badName.exitCode, 64);
+    }
+
     void unreachableLedgerExits69()
     {
         m_ledger = QStringLiteral("sqlite:/proc/no-such-dir/ledger.db");

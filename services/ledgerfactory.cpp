@@ -20,7 +20,7 @@ QString defaultLedgerUrl()
     return QStringLiteral("sqlite:") + dir + QStringLiteral("/ledger.db");
 }
 
-std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock)
+std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock, OpenMode mode)
 {
     if (!clock)
         clock = std::make_shared<SystemClock>();
@@ -31,13 +31,26 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
         if (query >= 0) {
             const QUrlQuery params(path.mid(query + 1));
             path.truncate(query);
-            const QString sync = params.queryItemValue(QStringLiteral("synchronous"));
-            if (!sync.isEmpty())
-                options.synchronous = sync;
+            for (const auto &[name, value] : params.queryItems()) {
+                const bool known = name == QLatin1String("synchronous")
+                                   && (value.compare(QLatin1String("full"), Qt::CaseInsensitive) == 0
+                                       || value.compare(QLatin1String("normal"), Qt::CaseInsensitive) == 0);
+                if (!known) {
+                    throw Error(ErrorCode::InvalidArgument, "unknown ledger option '" + name.toStdString() + "="
+                                                                + value.toStdString()
+                                                                + "': the only one is synchronous=full|normal");
+                }
+                options.synchronous = value;
+            }
         }
-        if (path.isEmpty())
-            throw Error(ErrorCode::InvalidArgument, "ledger URL 'sqlite:' names no file");
+        if (path.isEmpty() || path.startsWith(QLatin1Char(':')))
+            throw Error(ErrorCode::InvalidArgument, "ledger URL '" + url.toStdString() + "' names no file");
         const QFileInfo info(path);
+        if (mode == OpenMode::OpenExisting && !info.exists()) {
+            // A mistyped path must not become a fresh, empty ledger on which everything runs again.
+            throw Error(ErrorCode::LedgerUnavailable, "ledger " + url.toStdString()
+                                                          + " does not exist; create it with 'idempo init'");
+        }
         if (!QDir().mkpath(info.absolutePath())) {
             throw Error(ErrorCode::LedgerUnavailable,
                         "cannot create the ledger's folder " + info.absolutePath().toStdString());
@@ -53,12 +66,12 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
                     + "': expected sqlite:PATH, postgresql://… or a libpq keyword string such as service=NAME");
 }
 
-std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock)
+std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock, OpenMode mode)
 {
     // The scheme is checked first so that refusing does not connect to a remote ledger.
     std::shared_ptr<SqliteLedgerStore> ledger;
     if (url.startsWith(QLatin1String("sqlite:")))
-        ledger = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(url, std::move(clock)));
+        ledger = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(url, std::move(clock), mode));
     if (!ledger)
         throw Error(ErrorCode::InvalidArgument, "queues on this ledger are not supported yet");
     return std::make_shared<SqliteMessageQueue>(std::move(ledger));

@@ -15,21 +15,30 @@ namespace idempo {
 /// "sqlite:<user data dir>/ledger.db" (e.g. ~/.local/share/idempo/ledger.db).
 QString defaultLedgerUrl();
 
+/// Whether opening an embedded ledger may create its file.
+enum class OpenMode {
+    OpenExisting,    ///< a missing file is Error(LedgerUnavailable): a typo must not start a fresh ledger
+    CreateIfMissing, ///< `idempo init` and the embedded default
+};
+
 /// Opens the ledger a URL names:
-/// - `sqlite:PATH`: the embedded ledger; created and migrated if needed; query
-///   `?synchronous=normal` trades power-loss durability for speed. Times come from `clock`.
+/// - `sqlite:PATH`: the embedded ledger; migrated if needed, created only with
+///   OpenMode::CreateIfMissing; the only option, `?synchronous=normal`, trades power-loss
+///   durability for speed (`full` is the default). Times come from `clock`.
 /// - `postgresql://…` or `postgres://…` (libpq URI), or a libpq keyword string such as
 ///   `service=NAME` or `host=… dbname=…`: the shared ledger. Connects (connect_timeout 5 s
 ///   unless given) but does not migrate: `idempo init` (LedgerStore::migrate) does, and until
 ///   then ledger calls throw Error(SchemaMismatch). Passwords only through .pgpass, PGPASSFILE
 ///   or a service file. Times come from the server's clock; `clock` is not used.
-/// Throws Error(InvalidArgument) for an unknown scheme, Error(LedgerUnavailable) when the
+/// Throws Error(InvalidArgument) for an unknown scheme or option, Error(LedgerUnavailable) when the
 /// ledger cannot be opened or reached, Error(SchemaMismatch) for a newer schema.
-std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
+std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
+                                        OpenMode mode = OpenMode::OpenExisting);
 
 /// Opens the message queues of the ledger a URL names (see openLedger); on `sqlite:PATH` they
 /// live in the ledger file. Throws like openLedger(), and Error(InvalidArgument) for a
 /// ledger whose store has no queues yet (PostgreSQL).
-std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock = nullptr);
+std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
+                                        OpenMode mode = OpenMode::OpenExisting);
 
 } // namespace idempo

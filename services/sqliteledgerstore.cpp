@@ -214,7 +214,10 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
 SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options)
     : m_path(path), m_clock(std::move(clock)), m_options(std::move(options)), m_serial(++g_storeSerial)
 {
-    migrate();
+    // Reading first lets a current ledger open read-only (viewers, a read-only mount); migrate()
+    // upgrades an older schema and refuses a newer one.
+    if (schemaVersion() != latestSchemaVersion(QStringLiteral("sqlite")))
+        migrate();
 }
 
 SqliteLedgerStore::~SqliteLedgerStore()

@@ -61,13 +61,21 @@ public:
         return url;
     }
 
+    /// Only `init` and the embedded default may create a ledger file; a named one must exist.
+    OpenMode openMode() const
+    {
+        const bool named = parser.isSet(QStringLiteral("ledger")) || !qEnvironmentVariableIsEmpty("IDEMPO_LEDGER");
+        return !named || parser.positionalArguments().value(0) == QLatin1String("init") ? OpenMode::CreateIfMissing
+                                                                                        : OpenMode::OpenExisting;
+    }
+
     Engine &engine()
     {
         if (!m_engine) {
             Engine::Settings settings;
             if (parser.isSet(QStringLiteral("retention")))
                 settings.retentionMs = secondsOption(QStringLiteral("retention"));
-            m_engine = std::make_unique<Engine>(openLedger(ledgerUrl()), settings, RetryPolicy{});
+            m_engine = std::make_unique<Engine>(openLedger(ledgerUrl(), nullptr, openMode()), settings, RetryPolicy{});
         }
         return *m_engine;
     }
@@ -75,7 +83,7 @@ public:
     MessageQueue &queue()
     {
         if (!m_queue)
-            m_queue = openQueue(ledgerUrl());
+            m_queue = openQueue(ledgerUrl(), nullptr, openMode());
         return *m_queue;
     }
 

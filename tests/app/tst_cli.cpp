@@ -69,6 +69,46 @@ private Q_SLOTS:
     {
         QVERIFY(m_dir.isValid());
         m_ledger = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("ledger-%1.db").arg(QLatin1String(QTest::currentTestFunction())));
+        const Run init = idempo({QStringLiteral("init")});
+        QCOMPARE(init.exitCode, 0);
+    }
+
+    void namedLedgerMustExist()
+    {
+        m_ledger = QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("typo/ledger.db"));
+        const Run r = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:1"),
+                              QStringLiteral("--payload"), QStringLiteral("{}")});
+        QCOMPARE(r.exitCode, 69);
+        QVERIFY(r.json[QStringLiteral("message")].toString().contains(QStringLiteral("idempo init")));
+        QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("typo"))));
+    }
+
+    void ledgerUrlOptionsAreChecked_data()
+    {
+        QTest::addColumn<QString>("suffix");
+        QTest::newRow("unknown option") << QStringLiteral("?sync=NORMAL");
+        QTest::newRow("bad value") << QStringLiteral("?synchronous=OFF");
+    }
+
+    void ledgerUrlOptionsAreChecked()
+    {
+        QFETCH(QString, suffix);
+        m_ledger += suffix;
+        const Run r = idempo({QStringLiteral("--json"), QStringLiteral("list")});
+        QCOMPARE(r.exitCode, 64);
+        QCOMPARE(r.json[QStringLiteral("error")].toString(), QStringLiteral("invalid_argument"));
+    }
+
+    void readOnlyLedgerCanBeRead()
+    {
+        QVERIFY(idempo({QStringLiteral("claim"), QStringLiteral("k:ro"), QStringLiteral("--payload"), QStringLiteral("{}")}).exitCode == 0);
+        const QString path = m_ledger.mid(7);
+        QVERIFY(QFile::setPermissions(path, QFileDevice::ReadOwner));
+        if (QFileInfo(path).isWritable())
+            QSKIP("running as a user who can write read-only files (root)");
+        const Run r = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("k:ro")});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
     }
 
     void claimCompleteReplay()

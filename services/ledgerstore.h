@@ -49,10 +49,12 @@ public:
     /// Suppressions with id > afterId, oldest first, at most `limit`.
     virtual std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) = 0;
 
-    /// Removes operations whose retention expired, with their history. Returns how many.
-    virtual std::int64_t purgeExpired() = 0;
+    /// Removes operations of namespace `ns` (empty = every namespace) whose retention expired,
+    /// with their history. Returns how many.
+    virtual std::int64_t purgeExpired(const std::string &ns) = 0;
 
-    virtual LedgerMetrics metrics() = 0;
+    /// Totals of namespace `ns` (empty = every namespace).
+    virtual LedgerMetrics metrics(const std::string &ns) = 0;
 
     /// The store's clock in milliseconds since the Unix epoch: the one every expiry is judged on.
     virtual std::int64_t nowMs() = 0;

@@ -254,7 +254,8 @@ const std::string kSuppressionsInNamespaceSql =
 // The clock is a subquery: read once, and comparable with the retention index.
 const std::string kPurgeSql = sql(R"SQL(
 WITH gone AS (
-    DELETE FROM operations WHERE retention_expires_at_ms <= (SELECT {now}) RETURNING id
+    DELETE FROM operations WHERE retention_expires_at_ms <= (SELECT {now})
+        AND ($3::text = '' OR namespace = $3::text) RETURNING id
 ),
 history_gone AS (
     DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM gone)
@@ -265,9 +266,12 @@ SELECT count(*) FROM gone
 const std::string kLeaseMetricsSql = sql(R"SQL(
 SELECT count(*) FILTER (WHERE o.lease_expires_at_ms > n.now_ms),
        count(*) FILTER (WHERE o.lease_expires_at_ms <= n.now_ms),
-       (SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'),
-       (SELECT count(*) FROM operation_events)
-FROM (SELECT {now} AS now_ms) AS n LEFT JOIN operations AS o ON o.state = 'dispatching'
+       (SELECT min(created_at_ms) FROM operations
+         WHERE state = 'confirmation_required' AND ($3::text = '' OR namespace = $3::text)),
+       (SELECT count(*) FROM operation_events AS e JOIN operations AS eo ON eo.id = e.operation_id
+         WHERE $3::text = '' OR eo.namespace = $3::text)
+FROM (SELECT {now} AS now_ms) AS n
+LEFT JOIN operations AS o ON o.state = 'dispatching' AND ($3::text = '' OR o.namespace = $3::text)
 )SQL");
 
 const std::string kNowSql = sql("SELECT {now}");
@@ -719,33 +723,37 @@ std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns
     return rows;
 }
 
-std::int64_t PostgresLedgerStore::purgeExpired()
+std::int64_t PostgresLedgerStore::purgeExpired(const std::string &ns)
 {
     requireSchema();
     return connection()
-        .execPrepared("purge", "idempo_purge", kPurgeSql, clockParams())
+        .execPrepared("purge", "idempo_purge", kPurgeSql, clockParams().text(ns))
         .integer(0, 0);
 }
 
-LedgerMetrics PostgresLedgerStore::metrics()
+LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
 {
     requireSchema();
     PgConnection &c = connection();
     LedgerMetrics m;
     const PgResult states =
         c.execPrepared("metrics", "idempo_metrics_states",
-                       "SELECT state, count(*) FROM operations GROUP BY state", {});
+                       "SELECT state, count(*) FROM operations WHERE $1::text = '' OR namespace = $1::text "
+                       "GROUP BY state",
+                       PgParams().text(ns));
     for (int row = 0; row < states.rows(); ++row)
         if (const auto s = parseState(states.text(row, 0)))
             m.byState.emplace_back(*s, states.integer(row, 1));
     const PgResult outcomes =
         c.execPrepared("metrics", "idempo_metrics_outcomes",
-                       "SELECT outcome, count(*) FROM suppressions GROUP BY outcome", {});
+                       "SELECT outcome, count(*) FROM suppressions WHERE $1::text = '' OR namespace = $1::text "
+                       "GROUP BY outcome",
+                       PgParams().text(ns));
     for (int row = 0; row < outcomes.rows(); ++row)
         if (const auto o = parseClaimOutcome(outcomes.text(row, 0)))
             m.suppressionsByOutcome.emplace_back(*o, outcomes.integer(row, 1));
     const PgResult leases =
-        c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql, clockParams());
+        c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql, clockParams().text(ns));
     m.leasesLive = leases.integer(0, 0);
     m.leasesLapsed = leases.integer(0, 1);
     m.oldestPendingConfirmationMs = leases.optionalInteger(0, 2);

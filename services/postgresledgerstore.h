@@ -65,8 +65,8 @@ public:
     std::vector<Operation> list(const ListFilter &filter) override;
     std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId,
                                           int limit) override;
-    std::int64_t purgeExpired() override;
-    LedgerMetrics metrics() override;
+    std::int64_t purgeExpired(const std::string &ns) override;
+    LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
 
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.

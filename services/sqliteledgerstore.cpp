@@ -476,35 +476,41 @@ std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, 
     return rows;
 }
 
-std::int64_t SqliteLedgerStore::purgeExpired()
+std::int64_t SqliteLedgerStore::purgeExpired(const std::string &ns)
 {
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
-    const QVariantList now{static_cast<qlonglong>(m_clock->nowMs())};
+    const QVariantList binds{static_cast<qlonglong>(m_clock->nowMs()), text(ns), text(ns)};
+    const QString expired = QStringLiteral("retention_expires_at_ms <= ? AND (? = '' OR namespace = ?)");
     run(db,
-        QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM operations "
-                       "WHERE retention_expires_at_ms <= ?)"),
-        now, "purge history");
-    Statement q = run(db, QStringLiteral("DELETE FROM operations WHERE retention_expires_at_ms <= ?"), now,
-                      "purge operations");
+        QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM operations WHERE ")
+            + expired + QLatin1Char(')'),
+        binds, "purge history");
+    Statement q = run(db, QStringLiteral("DELETE FROM operations WHERE ") + expired, binds, "purge operations");
     const std::int64_t removed = q->numRowsAffected();
     tx.commit();
     return removed;
 }
 
-LedgerMetrics SqliteLedgerStore::metrics()
+LedgerMetrics SqliteLedgerStore::metrics(const std::string &ns)
 {
     SqliteConnection &db = connection();
     const qlonglong now = m_clock->nowMs();
+    const QVariantList inNs{text(ns), text(ns)};
+    const QString where = QStringLiteral(" (? = '' OR namespace = ?) ");
     LedgerMetrics m;
     {
-        Statement q = run(db, QStringLiteral("SELECT state, count(*) FROM operations GROUP BY state"), {}, "metrics");
+        Statement q = run(db, QStringLiteral("SELECT state, count(*) FROM operations WHERE") + where
+                                  + QStringLiteral("GROUP BY state"),
+                          inNs, "metrics");
         while (q->next())
             if (auto s = parseState(toStd(q->value(0))))
                 m.byState.emplace_back(*s, q->value(1).toLongLong());
     }
     {
-        Statement q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions GROUP BY outcome"), {}, "metrics");
+        Statement q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions WHERE") + where
+                                  + QStringLiteral("GROUP BY outcome"),
+                          inNs, "metrics");
         while (q->next())
             if (auto o = parseClaimOutcome(toStd(q->value(0))))
                 m.suppressionsByOutcome.emplace_back(*o, q->value(1).toLongLong());
@@ -512,10 +518,12 @@ LedgerMetrics SqliteLedgerStore::metrics()
     Statement q = run(db,
                       QStringLiteral("SELECT coalesce(sum(lease_expires_at_ms > ?), 0), "
                                      "coalesce(sum(lease_expires_at_ms <= ?), 0), "
-                                     "(SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required'), "
-                                     "(SELECT count(*) FROM operation_events) "
-                                     "FROM operations WHERE state = 'dispatching'"),
-                      {now, now}, "metrics");
+                                     "(SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required' "
+                                     "AND") + where + QStringLiteral("), "
+                                     "(SELECT count(*) FROM operation_events e JOIN operations eo ON eo.id = e.operation_id "
+                                     "WHERE ? = '' OR eo.namespace = ?) "
+                                     "FROM operations WHERE state = 'dispatching' AND") + where,
+                      {now, now, text(ns), text(ns), text(ns), text(ns), text(ns), text(ns)}, "metrics");
     q->next();
     m.leasesLive = q->value(0).toLongLong();
     m.leasesLapsed = q->value(1).toLongLong();

@@ -54,8 +54,8 @@ public:
     std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override;
     std::vector<Operation> list(const ListFilter &filter) override;
     std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) override;
-    std::int64_t purgeExpired() override;
-    LedgerMetrics metrics() override;
+    std::int64_t purgeExpired(const std::string &ns) override;
+    LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
 
     /// The transactional outbox: transition() and MessageQueue::send() (no delay) to `queue`,

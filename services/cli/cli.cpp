@@ -374,7 +374,7 @@ int cmdList(Context &c)
 
 int cmdPurge(Context &c)
 {
-    const std::int64_t purged = c.engine().store().purgeExpired();
+    const std::int64_t purged = c.engine().store().purgeExpired(c.ns);
     c.print({{"purged", purged}}, "purged " + std::to_string(purged) + " expired operation(s)");
     return ExitOk;
 }
@@ -382,7 +382,7 @@ int cmdPurge(Context &c)
 int cmdMetrics(Context &c)
 {
     LedgerStore &store = c.engine().store();
-    const nlohmann::json m = metricsJson(store.metrics(), store.nowMs());
+    const nlohmann::json m = metricsJson(store.metrics(c.ns), store.nowMs());
     std::string human;
     for (const auto &[state, count] : m["operations_by_state"].items())
         human += state + ": " + count.dump() + '\n';

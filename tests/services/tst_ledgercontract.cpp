@@ -167,7 +167,7 @@ private Q_SLOTS:
             QCOMPARE(other.load(), 0);
         }
         std::int64_t suppressed = 0;
-        for (const auto &[outcome, count] : f.store().metrics().suppressionsByOutcome)
+        for (const auto &[outcome, count] : f.store().metrics({}).suppressionsByOutcome)
             suppressed += count;
         QCOMPARE(suppressed, std::int64_t(kRounds * (kThreads - 1)));
     }
@@ -373,7 +373,7 @@ private Q_SLOTS:
         const Operation done = f.engine().complete(kNs, in.key, r.operation.fencingToken, "{}", "");
         QCOMPARE(*done.retentionExpiresAtMs - done.updatedAtMs, f.engine().settings().retentionMs);
         f.advanceMs(f.engine().settings().retentionMs - 1);
-        QCOMPARE(f.store().purgeExpired(), std::int64_t(0));
+        QCOMPARE(f.store().purgeExpired({}), std::int64_t(0));
         QCOMPARE(f.engine().claim(in).outcome, ClaimOutcome::Replayed);
         f.advanceMs(1);
         const ClaimResult fresh = f.engine().claim(in);
@@ -386,9 +386,31 @@ private Q_SLOTS:
         reach(f, "run-18:other", OperationState::Succeeded);
         f.engine().complete(kNs, in.key, fresh.operation.fencingToken, "{}", "");
         f.advanceMs(f.engine().settings().retentionMs);
-        QCOMPARE(f.store().purgeExpired(), std::int64_t(2));
+        QCOMPARE(f.store().purgeExpired({}), std::int64_t(2));
         QVERIFY(!f.store().find(kNs, in.key));
         QVERIFY(f.store().history(kNs, in.key).empty());
+    }
+
+    void purgeAndMetricsStayInTheirNamespace()
+    {
+        LedgerFixture f;
+        for (const std::string ns : {"tenant-a", "tenant-b"}) {
+            ClaimInput in = claimInput("run-25:notify");
+            in.ns = ns;
+            const ClaimResult r = f.engine().claim(in);
+            f.engine().complete(ns, in.key, r.operation.fencingToken, "{}", "");
+            f.engine().claim(in); // replayed: one suppression each
+        }
+        const LedgerMetrics a = f.store().metrics("tenant-a");
+        QCOMPARE(a.suppressionsByOutcome.size(), std::size_t(1));
+        QCOMPARE(a.suppressionsByOutcome.front().second, std::int64_t(1));
+        QCOMPARE(a.events, std::int64_t(2));
+        QCOMPARE(f.store().metrics({}).events, std::int64_t(4));
+        f.advanceMs(f.engine().settings().retentionMs);
+        QCOMPARE(f.store().purgeExpired("tenant-a"), std::int64_t(1));
+        QVERIFY(!f.store().find("tenant-a", "run-25:notify"));
+        QVERIFY(f.store().find("tenant-b", "run-25:notify"));
+        QCOMPARE(f.store().history("tenant-b", "run-25:notify").size(), std::size_t(2));
     }
 
     void namespacesScopeKeys()

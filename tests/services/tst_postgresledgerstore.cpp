@@ -445,7 +445,7 @@ private Q_SLOTS:
         QCOMPARE(worker.complete(kNs, waiting.key, claimed.operation.fencingToken, "{}", "").state,
                  OperationState::Succeeded);
         QCOMPARE(worker.claim(claimInput("run-44:refund")).outcome, ClaimOutcome::Replayed);
-        QCOMPARE(errorOf([&] { worker.store().purgeExpired(); }).code(),
+        QCOMPARE(errorOf([&] { worker.store().purgeExpired({}); }).code(),
                  ErrorCode::LedgerUnavailable);
         qunsetenv("PGPASSFILE");
     }

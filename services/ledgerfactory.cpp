@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "postgresledgerstore.h"
+#include "postgresmessagequeue.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 
@@ -68,13 +69,10 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
 
 std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock, OpenMode mode)
 {
-    // The scheme is checked first so that refusing does not connect to a remote ledger.
-    std::shared_ptr<SqliteLedgerStore> ledger;
-    if (url.startsWith(QLatin1String("sqlite:")))
-        ledger = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(url, std::move(clock), mode));
-    if (!ledger)
-        throw Error(ErrorCode::InvalidArgument, "queues on this ledger are not supported yet");
-    return std::make_shared<SqliteMessageQueue>(std::move(ledger));
+    std::shared_ptr<LedgerStore> ledger = openLedger(url, std::move(clock), mode);
+    if (auto sqlite = std::dynamic_pointer_cast<SqliteLedgerStore>(ledger))
+        return std::make_shared<SqliteMessageQueue>(std::move(sqlite));
+    return std::make_shared<PostgresMessageQueue>(std::dynamic_pointer_cast<PostgresLedgerStore>(std::move(ledger)));
 }
 
 } // namespace idempo

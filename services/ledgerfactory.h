@@ -35,9 +35,9 @@ enum class OpenMode {
 std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 
-/// Opens the message queues of the ledger a URL names (see openLedger); on `sqlite:PATH` they
-/// live in the ledger file. Throws like openLedger(), and Error(InvalidArgument) for a
-/// ledger whose store has no queues yet (PostgreSQL).
+/// Opens the message queues of the ledger a URL names (see openLedger): on `sqlite:PATH` they
+/// live in the ledger file, on PostgreSQL in pgmq's tables beside the ledger's
+/// (postgresmessagequeue.h). Throws like openLedger().
 std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 

@@ -10,6 +10,13 @@
 
 namespace idempo {
 
+/// What LedgerStore::transitionAndSend() wrote.
+struct OutboxWrite
+{
+    Operation operation;    ///< the record after the transition
+    std::int64_t msgId = 0; ///< the enqueued message's msg_id
+};
+
 /// The ledger contract both stores implement (SQLite embedded, PostgreSQL shared); one contract
 /// test suite runs against each. All methods are safe to call from many threads at once, and
 /// each write is atomic: it happens entirely, with its history event or suppression, or not at
@@ -58,6 +65,15 @@ public:
 
     /// The store's clock in milliseconds since the Unix epoch: the one every expiry is judged on.
     virtual std::int64_t nowMs() = 0;
+
+    /// The transactional outbox: transition() and MessageQueue::send() (no delay) of
+    /// `messageJson` with `headersJson` (a JSON object, or empty for none) to `queue`, a queue of
+    /// this ledger, in one transaction, so a worker's finished step and the message for the next
+    /// step are recorded together or not at all. The message is stamped with the transition's
+    /// time. Throws whatever either throws (Error(StaleLease) for a stale token, Error(NotFound)
+    /// for an unknown queue, Error(InvalidJson), …); nothing is written then.
+    virtual OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
+                                          const std::string &messageJson, const std::string &headersJson) = 0;
 };
 
 } // namespace idempo

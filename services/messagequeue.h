@@ -79,10 +79,11 @@ struct DeadLetter
 
 /// A message queue with a dead-letter queue, in pgmq's table layout (per queue `q_<name>` and
 /// the archive `a_<name>`), so that a console can also watch an existing pgmq queue. Both
-/// stores implement it: the embedded SQLite ledger and, later, PostgreSQL (there reads use
-/// FOR UPDATE SKIP LOCKED). Delivery is at least once: a message read and not deleted or
-/// archived within its visibility timeout is delivered again, so consumers claim the
-/// operation its envelope names before acting on it (queueenvelope.h).
+/// stores implement it: the embedded SQLite ledger (sqlitemessagequeue.h) and PostgreSQL
+/// (postgresmessagequeue.h, where reads use FOR UPDATE SKIP LOCKED). Delivery is at least
+/// once: a message read and not deleted or archived within its visibility timeout is delivered
+/// again, so consumers claim the operation its envelope names before acting on it
+/// (queueenvelope.h).
 ///
 /// Queue names follow QueueName's rule; a bad name is refused with Error(InvalidArgument)
 /// before anything is touched. Every method is safe to call from many threads at once, and

@@ -354,6 +354,28 @@ std::vector<PgNotification> PgConnection::takeNotifications()
     return out;
 }
 
+PgTransaction::PgTransaction(PgConnection &connection) : m_connection(connection)
+{
+    m_connection.exec("begin", "BEGIN");
+}
+
+PgTransaction::~PgTransaction()
+{
+    if (m_done)
+        return;
+    try {
+        m_connection.exec("rollback", "ROLLBACK");
+    } catch (const Error &) {
+        // The connection is no longer idle: its owner replaces it before the next call.
+    }
+}
+
+void PgTransaction::commit()
+{
+    m_done = true;
+    m_connection.exec("commit", "COMMIT");
+}
+
 PgListener::PgListener(const std::string &conninfo, const std::string &channel, int connectTimeoutS)
     : m_connection(conninfo, connectTimeoutS)
 {

@@ -112,6 +112,24 @@ private:
     std::unordered_set<std::string> m_prepared;
 };
 
+/// BEGIN … COMMIT on one connection, rolled back when an exception leaves the scope. A failed
+/// rollback leaves the connection outside idle (PgConnection::isIdle()), and the stores replace
+/// such a connection instead of reusing it. Throws like PgConnection::exec().
+class PgTransaction final
+{
+public:
+    explicit PgTransaction(PgConnection &connection);
+    PgTransaction(const PgTransaction &) = delete;
+    PgTransaction &operator=(const PgTransaction &) = delete;
+    ~PgTransaction();
+
+    void commit();
+
+private:
+    PgConnection &m_connection;
+    bool m_done = false;
+};
+
 /// A LISTEN on its own connection, for live views: the engine's connections are busy with
 /// statements and cannot wait for notifications.
 class PgListener final

@@ -4,6 +4,7 @@
 #include "error.h"
 #include "ledgerrules.h"
 #include "migrations.h"
+#include "postgresmessagequeue.h"
 
 #include <algorithm>
 #include <mutex>
@@ -23,10 +24,8 @@ constexpr std::string_view kColumns =
     "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
     "schema_version";
 
-/// The server's clock in milliseconds since the epoch, read when the expression is evaluated;
-/// $1 pins it (tests), $2 offsets it.
-constexpr std::string_view kNow = "(coalesce($1::bigint, floor(extract(epoch FROM "
-                                  "clock_timestamp()) * 1000)::bigint) + $2::bigint)";
+/// The server's clock; $1 pins it (tests), $2 offsets it.
+constexpr std::string_view kNow = PostgresLedgerStore::ServerClockSql;
 
 /// Expands {columns}, {o.columns} (qualified by the alias o) and {now} in a statement template.
 /// The pieces are constants of this file: statements never carry input.
@@ -325,37 +324,6 @@ std::optional<std::string> errorClassText(const std::optional<ErrorClass> &error
     return std::string(errorClassName(*errorClass));
 }
 
-/// BEGIN … COMMIT, rolled back when an exception leaves the scope.
-class Transaction final
-{
-public:
-    explicit Transaction(PgConnection &connection) : m_connection(connection)
-    {
-        m_connection.exec("begin", "BEGIN");
-    }
-    Transaction(const Transaction &) = delete;
-    Transaction &operator=(const Transaction &) = delete;
-    ~Transaction()
-    {
-        if (m_done)
-            return;
-        // A failed rollback leaves the connection outside idle; connection() replaces it then.
-        try {
-            m_connection.exec("rollback", "ROLLBACK");
-        } catch (const Error &) {
-        }
-    }
-    void commit()
-    {
-        m_done = true;
-        m_connection.exec("commit", "COMMIT");
-    }
-
-private:
-    PgConnection &m_connection;
-    bool m_done = false;
-};
-
 Error newerSchema(const std::string &ledger, int version, int latest)
 {
     return Error(ErrorCode::SchemaMismatch,
@@ -503,7 +471,7 @@ void PostgresLedgerStore::requireSchema()
 void PostgresLedgerStore::migrate()
 {
     PgConnection &c = connection();
-    Transaction tx(c);
+    PgTransaction tx(c);
     // Concurrent `idempo init`s take turns; the key is arbitrary but fixed ("idempo" in ASCII).
     c.exec("lock migrations", "SELECT pg_advisory_xact_lock(115858279346287)");
     const int current = readSchemaVersion(c);
@@ -575,7 +543,28 @@ Operation PostgresLedgerStore::transition(const TransitionRequest &request)
 {
     requireSchema();
     PgConnection &c = connection();
-    Transaction tx(c);
+    PgTransaction tx(c);
+    Operation op = writeTransition(c, request);
+    tx.commit();
+    return op;
+}
+
+OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &request, const std::string &queue,
+                                                   const std::string &messageJson, const std::string &headersJson)
+{
+    requireSchema();
+    PgConnection &c = connection();
+    PgTransaction tx(c);
+    OutboxWrite written;
+    written.operation = writeTransition(c, request);
+    written.msgId = PostgresMessageQueue::sendInTransaction(c, queue, messageJson, headersJson, 0,
+                                                            written.operation.updatedAtMs);
+    tx.commit();
+    return written;
+}
+
+Operation PostgresLedgerStore::writeTransition(PgConnection &c, const TransitionRequest &request)
+{
     PgParams lockParams = clockParams();
     lockParams.text(request.ns).text(request.key);
     const PgResult locked = c.execPrepared("read operation", "idempo_lock", kLockSql, lockParams);
@@ -614,7 +603,6 @@ Operation PostgresLedgerStore::transition(const TransitionRequest &request)
     if (c.execPrepared("update operation", "idempo_transition", kTransitionSql, params)
             .integer(0, 0) != 1)
         throw Error(ErrorCode::Internal, "operation changed while its row was locked");
-    tx.commit();
     return op;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace idempo {
 
@@ -68,6 +69,9 @@ public:
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
+    /// The outbox in one transaction, to a queue of this ledger (PostgresMessageQueue).
+    OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
+                                  const std::string &messageJson, const std::string &headersJson) override;
 
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
     void advanceClockMs(std::int64_t ms);
@@ -76,12 +80,24 @@ public:
     /// Throws Error(LedgerUnavailable).
     std::unique_ptr<PgListener> listen() const;
 
-private:
+    /// The server's clock in milliseconds since the epoch, read when the expression is
+    /// evaluated; $1 and $2 of the statement are clockParams().
+    static constexpr std::string_view ServerClockSql =
+        "(coalesce($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) + "
+        "$2::bigint)";
+
+    /// This thread's connection, opened on first use; shared with the ledger's queues
+    /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.
     PgConnection &connection();
     /// Throws Error(SchemaMismatch) unless the ledger holds exactly this build's schema.
     void requireSchema();
-    /// $1 and $2 of every statement that reads the clock.
+    /// $1 and $2 of every statement that reads the clock (ServerClockSql): the pinned instant
+    /// and the offset, so the queues judge time on the ledger's clock.
     PgParams clockParams() const;
+
+private:
+    /// transition() inside a transaction the caller holds open on `c`.
+    Operation writeTransition(PgConnection &c, const TransitionRequest &request);
 
     std::string m_conninfo;
     Options m_options;

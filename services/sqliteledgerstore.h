@@ -17,13 +17,6 @@
 namespace idempo {
 
 
-/// What SqliteLedgerStore::transitionAndSend() wrote.
-struct OutboxWrite
-{
-    Operation operation; ///< the record after the transition
-    std::int64_t msgId = 0; ///< the enqueued message's msg_id
-};
-
 /// The embedded ledger: one SQLite file through Qt Sql, in WAL mode. Every write runs in a
 /// `BEGIN IMMEDIATE` transaction, so a claim's read and write cannot interleave with another
 /// writer's; waits for the write lock up to the busy timeout. Each calling thread gets its own
@@ -58,15 +51,9 @@ public:
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
 
-    /// The transactional outbox: transition() and MessageQueue::send() (no delay) to `queue`,
-    /// a queue of this ledger (SqliteMessageQueue), in one BEGIN IMMEDIATE transaction, so a
-    /// worker's finished step and the message for the next step are recorded together or not
-    /// at all. Throws whatever either throws (Error(StaleLease) for a stale token,
-    /// Error(NotFound) for an unknown queue, Error(InvalidJson), …); nothing is written then.
-    /// Not on LedgerStore yet: the PostgreSQL ledger has no queue tables to write in the same
-    /// transaction; the method can move there once its queue exists.
+    /// The outbox in one BEGIN IMMEDIATE transaction, to a queue of this file (SqliteMessageQueue).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                  const std::string &messageJson, const std::string &headersJson);
+                                  const std::string &messageJson, const std::string &headersJson) override;
 
     /// This thread's connection, opened on first use; shared with the queue and the
     /// benchmark's raw baseline so they run inside the same transactions and statement cache.

@@ -4,11 +4,15 @@
 #include "bench.h"
 #include "engine.h"
 #include "error.h"
+#include "invariantchecker.h"
 #include "jsonview.h"
 #include "ledgerfactory.h"
 #include "queuename.h"
 #include "queuerules.h"
+#include "sandboxrunner.h"
+#include "sqliteledgerstore.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <functional>
@@ -24,6 +28,8 @@
 #include <QDateTime>
 #include <QFile>
 #include <QStringDecoder>
+
+#include <unistd.h>
 
 namespace idempo::cli {
 namespace {
@@ -392,6 +398,94 @@ int cmdMetrics(Context &c)
     return ExitOk;
 }
 
+/// The sandbox's namespace: --namespace or $IDEMPO_NAMESPACE when given, else "sandbox", so
+/// that simulated runs stay apart from real work in the default namespace.
+std::string sandboxNamespace(const Context &c)
+{
+    if (c.parser.isSet(QStringLiteral("namespace")) || qEnvironmentVariableIsSet("IDEMPO_NAMESPACE"))
+        return c.ns;
+    return "sandbox";
+}
+
+/// A one-line progress bar on stderr, redrawn in place.
+void drawProgress(const sandbox::SandboxProgress &p)
+{
+    constexpr int Width = 30;
+    const int filled = p.runs > 0 ? p.settled * Width / p.runs : 0;
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.resize(Width, '.');
+    std::fprintf(stderr, "\r[%s] %d/%d runs settled, %lld deliveries, virtual t+%llds ", bar.c_str(), p.settled,
+                 p.runs, static_cast<long long>(p.deliveries), static_cast<long long>(p.virtualMs / 1000));
+    std::fflush(stderr);
+}
+
+int cmdSandbox(Context &c)
+{
+    const QString what = c.positional(1, "sandbox subcommand (run)");
+    if (what != QLatin1String("run"))
+        throw UsageError{"unknown subcommand 'sandbox " + what.toStdString() + "': expected run"};
+    sandbox::SandboxOptions options;
+    const std::string scenario = c.parser.isSet(QStringLiteral("scenario"))
+                                     ? c.parser.value(QStringLiteral("scenario")).toStdString()
+                                     : std::string("all");
+    options.scenarioLabel = scenario;
+    if (scenario == "all") {
+        for (const sandbox::Scenario &s : sandbox::Scenario::all())
+            options.scenarios.push_back(&s);
+    } else if (const sandbox::Scenario *s = sandbox::Scenario::find(scenario)) {
+        options.scenarios.push_back(s);
+    } else {
+        std::string known;
+        for (const sandbox::Scenario &k : sandbox::Scenario::all())
+            known += ", " + k.name();
+        throw UsageError{"unknown scenario '" + scenario + "'; known: all" + known};
+    }
+    if (c.parser.isSet(QStringLiteral("runs")))
+        options.runs = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("runs")), -1, 10'000'000));
+    if (c.parser.isSet(QStringLiteral("workers")))
+        options.workers = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("workers")), -1, 65));
+    if (options.runs < 1 || options.workers < 1 || options.workers > 64)
+        throw UsageError{"--runs must be positive and --workers 1..64"};
+    const std::int64_t seed = c.parser.isSet(QStringLiteral("seed")) ? c.integerOption(QStringLiteral("seed")) : 1;
+    if (seed < 0)
+        throw UsageError{"--seed must not be negative"};
+    const std::string faults = c.parser.isSet(QStringLiteral("faults"))
+                                   ? c.parser.value(QStringLiteral("faults")).toStdString()
+                                   : std::string("none");
+    options.faults = sandbox::FaultPlan::parse(faults, static_cast<std::uint64_t>(seed));
+    options.naive = c.parser.isSet(QStringLiteral("naive"));
+    options.ns = sandboxNamespace(c);
+    const bool bar = !c.json && isatty(STDERR_FILENO);
+    if (bar)
+        options.progress = drawProgress;
+
+    auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
+    sandbox::SandboxRunner runner(sandbox::SandboxRunner::openLedger(c.ledgerUrl(), clock, c.openMode()), clock, options);
+    const nlohmann::json report = runner.run();
+    if (bar)
+        std::fputs("\n", stderr);
+    c.print(report, sandbox::SandboxRunner::reportText(report));
+    return report.at("invariants").at("ok").get<bool>() ? ExitOk : ExitRefused;
+}
+
+int cmdCheck(Context &c)
+{
+    const std::string ns = sandboxNamespace(c);
+    const auto store = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(c.ledgerUrl(), nullptr, c.openMode()));
+    if (!store)
+        throw Error(ErrorCode::InvalidArgument, "the providers' effect journals live in the embedded ledger: "
+                                                "check needs a sqlite:PATH ledger");
+    const auto results = sandbox::InvariantChecker(*store).check(ns);
+    nlohmann::json report = sandbox::InvariantChecker::toJson(results);
+    report["ledger"] = store->describe();
+    report["namespace"] = ns;
+    const bool ok = sandbox::InvariantChecker::allHold(results);
+    c.print(report, "invariants of namespace '" + ns + "' in " + store->describe() + ": "
+                        + (ok ? "all hold" : "VIOLATED") + "\n" + sandbox::InvariantChecker::toText(results)
+                        + (ok ? "" : "exit 65: at least one invariant is violated"));
+    return ok ? ExitOk : ExitRefused;
+}
+
 int cmdBench(Context &c)
 {
     const QString what = c.positional(1, "what to benchmark (claim)");
@@ -752,6 +846,25 @@ std::map<QString, Command> commands()
           {opt("after", "Continue after this msg_id (the previous page's next_after).", "ID"),
            opt("limit", "Page size (default 50).", "N")},
           cmdDlq}},
+        {QStringLiteral("sandbox"),
+         {1, "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--faults LIST|all] [--seed S] [--naive]",
+          "Run simulated multi-agent workflows under injected faults on the embedded ledger, with\n"
+          "worker threads on a virtual clock, then check the invariants (exit 65 when one fails).\n"
+          "Scenarios: kyc-onboarding, payment-refund, travel-booking, invoice-email. Namespace\n"
+          "'sandbox' unless --namespace is given. See docs/sandbox.md for faults and rates.",
+          {opt("scenario", "A scenario name, or all (default): runs are spread round-robin.", "NAME"),
+           opt("runs", "Runs to start (default 100).", "N"),
+           opt("workers", "Worker threads (default 2).", "W"),
+           opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
+           opt("seed", "Seed of every random choice (default 1): the same seed gives the same report.", "S"),
+           opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes.")},
+          cmdSandbox}},
+        {QStringLiteral("check"),
+         {0, "check",
+          "Check the sandbox invariants of a namespace ('sandbox' unless --namespace is given) against\n"
+          "the providers' effect journals; each violation names its operation; exit 65 when one fails.",
+          {},
+          cmdCheck}},
         {QStringLiteral("bench"),
          {1, "bench claim [--cycles N] [--workers W]",
           "Claim/complete throughput beside the same raw SQL statements.",

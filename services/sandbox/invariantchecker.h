@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+class SqliteLedgerStore;
+}
+
+namespace idempo::sandbox {
+
+/// One broken promise, naming the business operation (operation key) it concerns.
+struct Violation
+{
+    std::string operation;
+    std::string message;
+};
+
+/// One invariant and what the checker found.
+struct InvariantResult
+{
+    std::string name;        ///< stable snake_case name
+    std::string description;
+    std::int64_t checked = 0; ///< how many items (operations, effects, runs) it looked at
+    std::vector<Violation> violations;
+    bool holds() const { return violations.empty(); }
+};
+
+/// Reads a namespace of the embedded ledger and the providers' effect journals kept beside it
+/// (SandboxJournal) and verifies what the sandbox promises:
+/// - at_most_one_effect: no business operation has more than one provider effect;
+/// - receipt_matches_effect: every succeeded protected write has a receipt naming an effect
+///   the provider performed for that operation;
+/// - effect_recorded: every effect of an engine run is either recorded (succeeded with its
+///   receipt) or handed to a person (confirmation_required);
+/// - no_request_lost: every accepted run's steps exist and settled (succeeded, failed_terminal,
+///   confirmation_required, awaiting_approval); nothing is left in received, failed_retryable,
+///   unknown_outcome or dispatching (a lapsed lease is named as such);
+/// - no_approval_twice: no operation left awaiting_approval more than once;
+/// - no_stale_token_write: no history event carries a fencing token older than one before it;
+/// - decision_reused: a write's input carries the decision the ledger recorded for the step
+///   before it (the model is never asked again after the write boundary).
+/// Runs of the naive consumer have no ledger records: only at_most_one_effect applies to them.
+class InvariantChecker final
+{
+public:
+    explicit InvariantChecker(SqliteLedgerStore &store);
+
+    /// Throws Error(Internal) on storage failure.
+    std::vector<InvariantResult> check(const std::string &ns);
+
+    static bool allHold(const std::vector<InvariantResult> &results);
+
+    /// {"ok", "invariants": [{"name", "ok", "checked", "violations", "examples": [{"operation",
+    /// "message"}]}]}; at most `maxExamples` examples per invariant.
+    static nlohmann::json toJson(const std::vector<InvariantResult> &results, std::size_t maxExamples = 20);
+
+    /// A line per invariant, and one per violation (at most `maxExamples` each).
+    static std::string toText(const std::vector<InvariantResult> &results, std::size_t maxExamples = 20);
+
+private:
+    SqliteLedgerStore &m_store;
+};
+
+} // namespace idempo::sandbox

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandboxcontext.h"
+
+#include "queueenvelope.h"
+
+#include <algorithm>
+
+namespace idempo::sandbox {
+namespace {
+
+Engine::Settings engineSettings(const SandboxTimings &timings)
+{
+    Engine::Settings settings;
+    settings.leaseMs = timings.leaseMs;
+    return settings;
+}
+
+/// Backoff without jitter: the jitter's random source would be shared by every thread, and
+/// the order threads draw from it would make reports differ between equal seeds.
+RetryPolicy steadyPolicy()
+{
+    RetryPolicy policy;
+    policy.jitter = 0.0;
+    return policy;
+}
+
+} // namespace
+
+SandboxContext::SandboxContext(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock,
+                               FaultPlan plan, std::string ns, int workers, bool naive)
+    : m_store(std::move(store)), m_clock(std::move(clock)),
+      m_engine(m_store, engineSettings(SandboxTimings{}), steadyPolicy()), m_queue(m_store), m_plan(std::move(plan)),
+      m_ns(std::move(ns)), m_workers(workers), m_naive(naive), m_slots(static_cast<std::size_t>(workers) + 1)
+{
+    for (const Scenario &scenario : Scenario::all())
+        for (const WorkflowStep &step : scenario.steps())
+            m_providers.emplace(step.provider, std::make_unique<SimulatedProvider>(step.provider, step.capabilities,
+                                                                                   step.kind != ToolKind::Read));
+    for (int w = 0; w < workers; ++w) {
+        const double u = m_plan.uniform("worker-clock", std::to_string(w), 0);
+        m_skewMs.push_back(m_plan.enabled(Fault::ClockSkew)
+                               ? static_cast<std::int64_t>((u * 2.0 - 1.0) * static_cast<double>(m_timings.maxSkewMs))
+                               : 0);
+        if (m_skewMs.back() != 0)
+            ++m_counters.faults[static_cast<std::size_t>(Fault::ClockSkew)]; // one per skewed worker
+    }
+}
+
+RunState *SandboxContext::run(const std::string &runId)
+{
+    const auto found = m_runIndex.find(runId);
+    return found == m_runIndex.end() ? nullptr : &m_runs[found->second];
+}
+
+void SandboxContext::addRun(const Scenario &scenario, std::string runId)
+{
+    m_runIndex.emplace(runId, m_runs.size());
+    RunState r;
+    r.runId = std::move(runId);
+    r.scenario = &scenario;
+    r.steps.resize(scenario.steps().size());
+    m_runs.push_back(std::move(r));
+}
+
+int SandboxContext::virtualWorker(const RunState &run, const std::string &stepId, int delivery) const
+{
+    const double u = m_plan.uniform(run.runId, stepId + "#worker", delivery);
+    return std::min(m_workers - 1, static_cast<int>(u * m_workers));
+}
+
+std::int64_t SandboxContext::workerNowMs(int worker) const
+{
+    return m_clock->nowMs() + m_skewMs[static_cast<std::size_t>(worker)];
+}
+
+bool SandboxContext::fires(Fault fault, RunState &run, int stepIndex, std::int64_t occasion)
+{
+    StepState &step = run.steps[static_cast<std::size_t>(stepIndex)];
+    const std::uint32_t bit = 1u << static_cast<unsigned>(fault);
+    if (step.fired & bit)
+        return false;
+    const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
+    if (!m_plan.draws(fault, run.runId, stepId, occasion))
+        return false;
+    step.fired |= bit;
+    ++m_counters.faults[static_cast<std::size_t>(fault)];
+    return true;
+}
+
+std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &step, const nlohmann::json &payload,
+                                     const std::string &sourceAgent, std::int64_t producedAtMs) const
+{
+    QueueEnvelope e;
+    e.runId = run.runId;
+    e.stepId = step.stepId;
+    e.sourceAgent = sourceAgent;
+    e.targetAgent = step.agent;
+    e.payload = payload;
+    e.producedAtMs = std::max<std::int64_t>(0, producedAtMs);
+    e.idempotencyKey = run.runId + ":" + step.stepId;
+    return e.toJson().dump();
+}
+
+std::optional<Fault> SandboxContext::workerFault(RunState &run, int stepIndex, int delivery)
+{
+    // One window per delivery at most: a worker cannot crash twice in one attempt.
+    for (const Fault f : {Fault::CrashBeforeDispatch, Fault::CrashDuringCall, Fault::CrashAfterEffect,
+                          Fault::CrashAfterRecord, Fault::PausedWorker})
+        if (fires(f, run, stepIndex, delivery))
+            return f;
+    return std::nullopt;
+}
+
+std::optional<Fault> SandboxContext::providerFault(RunState &run, int stepIndex, int call)
+{
+    const WorkflowStep &step = run.scenario->steps()[static_cast<std::size_t>(stepIndex)];
+    for (const Fault f : {Fault::Provider5xx, Fault::Provider429, Fault::ProviderTimeout, Fault::ProviderRejection,
+                          Fault::DelayedConfirmation}) {
+        if (f == Fault::DelayedConfirmation && step.kind == ToolKind::Read)
+            continue;
+        if (fires(f, run, stepIndex, call))
+            return f;
+    }
+    return std::nullopt;
+}
+
+ErrorClass SandboxContext::rejectionClass(const RunState &run, int stepIndex) const
+{
+    const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
+    const double u = m_plan.uniform(run.runId, stepId + "#rejection", 0);
+    return u < 0.5 ? ErrorClass::Validation : (u < 0.75 ? ErrorClass::Auth : ErrorClass::PolicyDenied);
+}
+
+std::string SandboxContext::modelDecision(RunState &run, int stepIndex)
+{
+    StepState &step = run.steps[static_cast<std::size_t>(stepIndex)];
+    const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
+    // A fresh draw per call: like an LLM at temperature > 0, asking again may change the answer.
+    const double u = m_plan.uniform(run.runId, stepId + "#model", step.modelCalls++);
+    ++m_counters.modelCalls;
+    return u < ReviewRate ? "review" : "approve";
+}
+
+void SandboxContext::park(ParkedWorker parked)
+{
+    std::lock_guard lock(m_parkedMutex);
+    m_parked.push_back(std::move(parked));
+}
+
+std::vector<ParkedWorker> SandboxContext::takeDueParked(std::int64_t nowMs)
+{
+    std::lock_guard lock(m_parkedMutex);
+    std::vector<ParkedWorker> due;
+    const auto firstLater = std::stable_partition(m_parked.begin(), m_parked.end(),
+                                                  [&](const ParkedWorker &p) { return p.wakeAtMs <= nowMs; });
+    std::move(m_parked.begin(), firstLater, std::back_inserter(due));
+    m_parked.erase(m_parked.begin(), firstLater);
+    std::sort(due.begin(), due.end(),
+              [](const ParkedWorker &a, const ParkedWorker &b) { return std::tie(a.run, a.seq) < std::tie(b.run, b.seq); });
+    return due;
+}
+
+bool SandboxContext::hasParked()
+{
+    std::lock_guard lock(m_parkedMutex);
+    return !m_parked.empty();
+}
+
+} // namespace idempo::sandbox

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "clock.h"
+#include "engine.h"
+#include "faultplan.h"
+#include "messagequeue.h"
+#include "scenario.h"
+#include "simulatedprovider.h"
+#include "sqliteledgerstore.h"
+#include "sqlitemessagequeue.h"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo::sandbox {
+
+/// Per step of one run: what happened to it so far. Touched only by the thread that holds the
+/// run in the current round, or by the scheduler between rounds.
+struct StepState
+{
+    int deliveries = 0;    ///< deliveries to a consumer
+    int scheduled = 0;     ///< times the scheduler saw the step's messages (delivery faults)
+    int providerCalls = 0;
+    int modelCalls = 0;
+    std::uint32_t fired = 0; ///< bit per Fault: each window opens at most once per operation
+};
+
+/// One run of a scenario.
+struct RunState
+{
+    std::string runId;
+    const Scenario *scenario = nullptr;
+    std::vector<StepState> steps;
+    bool settled = false; ///< for the progress bar only
+    int parkedSeq = 0;
+};
+
+/// A worker that stalled (paused-worker fault) with what it held, to resume at `wakeAtMs`.
+struct ParkedWorker
+{
+    std::size_t run = 0;
+    int seq = 0;                  ///< order among the run's parked workers
+    std::int64_t wakeAtMs = 0;
+    QueueMessage message;
+    int worker = 0;
+    std::string owner;
+    std::int64_t fencingToken = 0;
+    bool afterCall = false;       ///< stalled after the provider answered (else before calling)
+    ProviderAnswer answer;
+    std::string decision;
+};
+
+/// Totals a report shows. Order-independent sums, so thread timing cannot change them.
+struct Counters
+{
+    std::atomic<std::int64_t> deliveries{0};
+    std::atomic<std::int64_t> crashes{0};
+    std::atomic<std::int64_t> fencedWrites{0};
+    std::atomic<std::int64_t> retries{0};
+    std::atomic<std::int64_t> modelCalls{0};
+    std::atomic<std::int64_t> modelCallsAfterBoundary{0};
+    std::atomic<std::int64_t> leasesRevoked{0};
+    std::atomic<std::int64_t> reconciledFound{0};
+    std::atomic<std::int64_t> reconciledNoEffect{0};
+    std::atomic<std::int64_t> reconciledToConfirmation{0};
+    std::array<std::atomic<std::int64_t>, 6> claimOutcomes{};
+    std::array<std::atomic<std::int64_t>, FaultCount> faults{};
+};
+
+/// Time one thread spent, nanoseconds; each slot is written by one thread only.
+struct alignas(64) TimeSlot
+{
+    std::int64_t engineNs = 0; ///< inside the engine and the ledger store
+    std::int64_t queueNs = 0;  ///< inside the message queue
+    std::int64_t busyNs = 0;   ///< processing work at all
+};
+
+/// Timings (milliseconds of virtual time) the sandbox's workers and queue use.
+struct SandboxTimings
+{
+    std::int64_t leaseMs = 30'000;
+    std::int64_t visibilityTimeoutMs = 30'000;
+    std::int64_t pauseMs = 45'000;        ///< a paused worker stalls past lease and visibility timeout
+    std::int64_t reorderDelayMs = 3'000;  ///< how long a held-back message waits
+    std::int64_t twinDelayMs = 2'000;     ///< the second planner retries after this
+    std::int64_t maxSkewMs = 300'000;     ///< worker clock skew is within ±this
+};
+
+/// What the scheduler, the consumers and the reconciler share during one sandbox run.
+class SandboxContext final
+{
+public:
+    SandboxContext(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock, FaultPlan plan,
+                   std::string ns, int workers, bool naive);
+
+    static constexpr const char *QueueName = "sandbox";
+
+    SqliteLedgerStore &store() { return *m_store; }
+    Engine &engine() { return m_engine; }
+    SqliteMessageQueue &queue() { return m_queue; }
+    ManualClock &clock() { return *m_clock; }
+    const FaultPlan &plan() const { return m_plan; }
+    const std::string &ns() const { return m_ns; }
+    bool naive() const { return m_naive; }
+    int workers() const { return m_workers; }
+    const SandboxTimings &timings() const { return m_timings; }
+    Counters &counters() { return m_counters; }
+
+    SimulatedProvider &provider(const std::string &name) { return *m_providers.at(name); }
+    std::map<std::string, std::unique_ptr<SimulatedProvider>> &providers() { return m_providers; }
+
+    std::vector<RunState> &runs() { return m_runs; }
+    /// The run `runId` names, or null.
+    RunState *run(const std::string &runId);
+    std::size_t runIndex(const RunState &run) const { return static_cast<std::size_t>(&run - m_runs.data()); }
+    void addRun(const Scenario &scenario, std::string runId);
+
+    /// The lease owner of a delivery: one of the virtual workers w0..w(N-1), chosen from the seed
+    /// so that it does not depend on which thread ran the delivery.
+    int virtualWorker(const RunState &run, const std::string &stepId, int delivery) const;
+    /// Virtual worker `worker`'s own clock: the sandbox clock plus its skew (clock-skew fault).
+    std::int64_t workerNowMs(int worker) const;
+
+    /// Opens the window `fault` for this occasion of (run, step) if the plan draws it and it has
+    /// not opened there before; counts it.
+    bool fires(Fault fault, RunState &run, int stepIndex, std::int64_t occasion);
+
+    /// The worker-side window (a crash point or a pause) that opens at this delivery, if any.
+    std::optional<Fault> workerFault(RunState &run, int stepIndex, int delivery);
+    /// The provider fault scripted for this call of the step, if any.
+    std::optional<Fault> providerFault(RunState &run, int stepIndex, int call);
+    /// The class a scripted rejection answers with for this step (validation, auth or policy).
+    ErrorClass rejectionClass(const RunState &run, int stepIndex) const;
+
+    /// Share of compliance decisions that flag the client for review.
+    static constexpr double ReviewRate = 0.15;
+    /// Asks the simulated model for a decision ("approve" or "review"): a new draw each call.
+    std::string modelDecision(RunState &run, int stepIndex);
+
+    /// The envelope of `step` in `run` with `payload`, stamped on the sender's own clock.
+    std::string envelope(const RunState &run, const WorkflowStep &step, const nlohmann::json &payload,
+                         const std::string &sourceAgent, std::int64_t producedAtMs) const;
+
+    void park(ParkedWorker parked);
+    /// The parked workers due at `nowMs`, in run order, removed from the list.
+    std::vector<ParkedWorker> takeDueParked(std::int64_t nowMs);
+    bool hasParked();
+
+    TimeSlot &slot(int index) { return m_slots[static_cast<std::size_t>(index)]; }
+    const std::vector<TimeSlot> &slots() const { return m_slots; }
+
+private:
+    std::shared_ptr<SqliteLedgerStore> m_store;
+    std::shared_ptr<ManualClock> m_clock;
+    Engine m_engine;
+    SqliteMessageQueue m_queue;
+    FaultPlan m_plan;
+    std::string m_ns;
+    int m_workers;
+    bool m_naive;
+    SandboxTimings m_timings;
+    Counters m_counters;
+    std::map<std::string, std::unique_ptr<SimulatedProvider>> m_providers;
+    std::vector<RunState> m_runs;
+    std::unordered_map<std::string, std::size_t> m_runIndex;
+    std::vector<std::int64_t> m_skewMs;
+    std::mutex m_parkedMutex;
+    std::vector<ParkedWorker> m_parked;
+    std::vector<TimeSlot> m_slots; ///< one per pool thread, and the scheduler's last
+};
+
+/// Runs `f` and adds the time it took to `ns`.
+template <typename F>
+decltype(auto) timed(std::int64_t &ns, F &&f)
+{
+    const auto start = std::chrono::steady_clock::now();
+    struct Add
+    {
+        std::int64_t &ns;
+        std::chrono::steady_clock::time_point start;
+        ~Add() { ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(); }
+    } add{ns, start};
+    return f();
+}
+
+} // namespace idempo::sandbox

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "scenario.h"
+#include "vocabulary.h"
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace idempo::sandbox {
+
+/// One effect a provider performed: an account opened, a refund paid, a seat booked, a mail
+/// sent. Times are milliseconds on the sandbox's clock.
+struct Effect
+{
+    std::string ns;
+    std::string provider;
+    std::string operationKey; ///< the business operation (run_id:step_id), known to the sandbox
+    std::string receivedKey;  ///< the key the provider was given; empty when it takes none
+    std::int64_t fencingToken = 0; ///< the token it was given; 0 when none
+    std::string effectId;     ///< the provider's reference: what a receipt names
+    std::int64_t atMs = 0;
+    std::int64_t confirmedAtMs = 0; ///< when a lookup starts to report it (delayed confirmation)
+};
+
+/// A provider call as a worker makes it.
+struct ProviderCall
+{
+    std::string ns;
+    std::string operationKey;   ///< the business operation, for the journal only
+    std::string key;            ///< passed to the provider; empty when it accepts none
+    std::int64_t fencingToken = 0;
+    std::int64_t nowMs = 0;
+    /// The provider fault scripted for this call, if any (Provider* or DelayedConfirmation).
+    std::optional<Fault> fault;
+    ErrorClass rejection = ErrorClass::Validation; ///< the class a ProviderRejection answers with
+};
+
+/// What the caller hears back.
+struct ProviderAnswer
+{
+    enum class Status {
+        Ok,          ///< done; effectId names the effect (empty for reads)
+        Pending,     ///< accepted; the confirmation comes later (ask lookup)
+        Failed,      ///< refused or unavailable; errorClass says how; no effect
+        NoAnswer,    ///< the call timed out: the effect may or may not exist
+    };
+    Status status = Status::Ok;
+    std::string effectId;
+    bool deduplicated = false; ///< the provider answered a repeated key with the original effect
+    ErrorClass errorClass = ErrorClass::Transient;
+    std::optional<std::int64_t> retryAfterMs;
+    std::string detail;
+};
+
+/// What lookup by key finds.
+struct LookupAnswer
+{
+    enum class Status { NotFound, Pending, Found };
+    Status status = Status::NotFound;
+    std::string effectId;
+};
+
+/// An in-process provider with an effect journal, capability flags and scripted faults. Write
+/// providers journal every effect they perform; read providers (extraction, the model) have no
+/// effects to journal. Safe to call from many threads.
+class SimulatedProvider final
+{
+public:
+    /// How long a delayed confirmation takes, milliseconds.
+    static constexpr std::int64_t ConfirmationDelayMs = 20'000;
+    /// The Retry-After a 429 carries, milliseconds.
+    static constexpr std::int64_t RetryAfterMs = 2'000;
+
+    SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects);
+
+    const std::string &name() const { return m_name; }
+    const ProviderCapabilities &capabilities() const { return m_capabilities; }
+
+    /// Performs the call. 5xx, 429 and rejections perform nothing; a timeout performs the
+    /// effect and loses the answer; a delayed confirmation performs it and answers Pending. A
+    /// provider that dedupes answers a key it has seen with the original effect.
+    ProviderAnswer call(const ProviderCall &call);
+
+    /// Looks up the effect performed for `key` (providers with lookupByKey only).
+    LookupAnswer lookup(const std::string &key, std::int64_t nowMs);
+
+    /// The effects performed since the last call, in the order they happened.
+    std::vector<Effect> takeNewEffects();
+
+    std::int64_t effectCount();
+    std::int64_t deduplicatedCount();
+
+private:
+    std::string m_name;
+    ProviderCapabilities m_capabilities;
+    bool m_performsEffects;
+    std::mutex m_mutex;
+    std::unordered_map<std::string, Effect> m_byKey;          ///< by received key
+    std::unordered_map<std::string, int> m_effectsPerOperation; ///< numbers effect ids per business operation
+    std::vector<Effect> m_unsaved;
+    std::int64_t m_effects = 0;
+    std::int64_t m_deduplicated = 0;
+};
+
+} // namespace idempo::sandbox

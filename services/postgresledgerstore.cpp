@@ -199,13 +199,14 @@ FROM plan AS p LEFT JOIN answer AS a ON true
 )SQL");
 
 /// Locks the row for a transition and reads the clock once the lock is held (see kClaimSql).
+/// Every column is named, so that pgbench can capture the row (pgbenchCycle()).
 const std::string kLockSql = sql(R"SQL(
 WITH locked AS MATERIALIZED (
     SELECT {columns} FROM operations
     WHERE namespace = $3 AND operation_key = $4
     FOR UPDATE
 )
-SELECT {now}, l.* FROM (VALUES (1)) AS one (v) LEFT JOIN locked AS l ON true
+SELECT {now} AS now_ms, l.* FROM (VALUES (1)) AS one (v) LEFT JOIN locked AS l ON true
 )SQL");
 
 const std::string kTransitionSql = sql(R"SQL(
@@ -322,6 +323,31 @@ std::optional<std::string> errorClassText(const std::optional<ErrorClass> &error
     if (!errorClass)
         return std::nullopt;
     return std::string(errorClassName(*errorClass));
+}
+
+/// `statement` with each placeholder $n replaced by args[n - 1], for a pgbench script.
+/// Every '$' of `statement` must start a placeholder (none of this file's statements quotes one).
+std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)
+{
+    std::string out;
+    std::size_t at = 0;
+    for (std::size_t dollar = statement.find('$'); dollar != std::string_view::npos;
+         dollar = statement.find('$', at)) {
+        std::size_t n = 0;
+        std::size_t end = dollar + 1;
+        for (; end < statement.size() && statement[end] >= '0' && statement[end] <= '9'; ++end)
+            n = n * 10 + static_cast<std::size_t>(statement[end] - '0');
+        if (n < 1 || n > args.size())
+            throw Error(ErrorCode::Internal, "pgbench script: no value for " +
+                                                 std::string(statement.substr(dollar, end - dollar)));
+        out.append(statement.substr(at, dollar - at)).append(args[n - 1]);
+        at = end;
+    }
+    out.append(statement.substr(at));
+    // The script ends the statement itself, with ';' or \gset.
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+        out.pop_back();
+    return out;
 }
 
 Error newerSchema(const std::string &ledger, int version, int latest)
@@ -752,6 +778,75 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
 std::unique_ptr<PgListener> PostgresLedgerStore::listen() const
 {
     return std::make_unique<PgListener>(m_conninfo, NotificationChannel, m_options.connectTimeoutS);
+}
+
+PostgresLedgerStore::PgbenchCycle PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim,
+                                                                    const TransitionRequest &completion)
+{
+    if (completion.to != OperationState::Succeeded || completion.errorClass)
+        throw Error(ErrorCode::InvalidArgument, "the pgbench cycle's transition is a completion: to succeeded, no error");
+    PgbenchCycle cycle;
+    // pgbench binds variables as text, like PgParams, but cannot define an empty one.
+    const auto text = [&cycle](const char *name, std::string_view value) -> std::string {
+        if (value.empty())
+            return "''";
+        cycle.defines.push_back(std::string(name) + '=' + std::string(value));
+        return std::string(":") + name;
+    };
+    // The parameters of claim() in order; $1 (the pinned clock) is NULL, which pgbench cannot bind.
+    const std::vector<std::string> claimArgs = {
+        "NULL",
+        text("clock_offset", "0"),
+        text("ns", claim.ns),
+        ":key",
+        text("run_id", claim.runId),
+        text("step_id", claim.stepId),
+        text("target", claim.target),
+        text("tool_kind", toolKindName(claim.kind)),
+        text("payload", claim.payload),
+        text("fingerprint", claim.fingerprint),
+        text("fingerprint_fields", nlohmann::json(claim.fingerprintFields).dump()),
+        text("owner", claim.owner),
+        text("lease_ms", std::to_string(claim.leaseMs)),
+        text("max_attempts", std::to_string(claim.maxAttempts)),
+        text("requires_approval", claim.requiresApproval ? "true" : "false"),
+        text("record_schema", std::to_string(RecordSchemaVersion)),
+    };
+    // The parameters of transition() for a completion, as applyTransition() sets them from the
+    // row locked by kLockSql (captured as l_*): lease, retry and error cleared, retention from now.
+    // The NULLs and '' are those cleared values.
+    const std::vector<std::string> transitionArgs = {
+        ":l_id",
+        ":l_operation_version",
+        text("to_state", stateName(completion.to)),
+        ":l_attempt",
+        ":l_max_attempts",
+        ":l_lease_owner",
+        "NULL",
+        ":l_fencing_token",
+        "NULL",
+        "NULL",
+        "''",
+        completion.result ? text("result", *completion.result) : ":l_result",
+        completion.receipt ? text("receipt", *completion.receipt) : ":l_receipt",
+        ":l_now_ms",
+        ":retention_at",
+        ":next_version",
+        ":l_state",
+        text("actor", completion.actor),
+        text("detail", completion.detail),
+    };
+    const std::string claimStatement = pgbenchStatement(kClaimSql, claimArgs);
+    cycle.defines.push_back("cycle=0");
+    cycle.script = "\\set cycle :cycle + 1\n"
+                   "\\set key :client_id * 1000000000 + :cycle\n" +
+                   claimStatement + ";\nBEGIN;\n" +
+                   pgbenchStatement(kLockSql, {"NULL", ":clock_offset", ":ns", ":key"}) + " \\gset l_\n" +
+                   "\\set next_version :l_operation_version + 1\n" +
+                   "\\set retention_at :l_now_ms + " + std::to_string(completion.retentionMs) + "\n" +
+                   pgbenchStatement(kTransitionSql, transitionArgs) + ";\nCOMMIT;\n" +
+                   claimStatement + ";\n";
+    return cycle;
 }
 
 std::optional<OperationNotification> parseOperationNotification(const std::string &payload)

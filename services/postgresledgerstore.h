@@ -80,6 +80,23 @@ public:
     /// Throws Error(LedgerUnavailable).
     std::unique_ptr<PgListener> listen() const;
 
+    /// pgbench's side of `idempo bench claim`: a script and the variables it reads.
+    struct PgbenchCycle
+    {
+        std::string script;               ///< for `pgbench -f FILE`
+        std::vector<std::string> defines; ///< `NAME=VALUE` each, for `pgbench -D`
+    };
+    /// Benchmark support: `claim`, then `completion` (a worker's write to succeeded), then
+    /// `claim` again (replayed), as one pgbench transaction built from the very statements
+    /// claim() and transition() run (kClaimSql; BEGIN, kLockSql, kTransitionSql, COMMIT;
+    /// kClaimSql), so that the baseline follows any change to them. Their $n become pgbench
+    /// variables: the requests' values as defines, the locked row captured with `\gset`, and
+    /// literals where pgbench cannot bind the value (NULL, the empty string). Clock unpinned,
+    /// no offset. The key is a number unique per client and cycle, in place of `claim.key`, so
+    /// the namespace `claim.ns` must hold no such keys yet. Throws Error(InvalidArgument) unless
+    /// `completion` goes to succeeded without an error class.
+    static PgbenchCycle pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion);
+
     /// The server's clock in milliseconds since the epoch, read when the expression is
     /// evaluated; $1 and $2 of the statement are clockParams().
     static constexpr std::string_view ServerClockSql =

@@ -3,6 +3,8 @@
 
 #include "engine.h"
 #include "error.h"
+#include "pgbench.h"
+#include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 
 #include <QElapsedTimer>
@@ -141,8 +143,10 @@ struct RawStatements
 
 nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
 {
+    if (auto *postgres = dynamic_cast<PostgresLedgerStore *>(&engine.store()))
+        return benchClaimPostgres(engine, *postgres, options);
     if (!dynamic_cast<SqliteLedgerStore *>(&engine.store()))
-        throw Error(ErrorCode::InvalidArgument, "bench claim needs an sqlite: ledger");
+        throw Error(ErrorCode::InvalidArgument, "bench claim needs an sqlite: or postgresql:// ledger");
     // A fresh ledger of the same kind, so the figures do not depend on (or pollute) the user's.
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("bench.db"));
@@ -190,7 +194,7 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
 
 std::string benchReportText(const nlohmann::json &report)
 {
-    char line[256];
+    char line[1024]; // room for a long PostgreSQL connection string
     std::snprintf(line, sizeof line,
                   "bench claim on %s, %d worker(s), %d cycles x %d rounds (claim -> complete -> duplicate claim)\n"
                   "  engine: %10.0f cycles/s\n  raw SQL: %9.0f cycles/s\n  ratio:   %9.2f",

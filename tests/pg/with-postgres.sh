@@ -9,7 +9,8 @@
 # The superuser `idempo` connects without a password (trust, loopback only); every other role
 # must authenticate with scram-sha-256, so tests can exercise .pgpass and wrong passwords.
 # Exits with CMD's status; 77 (CTest's skip code) when no PostgreSQL server binaries are found.
-# PG_BINDIR overrides where initdb, pg_ctl and postgres are looked up.
+# PG_BINDIR overrides where initdb, pg_ctl and postgres are looked up. IDEMPO_PG_DURABLE=1 keeps
+# the server's default durability (fsync, synchronous_commit, full_page_writes on), for benchmarks.
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -87,9 +88,13 @@ user=idempo
     echo "host all all 127.0.0.1/32 scram-sha-256"
 } >"$data/pg_hba.conf"
 
-# fsync off: the cluster is thrown away, so durability buys nothing here.
+# fsync off: the cluster is thrown away, so durability buys nothing here (unless measured).
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+if [[ ${IDEMPO_PG_DURABLE:-0} == 1 ]]; then
+    durability=""
+fi
 "${as_server[@]}" "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp $durability -c max_connections=200" \
     start >/dev/null \
     || { cat "$tmp/server.log" >&2; exit 1; }
 started=1

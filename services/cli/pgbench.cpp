@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pgbench.h"
+
+#include "canonicaljson.h"
+#include "engine.h"
+#include "error.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryFile>
+
+#include <algorithm>
+#include <barrier>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace idempo::cli {
+namespace {
+
+constexpr int kRounds = 3; // as the SQLite bench: benchReportText() prints this count
+constexpr const char *kStep = "provision_account";
+constexpr const char *kTarget = "core-banking";
+constexpr const char *kOwner = "bench";
+constexpr const char *kResult = R"({"account":"A-1"})";
+
+std::string payloadFor(int i)
+{
+    return R"({"amount":1250,"currency":"EUR","to":"acct-)" + std::to_string(i) + R"("})";
+}
+
+/// One cycle through the engine, checking each answer as a worker would.
+void engineCycle(Engine &engine, const std::string &ns, int i)
+{
+    ClaimInput in;
+    in.ns = ns;
+    in.runId = "run-" + std::to_string(i);
+    in.stepId = kStep;
+    in.target = kTarget;
+    in.key = in.runId + ':' + in.stepId;
+    in.payloadJson = payloadFor(i);
+    in.owner = kOwner;
+    const ClaimResult claimed = engine.claim(in);
+    if (claimed.outcome != ClaimOutcome::Claimed)
+        throw Error(ErrorCode::Internal, "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
+    engine.complete(ns, in.key, claimed.operation.fencingToken, kResult, "");
+    if (const ClaimOutcome again = engine.claim(in).outcome; again != ClaimOutcome::Replayed)
+        throw Error(ErrorCode::Internal, "expected replayed, got " + std::string(claimOutcomeName(again)));
+}
+
+/// Runs `workers` × `perWorker` engine cycles on `workers` threads; returns cycles/s. Each
+/// thread opens its connection before the clock starts, as pgbench leaves out connection time.
+double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker)
+{
+    std::barrier ready(workers + 1);
+    std::mutex mutex;
+    std::string failure;
+    const auto fail = [&](const std::exception &e) {
+        const std::lock_guard lock(mutex);
+        if (failure.empty())
+            failure = e.what();
+    };
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) {
+        threads.emplace_back([&, w] {
+            try {
+                engine.store().nowMs();
+            } catch (const std::exception &e) {
+                fail(e);
+            }
+            ready.arrive_and_wait();
+            try {
+                for (int i = w * perWorker; i < (w + 1) * perWorker; ++i)
+                    engineCycle(engine, ns, i);
+            } catch (const std::exception &e) {
+                fail(e);
+            }
+        });
+    }
+    ready.arrive_and_wait();
+    QElapsedTimer timer;
+    timer.start();
+    for (auto &t : threads)
+        t.join();
+    const qint64 elapsedNs = std::max<qint64>(1, timer.nsecsElapsed());
+    if (!failure.empty())
+        throw Error(ErrorCode::Internal, "engine benchmark failed: " + failure);
+    return workers * static_cast<double>(perWorker) * 1e9 / static_cast<double>(elapsedNs);
+}
+
+/// The first line of pgbench's output that names an error, else its last line.
+QString pgbenchFailure(const QString &output)
+{
+    const QStringList lines = output.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    for (const QString &line : lines)
+        if (line.contains(QLatin1String("error")))
+            return line.trimmed();
+    return lines.isEmpty() ? QStringLiteral("no output") : lines.last().trimmed();
+}
+
+/// Runs the cycle script on `workers` clients, `perWorker` transactions each; returns pgbench's
+/// rate without initial connection time, in cycles/s (one transaction is one cycle).
+double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
+                      const std::vector<std::string> &defines, int workers, int perWorker)
+{
+    QStringList arguments{QStringLiteral("-n"), QStringLiteral("-M"), QStringLiteral("prepared"),
+                          QStringLiteral("-c"), QString::number(workers),  QStringLiteral("-j"),
+                          QString::number(workers), QStringLiteral("-t"),  QString::number(perWorker),
+                          QStringLiteral("-f"), scriptPath};
+    for (const std::string &define : defines)
+        arguments << QStringLiteral("-D") << QString::fromStdString(define);
+    arguments << conninfo;
+    QProcess pgbench;
+    pgbench.start(program, arguments);
+    if (!pgbench.waitForStarted())
+        throw Error(ErrorCode::LedgerUnavailable, "cannot start " + program.toStdString() + ": "
+                                                      + pgbench.errorString().toStdString());
+    pgbench.waitForFinished(-1);
+    const QString out = QString::fromLocal8Bit(pgbench.readAllStandardOutput());
+    static const QRegularExpression tps(QStringLiteral(R"(^tps = ([0-9.]+) \(without initial connection time\)$)"),
+                                        QRegularExpression::MultilineOption);
+    const QRegularExpressionMatch match = tps.match(out);
+    if (pgbench.exitStatus() != QProcess::NormalExit || pgbench.exitCode() != 0 || !match.hasMatch()) {
+        const QString err = QString::fromLocal8Bit(pgbench.readAllStandardError());
+        throw Error(ErrorCode::Internal, "pgbench failed (exit " + std::to_string(pgbench.exitCode()) + "): "
+                                             + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
+    }
+    return match.captured(1).toDouble();
+}
+
+/// Throws unless namespace `ns` holds `cycles` succeeded operations and as many replays: what
+/// the engine's cycles leave, so pgbench did the same work and not less.
+void checkPgbenchWork(PgConnection &c, const std::string &ns, int cycles)
+{
+    const PgResult r = c.exec("check pgbench's work",
+                              "SELECT (SELECT count(*) FROM operations WHERE namespace = $1 AND state = 'succeeded'), "
+                              "(SELECT count(*) FROM suppressions WHERE namespace = $1 AND outcome = 'replayed')",
+                              PgParams().text(ns));
+    if (r.integer(0, 0) != cycles || r.integer(0, 1) != cycles)
+        throw Error(ErrorCode::Internal, "pgbench left " + std::to_string(r.integer(0, 0)) + " succeeded operations and "
+                                             + std::to_string(r.integer(0, 1)) + " replays in " + ns + ", not "
+                                             + std::to_string(cycles) + " of each");
+}
+
+/// Deletes the operations, history and suppressions of the namespaces starting with `prefix`;
+/// returns what happened, for the report.
+std::string cleanUp(PgConnection &c, const std::string &prefix)
+{
+    try {
+        const PgResult r = c.exec("delete the benchmark's rows", R"SQL(
+WITH gone AS (DELETE FROM operations WHERE namespace ^@ $1 RETURNING id),
+history_gone AS (DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM gone)),
+suppressions_gone AS (DELETE FROM suppressions WHERE namespace ^@ $1)
+SELECT count(*) FROM gone
+)SQL",
+                                  PgParams().text(prefix));
+        return "deleted " + std::to_string(r.integer(0, 0)) + " operations of namespaces " + prefix + "*";
+    } catch (const Error &e) {
+        const std::string left = "left in namespaces " + prefix + "* (" + e.what() + ")";
+        spdlog::warn("bench claim: rows {}", left);
+        return left;
+    }
+}
+
+} // namespace
+
+nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options)
+{
+    const QString program = QStandardPaths::findExecutable(QStringLiteral("pgbench"));
+    if (program.isEmpty())
+        throw Error(ErrorCode::LedgerUnavailable,
+                    "bench claim on PostgreSQL compares against pgbench, which is not on PATH "
+                    "(Debian: apt install postgresql-client)");
+    // Without its password: pgbench and the check connection find it as idempo does (.pgpass).
+    const std::string conninfo = store.describe();
+    PgConnection admin(conninfo);
+
+    const int workers = options.workers;
+    const int perWorker = (options.cycles + workers - 1) / workers;
+    const std::string prefix = "bench-" + std::to_string(QDateTime::currentMSecsSinceEpoch()) + "-";
+
+    // The pgbench side sends what the engine's first cycle sends: same payload, run, owner, lease.
+    ClaimRequest claim;
+    claim.runId = "run-0";
+    claim.stepId = kStep;
+    claim.target = kTarget;
+    const nlohmann::json payload = parseStrictJson(payloadFor(0));
+    claim.payload = canonicalJson(payload);
+    claim.fingerprint = payloadFingerprint(payload);
+    claim.owner = kOwner;
+    claim.leaseMs = engine.settings().leaseMs;
+    claim.maxAttempts = engine.settings().maxAttempts;
+    TransitionRequest completion;
+    completion.to = OperationState::Succeeded;
+    completion.actor = defaultOwner();
+    completion.detail = "completed";
+    completion.result = canonicalJson(parseStrictJson(kResult));
+    completion.retentionMs = engine.settings().retentionMs;
+
+    double bestEngine = 0;
+    double bestPgbench = 0;
+    nlohmann::json rounds = nlohmann::json::array();
+    try {
+        for (int round = 0; round < kRounds; ++round) {
+            claim.ns = prefix + "pgbench" + std::to_string(round);
+            const PostgresLedgerStore::PgbenchCycle cycle = PostgresLedgerStore::pgbenchCycle(claim, completion);
+            QTemporaryFile script;
+            if (!script.open() || script.write(QByteArray::fromStdString(cycle.script)) < 0 || !script.flush())
+                throw Error(ErrorCode::Internal, "cannot write the pgbench script: " + script.errorString().toStdString());
+            const double pgbenchRate = measurePgbench(program, QString::fromStdString(conninfo), script.fileName(),
+                                                      cycle.defines, workers, perWorker);
+            checkPgbenchWork(admin, claim.ns, workers * perWorker);
+            const double engineRate = measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker);
+            bestPgbench = std::max(bestPgbench, pgbenchRate);
+            bestEngine = std::max(bestEngine, engineRate);
+            rounds.push_back({{"raw_cycles_per_s", pgbenchRate}, {"engine_cycles_per_s", engineRate}});
+        }
+    } catch (...) {
+        cleanUp(admin, prefix);
+        throw;
+    }
+    const std::string cleanup = cleanUp(admin, prefix);
+    return {{"ledger", conninfo + " (raw SQL: pgbench -M prepared, same statements)"},
+            {"baseline", "pgbench"},
+            {"workers", workers},
+            {"cycles", workers * perWorker},
+            {"engine_cycles_per_s", bestEngine},
+            {"raw_cycles_per_s", bestPgbench},
+            {"ratio", bestPgbench > 0 ? bestEngine / bestPgbench : 0.0},
+            {"rounds", rounds},
+            {"cleanup", cleanup}};
+}
+
+} // namespace idempo::cli

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "bench.h"
+
+namespace idempo {
+class PostgresLedgerStore;
+}
+
+namespace idempo::cli {
+
+/// `idempo bench claim` on a PostgreSQL ledger: claim → complete → duplicate-claim cycles
+/// through `engine` on `options.workers` threads (a connection each), beside pgbench running the
+/// same statements (PostgresLedgerStore::pgbenchCycle()) with as many clients
+/// (`pgbench -n -M prepared -c W -j W -t N`), alternating rounds and keeping each side's best.
+/// Both rates leave out connection set-up. The rounds write to namespaces `bench-<ms>-…` of
+/// `store`'s ledger and delete them afterwards when the ledger's role may (a worker role may
+/// not; "cleanup" says which). Report JSON as benchClaim(), plus "baseline" and "cleanup".
+/// Throws Error(LedgerUnavailable) (exit 69) when pgbench is not on PATH.
+nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options);
+
+} // namespace idempo::cli

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <charconv>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -132,7 +133,11 @@ double measurePgbench(const QString &program, const QString &conninfo, const QSt
         throw Error(ErrorCode::Internal, "pgbench failed (exit " + std::to_string(pgbench.exitCode()) + "): "
                                              + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
     }
-    return match.captured(1).toDouble();
+    // from_chars: pgbench writes a C-locale number whatever this process's locale.
+    const std::string rate = match.captured(1).toStdString();
+    double cyclesPerS = 0;
+    std::from_chars(rate.data(), rate.data() + rate.size(), cyclesPerS);
+    return cyclesPerS;
 }
 
 /// Throws unless namespace `ns` holds `cycles` succeeded operations and as many replays: what

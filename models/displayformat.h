@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "vocabulary.h"
+
+#include <QColor>
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace idempo {
+
+/// Text shown for the engine's values: one place, so every view words them alike.
+QString displayText(const std::string &text);
+QString stateText(OperationState state);
+/// "4 s", "3 min 12 s", "2 h 05 min", "3 d 4 h".
+QString durationText(std::int64_t ms);
+/// Local date and time of an epoch-milliseconds instant, seconds precision.
+QString timestampText(std::int64_t ms);
+/// Pretty-printed JSON (two-space indent), or the text itself when it does not parse.
+QString prettyJson(const std::string &json);
+/// A colour per state, readable on light and dark palettes alike (mid saturation and value).
+QColor stateColor(OperationState state);
+/// True for the states a person or the reconciler must settle.
+bool needsAttention(OperationState state);
+
+} // namespace idempo

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ledgerworker.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include <utility>
+
+class QThread;
+class QTimer;
+
+namespace idempo {
+
+/// The GUI side of the open ledger: owns the worker thread, forwards queries to it and hands
+/// results back on the GUI thread as plain values. Tracks whether live updates are flowing:
+/// `live` turns false when a poll fails or none has answered for three seconds.
+class LedgerConnection final : public QObject
+{
+    Q_OBJECT
+public:
+    explicit LedgerConnection(QObject *parent = nullptr);
+    ~LedgerConnection() override;
+
+    /// Opens `url` on the worker thread; opened() or openFailed() follows.
+    void open(const QString &url);
+    QString url() const { return m_url; }
+    /// The open ledger's address without secrets; empty until opened.
+    QString description() const { return m_description; }
+    bool isOpen() const { return !m_description.isEmpty(); }
+    bool hasQueues() const { return m_hasQueues; }
+    bool isLive() const { return m_live; }
+    QString lastError() const { return m_lastError; }
+
+    /// Runs `job(store, queues)` on the worker thread and then `done(result)` on this thread,
+    /// unless `context` is gone by then. `job` must only capture values.
+    template<typename Job, typename Done>
+    void query(QObject *context, Job job, Done done)
+    {
+        QPointer<QObject> guard(context);
+        post([this, guard, job = std::move(job), done = std::move(done)](LedgerStore &store,
+                                                                          MessageQueue *queues) {
+            auto result = job(store, queues);
+            QMetaObject::invokeMethod(
+                this,
+                [guard, done, result = std::move(result)]() mutable {
+                    if (guard)
+                        done(std::move(result));
+                },
+                Qt::QueuedConnection);
+        });
+    }
+
+    /// Asks the worker to look for changes at once (tests and the refresh shortcut).
+    void pollNow();
+
+Q_SIGNALS:
+    void opened(const QString &description);
+    void openFailed(const QString &message, const QString &hint);
+    void queryFailed(const QString &message);
+    /// Someone wrote to the ledger; views refresh what they show.
+    void changed();
+    void liveChanged(bool live);
+
+private:
+    void post(LedgerJob job);
+    void setLive(bool live);
+
+    QThread *m_thread = nullptr;
+    LedgerWorker *m_worker = nullptr;
+    QTimer *m_staleTimer = nullptr;
+    QElapsedTimer m_sincePoll;
+    QString m_url;
+    QString m_description;
+    QString m_lastError;
+    bool m_hasQueues = false;
+    bool m_live = false;
+};
+
+} // namespace idempo

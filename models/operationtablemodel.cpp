@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "operationtablemodel.h"
+
+#include "displayformat.h"
+
+#include <QFont>
+
+namespace idempo {
+
+OperationTableModel::OperationTableModel(LedgerConnection *connection, QObject *parent)
+    : PagedTableModel<Operation>(connection, parent)
+{
+}
+
+void OperationTableModel::setQuery(const OperationQuery &query)
+{
+    m_query = query;
+    reload();
+}
+
+void OperationTableModel::tick()
+{
+    if (rowCount() > 0)
+        Q_EMIT dataChanged(index(0, LeaseExpiry), index(rowCount() - 1, Updated));
+}
+
+int OperationTableModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+bool OperationTableModel::lapsed(const Operation &op) const
+{
+    return op.state == OperationState::Dispatching && op.leaseExpiresAtMs && *op.leaseExpiresAtMs <= storeNowMs();
+}
+
+QVariant OperationTableModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const Operation &op = rowAt(index.row());
+    const std::int64_t now = storeNowMs();
+    switch (role) {
+    case KeyRole:
+        return displayText(op.key);
+    case LapsedRole:
+        return lapsed(op);
+    case Qt::DisplayRole:
+        switch (index.column()) {
+        case Key: return displayText(op.key);
+        case Run: return displayText(op.runId);
+        case Step: return displayText(op.stepId);
+        case State: return stateText(op.state);
+        case Attempt: return QStringLiteral("%1 / %2").arg(op.attempt).arg(op.maxAttempts);
+        case Owner: return displayText(op.leaseOwner);
+        case Token: return static_cast<qlonglong>(op.fencingToken);
+        case LeaseExpiry:
+            if (op.state != OperationState::Dispatching || !op.leaseExpiresAtMs)
+                return QString();
+            return *op.leaseExpiresAtMs > now ? tr("%1 left").arg(durationText(*op.leaseExpiresAtMs - now))
+                                              : tr("LAPSED %1 ago").arg(durationText(now - *op.leaseExpiresAtMs));
+        case Updated: return tr("%1 ago").arg(durationText(std::max<std::int64_t>(0, now - op.updatedAtMs)));
+        case Error:
+            if (!op.errorClass)
+                return QString();
+            return QString(QString::fromLatin1(errorClassName(*op.errorClass).data()) +
+                           (op.errorDetail.empty() ? QString() : QString(QStringLiteral(": ") + displayText(op.errorDetail))));
+        }
+        return {};
+    case RawRole:
+        switch (index.column()) {
+        case Attempt: return op.attempt;
+        case Token: return static_cast<qlonglong>(op.fencingToken);
+        case LeaseExpiry: return static_cast<qlonglong>(op.leaseExpiresAtMs.value_or(0));
+        case Updated: return static_cast<qlonglong>(op.updatedAtMs);
+        default: return data(index, Qt::DisplayRole);
+        }
+    case Qt::ToolTipRole:
+        if (index.column() == Updated)
+            return timestampText(op.updatedAtMs);
+        if (index.column() == LeaseExpiry && op.leaseExpiresAtMs)
+            return tr("Lease expires %1").arg(timestampText(*op.leaseExpiresAtMs));
+        return {};
+    case Qt::DecorationRole:
+        return index.column() == State ? QVariant(stateColor(op.state)) : QVariant();
+    case Qt::FontRole:
+        if ((index.column() == LeaseExpiry && lapsed(op)) || (index.column() == State && needsAttention(op.state))) {
+            QFont bold;
+            bold.setBold(true);
+            return bold;
+        }
+        return {};
+    case Qt::ForegroundRole:
+        if (index.column() == LeaseExpiry && lapsed(op))
+            return stateColor(OperationState::ConfirmationRequired);
+        return {};
+    case Qt::TextAlignmentRole:
+        if (index.column() == Token || index.column() == Attempt)
+            return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+        return {};
+    }
+    return {};
+}
+
+QVariant OperationTableModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case Key: return tr("Operation key");
+    case Run: return tr("Run");
+    case Step: return tr("Step");
+    case State: return tr("State");
+    case Attempt: return tr("Attempt");
+    case Owner: return tr("Lease owner");
+    case Token: return tr("Fencing token");
+    case LeaseExpiry: return tr("Lease");
+    case Updated: return tr("Last change");
+    case Error: return tr("Last error");
+    }
+    return {};
+}
+
+PagedTableModel<Operation>::Loader OperationTableModel::loader() const
+{
+    return [query = m_query](LedgerStore &store, MessageQueue *, std::int64_t afterId, int limit) {
+        PageResult<Operation> page;
+        page.rows = query.page(store, afterId, limit);
+        page.more = static_cast<int>(page.rows.size()) == limit;
+        page.cursor = page.rows.empty() ? afterId : page.rows.back().id;
+        page.storeNowMs = store.nowMs();
+        return page;
+    };
+}
+
+} // namespace idempo

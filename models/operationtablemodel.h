@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "operationquery.h"
+#include "pagedtablemodel.h"
+
+namespace idempo {
+
+/// Operations matching an OperationQuery, oldest first, paged from the ledger. The lease column
+/// counts down on the store's clock (tick()); lapsed leases carry LapsedRole.
+class OperationTableModel final : public PagedTableModel<Operation>
+{
+    Q_OBJECT
+public:
+    enum Column { Key, Run, Step, State, Attempt, Owner, Token, LeaseExpiry, Updated, Error, ColumnCount };
+    enum Role {
+        RawRole = Qt::UserRole, ///< a sortable raw value per column
+        KeyRole,                ///< the operation key
+        LapsedRole,             ///< true for a dispatching record whose lease has expired
+    };
+
+    explicit OperationTableModel(LedgerConnection *connection, QObject *parent = nullptr);
+
+    void setQuery(const OperationQuery &query);
+    const OperationQuery &query() const { return m_query; }
+    const Operation &operationAt(const QModelIndex &index) const { return rowAt(index.row()); }
+    /// Re-renders the time columns (countdowns, ages) without touching the ledger.
+    void tick();
+
+    int columnCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+Q_SIGNALS:
+    void pageLoaded();
+
+protected:
+    Loader loader() const override;
+    std::int64_t rowId(const Operation &row) const override { return row.id; }
+    bool sameRow(const Operation &a, const Operation &b) const override { return a.version == b.version && a.state == b.state; }
+    void pageApplied() override { Q_EMIT pageLoaded(); }
+
+private:
+    bool lapsed(const Operation &op) const;
+
+    OperationQuery m_query;
+};
+
+} // namespace idempo

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "overviewsnapshot.h"
+
+#include <algorithm>
+#include <map>
+
+namespace idempo {
+
+namespace {
+
+/// Bounds per state, so the Overview stays cheap on a ledger with millions of records.
+constexpr int SampleLimit = 5000;
+constexpr int SuppressionScanLimit = 50'000;
+
+} // namespace
+
+OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues, std::int64_t suppressionCursor)
+{
+    OverviewSnapshot s;
+    s.nowMs = store.nowMs();
+    const LedgerMetrics m = store.metrics({});
+    s.leasesLive = m.leasesLive;
+    s.leasesLapsed = m.leasesLapsed;
+    for (const auto &[state, count] : m.byState) {
+        if (state == OperationState::ConfirmationRequired)
+            s.confirmations = count;
+        else if (state == OperationState::AwaitingApproval)
+            s.awaitingApproval = count;
+        else if (state == OperationState::UnknownOutcome)
+            s.unknownOutcome = count;
+    }
+    if (m.oldestPendingConfirmationMs)
+        s.oldestConfirmationAgeMs = s.nowMs - *m.oldestPendingConfirmationMs;
+
+    std::map<ErrorClass, std::int64_t> failures;
+    const std::int64_t windowStart = s.nowMs - std::int64_t{Minutes} * 60'000;
+    for (OperationState state : {OperationState::FailedRetryable, OperationState::FailedTerminal,
+                                 OperationState::UnknownOutcome, OperationState::ConfirmationRequired}) {
+        ListFilter f;
+        f.state = state;
+        f.limit = SampleLimit;
+        for (const Operation &op : store.list(f)) {
+            if (op.errorClass)
+                ++failures[*op.errorClass];
+            if (op.attempt > 0 && op.errorClass && op.updatedAtMs >= windowStart) {
+                const auto minute = static_cast<std::size_t>((op.updatedAtMs - windowStart) / 60'000);
+                ++s.retriesPerMinute[std::min<std::size_t>(minute, Minutes - 1)];
+            }
+        }
+    }
+    s.failuresByClass.assign(failures.begin(), failures.end());
+
+    // Ids grow with creation, so each state's first record is its oldest.
+    for (OperationState state : {OperationState::Received, OperationState::AwaitingApproval,
+                                 OperationState::Dispatching, OperationState::FailedRetryable,
+                                 OperationState::UnknownOutcome, OperationState::ConfirmationRequired}) {
+        ListFilter f;
+        f.state = state;
+        f.limit = 1;
+        const std::vector<Operation> oldest = store.list(f);
+        if (!oldest.empty()) {
+            const std::int64_t age = s.nowMs - oldest.front().createdAtMs;
+            s.backlogAgeMs = std::max(s.backlogAgeMs.value_or(0), age);
+        }
+    }
+
+    ListFilter done;
+    done.state = OperationState::Succeeded;
+    done.limit = SampleLimit;
+    for (const Operation &op : store.list(done)) {
+        const std::int64_t took = op.updatedAtMs - op.createdAtMs;
+        const auto bucket = std::upper_bound(FinalBucketsMs.begin(), FinalBucketsMs.end(), took) - FinalBucketsMs.begin();
+        ++s.timeToFinal[static_cast<std::size_t>(bucket)];
+        ++s.timeToFinalSampled;
+    }
+
+    s.suppressionCursor = suppressionCursor;
+    while (static_cast<int>(s.newSuppressionsAtMs.size()) < SuppressionScanLimit) {
+        const std::vector<Suppression> batch = store.suppressions({}, s.suppressionCursor, 5000);
+        for (const Suppression &sup : batch)
+            s.newSuppressionsAtMs.push_back(sup.atMs);
+        if (!batch.empty())
+            s.suppressionCursor = batch.back().id;
+        if (batch.size() < 5000)
+            break;
+    }
+
+    if (queues) {
+        s.hasQueues = true;
+        for (const QueueInfo &q : queues->listQueues())
+            if (!q.maxReads)
+                s.dlqDepth += queues->metrics(q.name).length;
+    }
+    return s;
+}
+
+} // namespace idempo

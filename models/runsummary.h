@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "operation.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace idempo {
+
+/// One run as the Runs list shows it, folded from its operations.
+struct RunSummary
+{
+    std::string runId;
+    std::int64_t firstOperationId = 0;
+    std::array<int, OperationStateCount> byState{};
+    std::int64_t startedAtMs = 0;
+    std::int64_t lastChangeAtMs = 0;
+
+    /// Adds one operation of the run.
+    void add(const Operation &op);
+    /// Adds another partial summary of the same run.
+    void merge(const RunSummary &other);
+    int steps() const;
+    /// The state that most needs a person: confirmation first, succeeded last.
+    OperationState headline() const;
+    bool operator==(const RunSummary &) const = default;
+
+    /// Folds operations into runs, in order of first appearance; records without a run are skipped.
+    static std::vector<RunSummary> fold(const std::vector<Operation> &ops);
+};
+
+} // namespace idempo

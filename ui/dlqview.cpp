@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dlqview.h"
+
+#include "deadlettertablemodel.h"
+#include "displayformat.h"
+#include "ledgerconnection.h"
+#include "ledgertableview.h"
+
+#include <QComboBox>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace idempo {
+
+DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
+    : LedgerView(parent)
+    , m_connection(connection)
+    , m_model(new DeadLetterTableModel(connection, this))
+    , m_queue(new QComboBox(this))
+    , m_key(new QLineEdit(this))
+    , m_note(new QLabel(this))
+    , m_table(new LedgerTableView(this))
+    , m_payload(new QPlainTextEdit(this))
+{
+    auto *layout = new QVBoxLayout(this);
+    auto *top = new QHBoxLayout;
+    auto *queueLabel = new QLabel(tr("&Queue"), this);
+    queueLabel->setBuddy(m_queue);
+    auto *keyLabel = new QLabel(tr("&Key"), this);
+    keyLabel->setBuddy(m_key);
+    m_key->setPlaceholderText(tr("operation key prefix"));
+    m_key->setClearButtonEnabled(true);
+    auto *replay = new QPushButton(tr("Replay…"), this);
+    replay->setEnabled(false);
+    replay->setToolTip(tr("coming with guarded actions"));
+    top->addWidget(queueLabel);
+    top->addWidget(m_queue, 1);
+    top->addWidget(keyLabel);
+    top->addWidget(m_key, 2);
+    top->addWidget(replay);
+    layout->addLayout(top);
+    layout->addWidget(m_note);
+    auto *split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_table);
+    split->addWidget(m_payload);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+    layout->addWidget(split, 1);
+    m_payload->setReadOnly(true);
+    m_payload->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_payload->setPlaceholderText(tr("Select a dead letter to see its payload and provenance"));
+    m_table->setModel(m_model);
+    m_table->setKeyRole(DeadLetterTableModel::KeyRole);
+    m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::DeadLetteredAt, 160);
+    m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::LastError, 300);
+    m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::Key, 260);
+    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    connect(m_queue, &QComboBox::currentIndexChanged, this, &DlqView::showQueue);
+    connect(m_key, &QLineEdit::textChanged, this, &DlqView::showQueue);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
+        if (!current.isValid()) {
+            m_payload->clear();
+            return;
+        }
+        const DeadLetter &d = m_model->deadLetterAt(current);
+        m_payload->setPlainText(tr("From %1, message %2, read %3 times, dead-lettered %4\n\n%5")
+                                    .arg(displayText(d.provenance.sourceQueue))
+                                    .arg(d.provenance.sourceMsgId)
+                                    .arg(d.provenance.readCount)
+                                    .arg(timestampText(d.provenance.deadLetteredAtMs), prettyJson(d.message.message)));
+    });
+}
+
+void DlqView::reload()
+{
+    const quint64 generation = ++m_generation;
+    if (!m_connection->hasQueues()) {
+        m_queue->clear();
+        m_note->setText(tr("This ledger has no message queues (the PostgreSQL store has none yet)."));
+        m_model->setQueue({});
+        return;
+    }
+    m_connection->query(
+        this,
+        [](LedgerStore &, MessageQueue *queues) {
+            std::vector<std::string> names;
+            if (queues)
+                for (const QueueInfo &q : queues->listQueues())
+                    if (q.maxReads)
+                        names.push_back(q.name);
+            return names;
+        },
+        [this, generation](std::vector<std::string> names) {
+            if (generation != m_generation)
+                return;
+            const QString previous = m_queue->currentText();
+            const QSignalBlocker block(m_queue);
+            m_queue->clear();
+            for (const std::string &n : names)
+                m_queue->addItem(displayText(n));
+            const int again = m_queue->findText(previous);
+            m_queue->setCurrentIndex(again >= 0 ? again : 0);
+            m_note->setText(names.empty() ? tr("No queues in this ledger.") : QString());
+            showQueue();
+            Q_EMIT queuesLoaded();
+        });
+}
+
+void DlqView::showQueue()
+{
+    m_payload->clear();
+    m_model->setQueue(m_queue->currentText().toStdString(), m_key->text().toStdString());
+}
+
+void DlqView::refresh()
+{
+    m_model->refresh();
+}
+
+} // namespace idempo

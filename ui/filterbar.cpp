@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "filterbar.h"
+
+#include "displayformat.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTimer>
+
+namespace idempo {
+
+FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel, QWidget *parent)
+    : QWidget(parent)
+    , m_states(std::move(states))
+    , m_run(new QLineEdit(this))
+    , m_key(new QLineEdit(this))
+    , m_age(new QComboBox(this))
+    , m_debounce(new QTimer(this))
+{
+    auto *layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    if (!m_states.empty()) {
+        m_state = new QComboBox(this);
+        m_state->setAccessibleName(tr("State filter"));
+        m_state->addItem(m_states.size() > 1 ? tr("All listed states") : stateText(m_states.front()));
+        if (m_states.size() > 1)
+            for (OperationState s : m_states)
+                m_state->addItem(stateText(s));
+        auto *label = new QLabel(tr("&State"), this);
+        label->setBuddy(m_state);
+        layout->addWidget(label);
+        layout->addWidget(m_state);
+        connect(m_state, &QComboBox::currentIndexChanged, this, &FilterBar::changed);
+    }
+    m_run->setPlaceholderText(tr("run id"));
+    m_run->setClearButtonEnabled(true);
+    m_key->setPlaceholderText(tr("operation key prefix  (Ctrl+F)"));
+    m_key->setClearButtonEnabled(true);
+    auto *runLabel = new QLabel(tr("&Run"), this);
+    runLabel->setBuddy(m_run);
+    auto *keyLabel = new QLabel(tr("&Key"), this);
+    keyLabel->setBuddy(m_key);
+    auto *ageLabelWidget = new QLabel(ageLabel, this);
+    ageLabelWidget->setBuddy(m_age);
+    m_age->addItem(tr("any time"), QVariant());
+    m_age->addItem(tr("1 minute"), qlonglong{60'000});
+    m_age->addItem(tr("5 minutes"), qlonglong{300'000});
+    m_age->addItem(tr("1 hour"), qlonglong{3'600'000});
+    m_age->addItem(tr("1 day"), qlonglong{86'400'000});
+    layout->addWidget(runLabel);
+    layout->addWidget(m_run, 1);
+    layout->addWidget(keyLabel);
+    layout->addWidget(m_key, 2);
+    layout->addWidget(ageLabelWidget);
+    layout->addWidget(m_age);
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(250);
+    connect(m_debounce, &QTimer::timeout, this, &FilterBar::changed);
+    connect(m_run, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_key, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_age, &QComboBox::currentIndexChanged, this, &FilterBar::changed);
+}
+
+std::vector<OperationState> FilterBar::states() const
+{
+    if (!m_state || m_state->currentIndex() <= 0)
+        return m_states;
+    return {m_states[static_cast<std::size_t>(m_state->currentIndex() - 1)]};
+}
+
+QString FilterBar::runId() const { return m_run->text().trimmed(); }
+QString FilterBar::keyPrefix() const { return m_key->text(); }
+
+std::optional<std::int64_t> FilterBar::ageMs() const
+{
+    const QVariant v = m_age->currentData();
+    return v.isValid() ? std::optional<std::int64_t>(v.toLongLong()) : std::nullopt;
+}
+
+OperationQuery FilterBar::query() const
+{
+    OperationQuery q;
+    q.states = states();
+    q.runId = runId().toStdString();
+    q.keyPrefix = keyPrefix().toStdString();
+    q.minAgeMs = ageMs();
+    return q;
+}
+
+void FilterBar::setRunId(const QString &runId) { m_run->setText(runId); }
+void FilterBar::setKeyPrefix(const QString &prefix) { m_key->setText(prefix); }
+
+void FilterBar::focusSearch()
+{
+    m_key->setFocus(Qt::ShortcutFocusReason);
+    m_key->selectAll();
+}
+
+} // namespace idempo

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "leasesview.h"
+
+#include "filterbar.h"
+#include "ledgertableview.h"
+#include "operationtablemodel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace idempo {
+
+LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
+    : LedgerView(parent)
+    , m_model(new OperationTableModel(connection, this))
+    , m_filters(new FilterBar({OperationState::Dispatching}, tr("Untouched for"), this))
+    , m_table(new LedgerTableView(this))
+    , m_summary(new QLabel(this))
+{
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_summary);
+    layout->addWidget(m_filters);
+    layout->addWidget(m_table, 1);
+    m_table->setModel(m_model);
+    m_table->setKeyRole(OperationTableModel::KeyRole);
+    m_table->setColumnHidden(OperationTableModel::Error, true);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 150);
+    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    connect(m_filters, &FilterBar::changed, this, &LeasesView::reload);
+    connect(m_model, &OperationTableModel::pageLoaded, this, &LeasesView::updateSummary);
+    auto *tick = new QTimer(this);
+    tick->setInterval(1000);
+    connect(tick, &QTimer::timeout, this, [this] {
+        m_model->tick();
+        updateSummary();
+    });
+    tick->start();
+}
+
+void LeasesView::reload()
+{
+    m_model->setQuery(m_filters->query());
+}
+
+void LeasesView::refresh()
+{
+    m_model->refresh();
+}
+
+void LeasesView::updateSummary()
+{
+    int lapsed = 0;
+    for (int r = 0; r < m_model->rowCount(); ++r)
+        lapsed += m_model->index(r, 0).data(OperationTableModel::LapsedRole).toBool() ? 1 : 0;
+    const QString text = tr("%n lease(s) in flight", nullptr, m_model->rowCount()) +
+                         (m_model->canFetchMore({}) ? tr(" (more below)") : QString());
+    m_summary->setText(lapsed > 0 ? tr("%1 — <b style='color:#d64545'>%2 lapsed: the next claim fences these "
+                                       "workers off</b>").arg(text).arg(lapsed)
+                                  : text);
+}
+
+} // namespace idempo

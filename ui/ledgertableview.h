@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QTableView>
+
+#include <functional>
+
+namespace idempo {
+
+/// The table every list uses: tells its model which rows are on screen (live refreshes re-read
+/// those), copies the selected operation key (Ctrl+C) and exports the loaded rows as CSV.
+class LedgerTableView final : public QTableView
+{
+    Q_OBJECT
+public:
+    explicit LedgerTableView(QWidget *parent = nullptr);
+
+    /// `keyRole` is the model's role for the text Copy key puts on the clipboard.
+    void setKeyRole(int role) { m_keyRole = role; }
+    /// Called with (first visible row, visible row count) whenever the view scrolls or resizes.
+    void setViewportListener(std::function<void(int, int)> listener);
+
+    /// Copies the current row's key to the clipboard; returns it.
+    QString copyKey();
+    /// The loaded rows and visible columns as RFC 4180 CSV.
+    QString csv() const;
+    /// Asks for a file name and writes csv() there.
+    void exportCsv();
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
+    void contextMenuEvent(QContextMenuEvent *event) override;
+
+private:
+    void reportViewport();
+
+    std::function<void(int, int)> m_listener;
+    int m_keyRole = Qt::DisplayRole;
+};
+
+} // namespace idempo

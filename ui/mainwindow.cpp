@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "mainwindow.h"
+
+#include "confirmationsview.h"
+#include "connectiondialog.h"
+#include "connectionprofiles.h"
+#include "dlqview.h"
+#include "filterbar.h"
+#include "ledgerconnection.h"
+#include "ledgertableview.h"
+#include "leasesview.h"
+#include "overviewmodel.h"
+#include "overviewview.h"
+#include "runsview.h"
+#include "sandboxpanel.h"
+#include "suppressionsview.h"
+
+#include <QApplication>
+#include <QLabel>
+#include <QMenuBar>
+#include <QStatusBar>
+#include <QTabWidget>
+
+namespace idempo {
+
+MainWindow::MainWindow(QWidget *parent)
+    : QMainWindow(parent)
+    , m_connection(new LedgerConnection(this))
+    , m_tabs(new QTabWidget(this))
+    , m_ledgerLabel(new QLabel(this))
+    , m_liveLabel(new QLabel(this))
+{
+    m_overview = new OverviewView(m_connection, m_tabs);
+    m_views = {m_overview,
+               new LeasesView(m_connection, m_tabs),
+               new ConfirmationsView(m_connection, m_tabs),
+               new SuppressionsView(m_connection, m_tabs),
+               new RunsView(m_connection, m_tabs),
+               new DlqView(m_connection, m_tabs),
+               new SandboxPanel(m_tabs)};
+    const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
+                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box")};
+    for (int i = 0; i < m_views.size(); ++i)
+        m_tabs->addTab(m_views[i], names[i]);
+    setCentralWidget(m_tabs);
+    m_liveLabel->setTextFormat(Qt::RichText);
+    statusBar()->addWidget(m_ledgerLabel, 1);
+    statusBar()->addPermanentWidget(m_liveLabel);
+    buildMenus();
+
+    connect(m_connection, &LedgerConnection::opened, this, [this] {
+        ConnectionProfiles::setLastUrl(m_connection->url());
+        for (LedgerView *v : std::as_const(m_views))
+            v->reload();
+        updateTitle();
+        Q_EMIT ledgerOpened();
+    });
+    connect(m_connection, &LedgerConnection::openFailed, this, [this](const QString &message, const QString &hint) {
+        updateTitle();
+        Q_EMIT ledgerFailed(message);
+        if (m_interactive)
+            chooseLedger(message, hint);
+    });
+    connect(m_connection, &LedgerConnection::liveChanged, this, &MainWindow::updateTitle);
+    connect(m_connection, &LedgerConnection::queryFailed, this, [this](const QString &message) {
+        statusBar()->showMessage(tr("Query failed: %1").arg(message), 10'000);
+    });
+    connect(m_connection, &LedgerConnection::changed, this, &MainWindow::refreshCurrent);
+    connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrent);
+    connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateTabCounts);
+    updateTitle();
+    resize(1400, 900);
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu *ledger = menuBar()->addMenu(tr("&Ledger"));
+    ledger->addAction(tr("&Open…"), QKeySequence::Open, this, [this] { chooseLedger(); });
+    ledger->addAction(tr("&Refresh now"), QKeySequence::Refresh, this, [this] {
+        m_connection->pollNow();
+        refreshCurrent();
+    });
+    ledger->addSeparator();
+    ledger->addAction(tr("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
+
+    const auto currentTable = [this]() -> LedgerTableView * {
+        auto *view = qobject_cast<LedgerView *>(m_tabs->currentWidget());
+        return view ? view->table() : nullptr;
+    };
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(tr("&Copy operation key"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this, [currentTable] {
+        if (LedgerTableView *t = currentTable())
+            t->copyKey();
+    });
+    edit->addAction(tr("&Export visible rows as CSV…"), QKeySequence(Qt::CTRL | Qt::Key_E), this, [currentTable] {
+        if (LedgerTableView *t = currentTable())
+            t->exportCsv();
+    });
+    edit->addAction(tr("&Find by key prefix"), QKeySequence::Find, this, [this] {
+        auto *view = qobject_cast<LedgerView *>(m_tabs->currentWidget());
+        if (view && view->filters())
+            view->filters()->focusSearch();
+    });
+
+    QMenu *viewMenu = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < m_tabs->count(); ++i) {
+        QString name = m_tabs->tabText(i);
+        name.remove(QLatin1Char('&'));
+        viewMenu->addAction(name, QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)), this,
+                            [this, i] { m_tabs->setCurrentIndex(i); });
+    }
+}
+
+void MainWindow::openLedger(const QString &url)
+{
+    m_connection->open(url);
+    updateTitle();
+}
+
+void MainWindow::chooseLedger(const QString &error, const QString &hint)
+{
+    ConnectionDialog dialog(m_connection->url(), this);
+    if (!error.isEmpty())
+        dialog.setError(error, hint);
+    if (dialog.exec() == QDialog::Accepted)
+        openLedger(dialog.url());
+}
+
+QString MainWindow::statusText() const
+{
+    return m_ledgerLabel->text() + QStringLiteral(" | ") + m_liveLabel->text();
+}
+
+void MainWindow::updateTitle()
+{
+    const QString ledger = m_connection->isOpen() ? m_connection->description() : m_connection->url();
+    QString live;
+    if (!m_connection->isOpen()) {
+        live = m_connection->lastError().isEmpty() ? tr("connecting…") : tr("NOT CONNECTED");
+        m_liveLabel->setText(QStringLiteral("<b style='color:#d64545'>● %1</b>").arg(live));
+    } else if (m_connection->isLive()) {
+        live = tr("live");
+        m_liveLabel->setText(QStringLiteral("<b style='color:#3fa35b'>● %1</b>").arg(tr("live updates")));
+    } else {
+        live = tr("STALE DATA");
+        m_liveLabel->setText(QStringLiteral("<b style='color:#d64545'>⚠ %1 — %2</b>")
+                                 .arg(tr("STALE: live updates stopped"), m_connection->lastError().toHtmlEscaped()));
+    }
+    m_ledgerLabel->setText(tr("Ledger: %1").arg(ledger));
+    setWindowTitle(tr("%1 [%2] — Idempo Console").arg(ledger, live));
+}
+
+void MainWindow::refreshCurrent()
+{
+    if (!m_connection->isOpen())
+        return;
+    if (auto *view = qobject_cast<LedgerView *>(m_tabs->currentWidget()))
+        view->refresh();
+    if (m_tabs->currentWidget() != m_overview)
+        m_overview->refresh();
+}
+
+void MainWindow::updateTabCounts()
+{
+    const OverviewSnapshot &s = m_overview->model()->snapshot();
+    const auto label = [](const QString &name, std::int64_t n) {
+        return n > 0 ? QStringLiteral("%1 (%2)").arg(name).arg(n) : name;
+    };
+    m_tabs->setTabText(1, label(tr("&Leases"), s.leasesLive + s.leasesLapsed));
+    m_tabs->setTabText(2, label(tr("&Confirmations"), s.confirmations + s.awaitingApproval));
+    m_tabs->setTabText(5, label(tr("&Dead letters"), s.dlqDepth));
+}
+
+} // namespace idempo

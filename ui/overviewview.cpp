@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "overviewview.h"
+
+#include "displayformat.h"
+#include "overviewcharts.h"
+#include "overviewmodel.h"
+#include "stattile.h"
+
+#include <QHBoxLayout>
+#include <QVBoxLayout>
+
+namespace idempo {
+
+OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
+    : LedgerView(parent)
+    , m_model(new OverviewModel(connection, this))
+    , m_charts(new OverviewCharts(this))
+{
+    auto *layout = new QVBoxLayout(this);
+    auto *tiles = new QHBoxLayout;
+    const std::pair<const char *, QString> names[] = {
+        {"leases", tr("In-flight leases")},
+        {"confirmations", tr("Stuck confirmations")},
+        {"approvals", tr("Awaiting approval")},
+        {"suppressions", tr("Duplicates suppressed (1 h)")},
+        {"dlq", tr("Dead letters")},
+        {"failures", tr("Failures by class")},
+    };
+    for (const auto &[name, caption] : names) {
+        auto *tile = new StatTile(caption, this);
+        m_tiles.insert(QString::fromLatin1(name), tile);
+        tiles->addWidget(tile, 1);
+    }
+    layout->addLayout(tiles);
+    layout->addWidget(m_charts, 1);
+    connect(m_model, &OverviewModel::updated, this, &OverviewView::render);
+}
+
+void OverviewView::reload()
+{
+    m_model->reset();
+    m_model->refresh();
+}
+
+void OverviewView::refresh()
+{
+    m_model->refresh();
+}
+
+void OverviewView::render()
+{
+    const OverviewSnapshot &s = m_model->snapshot();
+    if (!m_model->hasSnapshot()) {
+        for (StatTile *tile : std::as_const(m_tiles))
+            tile->setValue(QStringLiteral("…"), tr("loading"), false);
+        m_charts->clear();
+        return;
+    }
+    tile(QStringLiteral("leases"))
+        ->setValue(QString::number(s.leasesLive + s.leasesLapsed),
+                   s.leasesLapsed > 0 ? tr("%1 lapsed: next claim fences them off").arg(s.leasesLapsed)
+                                      : tr("all leases live"),
+                   s.leasesLapsed > 0);
+    tile(QStringLiteral("confirmations"))
+        ->setValue(QString::number(s.confirmations + s.unknownOutcome),
+                   s.oldestConfirmationAgeMs ? tr("oldest waiting %1; %2 unknown outcome")
+                                                   .arg(durationText(*s.oldestConfirmationAgeMs))
+                                                   .arg(s.unknownOutcome)
+                                             : tr("%1 unknown outcome").arg(s.unknownOutcome),
+                   s.confirmations + s.unknownOutcome > 0);
+    tile(QStringLiteral("approvals"))
+        ->setValue(QString::number(s.awaitingApproval), tr("gated before dispatch"), false);
+    const auto perMinute = m_model->suppressionsPerMinute();
+    int recent = 0;
+    for (std::size_t i = perMinute.size() - 5; i < perMinute.size(); ++i)
+        recent += perMinute[i];
+    tile(QStringLiteral("suppressions"))
+        ->setValue(QString::number(m_model->suppressionsLastHour()),
+                   tr("%1 / min over the last 5 min").arg(static_cast<double>(recent) / 5.0, 0, 'f', 1), false);
+    tile(QStringLiteral("dlq"))
+        ->setValue(s.hasQueues ? QString::number(s.dlqDepth) : tr("n/a"),
+                   s.hasQueues ? tr("read-only here") : tr("no queues in this ledger"), s.dlqDepth > 0);
+    QStringList failures;
+    std::int64_t total = 0;
+    for (const auto &[cls, count] : s.failuresByClass) {
+        failures << QStringLiteral("%1 %2").arg(QString::fromLatin1(errorClassName(cls).data())).arg(count);
+        total += count;
+    }
+    tile(QStringLiteral("failures"))
+        ->setValue(QString::number(total), failures.isEmpty() ? tr("none") : failures.join(QStringLiteral(" · ")),
+                   false);
+    m_charts->showSnapshot(s, perMinute, m_model->backlogSamples());
+}
+
+} // namespace idempo

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ledgerview.h"
+
+class QLabel;
+class QScrollArea;
+
+namespace idempo {
+
+class LedgerConnection;
+class RunTableModel;
+class TimelineWidget;
+
+/// Runs with their most urgent state; selecting one loads its steps and their histories on
+/// the worker and paints them as a timeline.
+class RunsView final : public LedgerView
+{
+    Q_OBJECT
+public:
+    explicit RunsView(LedgerConnection *connection, QWidget *parent = nullptr);
+
+    void reload() override;
+    void refresh() override;
+    LedgerTableView *table() const override { return m_table; }
+    FilterBar *filters() const override { return m_filters; }
+    RunTableModel *model() const { return m_model; }
+    TimelineWidget *timeline() const { return m_timeline; }
+
+Q_SIGNALS:
+    void timelineLoaded();
+
+private:
+    void loadTimeline();
+
+    LedgerConnection *m_connection;
+    RunTableModel *m_model;
+    FilterBar *m_filters;
+    LedgerTableView *m_table;
+    TimelineWidget *m_timeline;
+    QScrollArea *m_scroll;
+    QLabel *m_legend;
+    quint64 m_generation = 0;
+};
+
+} // namespace idempo

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+namespace idempo {
+
+class MainWindow;
+
+/// Visits every tab of a loaded window, selects the first row where a detail pane depends on
+/// it, and saves QWidget::grab() of the window as DIR/NN-name.png; then emits finished().
+/// Used for the documentation's screenshots and to look at the views under xvfb.
+class ScreenshotTour final : public QObject
+{
+    Q_OBJECT
+public:
+    ScreenshotTour(MainWindow *window, const QString &directory, QObject *parent = nullptr);
+
+    /// Starts after `settleMs`, giving the first pages time to arrive.
+    void start(int settleMs);
+
+Q_SIGNALS:
+    void finished(bool ok);
+
+private:
+    void visit(int tab);
+
+    MainWindow *m_window;
+    QString m_directory;
+    bool m_ok = true;
+};
+
+} // namespace idempo

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "suppressionsview.h"
+
+#include "filterbar.h"
+#include "ledgertableview.h"
+#include "suppressiontablemodel.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace idempo {
+
+SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent)
+    : LedgerView(parent)
+    , m_model(new SuppressionTableModel(connection, this))
+    , m_filters(new FilterBar({}, tr("Within"), this))
+    , m_kind(new QComboBox(this))
+    , m_table(new LedgerTableView(this))
+{
+    auto *layout = new QVBoxLayout(this);
+    auto *top = new QHBoxLayout;
+    auto *kindLabel = new QLabel(tr("K&ind"), this);
+    kindLabel->setBuddy(m_kind);
+    m_kind->addItem(tr("every kind"), -1);
+    for (ClaimOutcome o : {ClaimOutcome::Replayed, ClaimOutcome::InProgress, ClaimOutcome::RetryLater,
+                           ClaimOutcome::ReconcileRequired, ClaimOutcome::PayloadMismatch})
+        m_kind->addItem(QString::fromLatin1(claimOutcomeName(o).data()), static_cast<int>(o));
+    top->addWidget(kindLabel);
+    top->addWidget(m_kind);
+    top->addWidget(m_filters, 1);
+    layout->addLayout(top);
+    layout->addWidget(m_table, 1);
+    m_table->setModel(m_model);
+    m_table->setKeyRole(SuppressionTableModel::KeyRole);
+    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::When, 160);
+    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Key, 300);
+    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Kind, 150);
+    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    connect(m_filters, &FilterBar::changed, this, &SuppressionsView::reload);
+    connect(m_kind, &QComboBox::currentIndexChanged, this, &SuppressionsView::reload);
+}
+
+void SuppressionsView::reload()
+{
+    SuppressionQuery q;
+    q.keyPrefix = m_filters->keyPrefix().toStdString();
+    q.runId = m_filters->runId().toStdString();
+    q.maxAgeMs = m_filters->ageMs();
+    const int kind = m_kind->currentData().toInt();
+    if (kind >= 0)
+        q.outcome = static_cast<ClaimOutcome>(kind);
+    m_model->setQuery(q);
+}
+
+void SuppressionsView::refresh()
+{
+    m_model->refresh();
+}
+
+} // namespace idempo

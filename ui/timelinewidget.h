@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "runtimeline.h"
+
+#include <QWidget>
+
+namespace idempo {
+
+/// A Gantt chart of one run: a lane per step, a bar per stretch in one state (coloured by
+/// state), the write boundary as a red line, lease takeovers (T) and reconciliations (R)
+/// marked. Ctrl+wheel or +/- zooms, 0 fits; hovering a bar tells its state, attempt, token,
+/// actor and detail.
+class TimelineWidget final : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit TimelineWidget(QWidget *parent = nullptr);
+
+    void setTimeline(RunTimeline timeline);
+    const RunTimeline &timeline() const { return m_timeline; }
+    /// Pixels per second of run time; fitting makes the whole run as wide as `width`.
+    void zoomBy(double factor);
+    void fitTo(int width);
+    double pixelsPerSecond() const { return m_pixelsPerSecond; }
+    /// The tooltip text for a point, empty where no bar is (also used by tests).
+    QString describeAt(const QPoint &pos) const;
+
+    QSize sizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent *event) override;
+    bool event(QEvent *event) override;
+    void wheelEvent(QWheelEvent *event) override;
+    void keyPressEvent(QKeyEvent *event) override;
+
+private:
+    double xOf(std::int64_t ms) const;
+    QRectF spanRect(int lane, const RunTimeline::Span &span) const;
+
+    RunTimeline m_timeline;
+    double m_pixelsPerSecond = 20.0;
+    int m_fitWidth = 800;
+};
+
+} // namespace idempo

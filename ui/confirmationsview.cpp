@@ -38,7 +38,9 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     m_table->setKeyRole(OperationTableModel::KeyRole);
     for (int c : {OperationTableModel::Owner, OperationTableModel::Token, OperationTableModel::LeaseExpiry})
         m_table->setColumnHidden(c, true);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 260);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 220);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::Run, 90);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
     connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &ConfirmationsView::showCurrent);

@@ -27,7 +27,7 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     m_table->setKeyRole(OperationTableModel::KeyRole);
     m_table->setColumnHidden(OperationTableModel::Error, true);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 150);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 210);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
     connect(m_filters, &FilterBar::changed, this, &LeasesView::reload);
     connect(m_model, &OperationTableModel::pageLoaded, this, &LeasesView::updateSummary);

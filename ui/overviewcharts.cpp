@@ -55,6 +55,7 @@ OverviewCharts::OverviewCharts(QWidget *parent)
 
     QChart *backlog = addChart(tr("Backlog age: oldest record not yet final"))->chart();
     m_backlog->setName(tr("minutes"));
+    m_backlog->setPointsVisible(true); // the first samples are single points
     m_backlog->setParent(nullptr);
     backlog->addSeries(m_backlog);
     m_backlogX->setFormat(QStringLiteral("HH:mm:ss"));
@@ -73,8 +74,11 @@ OverviewCharts::OverviewCharts(QWidget *parent)
     m_finals->setParent(nullptr);
     bars->append(m_finals);
     finals->addSeries(bars);
-    m_finalX->append({tr("<1 s"), tr("<5 s"), tr("<30 s"), tr("<1 min"), tr("<5 min"), tr("<30 min"), tr("<1 h"),
-                      tr("≥1 h")});
+    m_finalX->append({tr("≤1 s"), tr("≤5 s"), tr("≤30 s"), tr("≤1 min"), tr("≤5 min"), tr("≤30 min"), tr("≤1 h"),
+                      tr(">1 h")});
+    QFont small = m_finalX->labelsFont();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    m_finalX->setLabelsFont(small);
     m_finalX->setParent(nullptr);
     m_finalY->setParent(nullptr);
     m_finalY->setLabelFormat(QStringLiteral("%d"));
@@ -158,7 +162,8 @@ void OverviewCharts::showSnapshot(const OverviewSnapshot &snapshot,
     }
     m_suppressions->replace(sup);
     m_retries->replace(ret);
-    m_rateY->setRange(0, top * 1.1);
+    m_rateY->setRange(0, top);
+    m_rateY->applyNiceNumbers();
 
     QList<QPointF> backlog;
     double maxAge = 1.0;
@@ -180,7 +185,8 @@ void OverviewCharts::showSnapshot(const OverviewSnapshot &snapshot,
         *m_finals << n;
         topFinal = std::max(topFinal, n);
     }
-    m_finalY->setRange(0, topFinal * 1.1);
+    m_finalY->setRange(0, topFinal);
+    m_finalY->applyNiceNumbers();
 }
 
 } // namespace idempo

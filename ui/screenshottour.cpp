@@ -39,8 +39,16 @@ void ScreenshotTour::visit(int tab)
     tabs->setCurrentIndex(tab);
     auto *view = qobject_cast<LedgerView *>(tabs->widget(tab));
     if (view && view->table() && view->table()->model() && view->table()->model()->rowCount() > 0 &&
-        !view->table()->currentIndex().isValid())
-        view->table()->setCurrentIndex(view->table()->model()->index(0, 0));
+        !view->table()->currentIndex().isValid()) {
+        // Prefer a row a person must look at (its state column says so), else the first.
+        const QAbstractItemModel *model = view->table()->model();
+        int pick = 0;
+        for (int r = model->rowCount() - 1; r >= 0; --r)
+            for (int c = 0; c < model->columnCount(); ++c)
+                if (model->index(r, c).data().toString() == QLatin1String("confirmation_required"))
+                    pick = r;
+        view->table()->setCurrentIndex(model->index(pick, 0));
+    }
     QTimer::singleShot(PerTabMs, this, [this, tab, tabs] {
         QString name = tabs->tabText(tab).remove(QLatin1Char('&')).section(QLatin1Char(' '), 0, 0).toLower();
         if (name == QLatin1String("dead"))

@@ -99,7 +99,9 @@ void TimelineWidget::paintEvent(QPaintEvent *)
         p.setPen(pal.color(QPalette::Midlight));
         p.drawLine(QPointF(x, AxisHeight - 4), QPointF(x, bottom));
         p.setPen(pal.color(QPalette::Text));
-        p.drawText(QPointF(x + 3, AxisHeight - 10), QStringLiteral("+%1").arg(durationText(static_cast<std::int64_t>(t * 1000))));
+        const QString label = step < 1.0 ? QStringLiteral("+%1 s").arg(t, 0, 'f', 1)
+                                         : QStringLiteral("+%1").arg(durationText(static_cast<std::int64_t>(t * 1000)));
+        p.drawText(QPointF(x + 3, AxisHeight - 10), label);
     }
     for (std::size_t i = 0; i < m_timeline.lanes.size(); ++i) {
         const RunTimeline::Lane &lane = m_timeline.lanes[i];
@@ -140,7 +142,11 @@ void TimelineWidget::paintEvent(QPaintEvent *)
         p.setPen(QPen(QColor(0xd6, 0x45, 0x45), 2, Qt::DashLine));
         p.drawLine(QPointF(x, AxisHeight - 6), QPointF(x, bottom + 4));
         p.setPen(QColor(0xd6, 0x45, 0x45));
-        p.drawText(QPointF(x + 4, bottom + 16), tr("write boundary: effects from here on happen at most once"));
+        const QString note = tr("write boundary: effects from here on happen at most once");
+        const int noteWidth = p.fontMetrics().horizontalAdvance(note);
+        // Keep the note on screen: to the left of the line when the line is near the right edge.
+        const double noteX = x + 4 + noteWidth > width() ? x - 4 - noteWidth : x + 4;
+        p.drawText(QPointF(noteX, bottom + 16), note);
     }
 }
 

@@ -56,7 +56,7 @@ void generate(const QString &path)
         q.addBindValue(QStringLiteral("run-%1").arg(run));
         q.addBindValue(QLatin1String(steps[i % 3]));
         q.addBindValue(QLatin1String(state));
-        q.addBindValue(dispatching ? QStringLiteral("worker-%1").arg(i % 17) : QString());
+        q.addBindValue(dispatching ? QStringLiteral("worker-%1").arg(i % 17) : QStringLiteral(""));
         q.addBindValue(dispatching ? QVariant(now + 60'000) : QVariant(QMetaType(QMetaType::LongLong)));
         q.addBindValue(i + 1);
         q.addBindValue(created);

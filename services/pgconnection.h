@@ -147,6 +147,12 @@ private:
     PgConnection m_connection;
 };
 
+/// `statement` with each placeholder $n replaced by args[n - 1] (a pgbench variable such as
+/// ":id", or an SQL literal), for a pgbench script that runs a store's own statements; trailing
+/// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
+/// statements quote none). Throws Error(Internal) for a placeholder without a value.
+std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
+
 /// `conninfo` without secrets (password, sslpassword), for describe() and logs. A URI stays a
 /// URI; a keyword string is rewritten from libpq's parse of it.
 std::string redactConninfo(const std::string &conninfo);

@@ -7,6 +7,7 @@
 #include "invariantchecker.h"
 #include "jsonview.h"
 #include "ledgerfactory.h"
+#include "queuebench.h"
 #include "queuename.h"
 #include "queuerules.h"
 #include "sandboxrunner.h"
@@ -486,11 +487,33 @@ int cmdCheck(Context &c)
     return ok ? ExitOk : ExitRefused;
 }
 
+/// `idempo bench queue`: send, read and delete throughput beside the same raw statements.
+int cmdBenchQueue(Context &c)
+{
+    for (const QString &other : {QStringLiteral("cycles"), QStringLiteral("workers")})
+        if (c.parser.isSet(other))
+            throw UsageError{"--" + other.toStdString() + " does not apply to 'bench queue'"};
+    QueueBenchOptions options;
+    if (c.parser.isSet(QStringLiteral("messages"))) {
+        const std::int64_t messages = c.integerOption(QStringLiteral("messages"));
+        if (messages < 1 || messages > 1'000'000)
+            throw UsageError{"--messages must be 1..1000000"};
+        options.messages = static_cast<int>(messages);
+    }
+    const nlohmann::json report = benchQueue(openLedger(c.ledgerUrl(), nullptr, c.openMode()), options);
+    c.print(report, queueBenchReportText(report));
+    return ExitOk;
+}
+
 int cmdBench(Context &c)
 {
-    const QString what = c.positional(1, "what to benchmark (claim)");
+    const QString what = c.positional(1, "what to benchmark (claim or queue)");
+    if (what == QLatin1String("queue"))
+        return cmdBenchQueue(c);
     if (what != QLatin1String("claim"))
-        throw UsageError{"unknown benchmark '" + what.toStdString() + "': expected claim"};
+        throw UsageError{"unknown benchmark '" + what.toStdString() + "': expected claim or queue"};
+    if (c.parser.isSet(QStringLiteral("messages")))
+        throw UsageError{"--messages does not apply to 'bench claim'"};
     BenchOptions options;
     if (c.parser.isSet(QStringLiteral("cycles")))
         options.cycles = static_cast<int>(c.integerOption(QStringLiteral("cycles")));
@@ -866,10 +889,13 @@ std::map<QString, Command> commands()
           {},
           cmdCheck}},
         {QStringLiteral("bench"),
-         {1, "bench claim [--cycles N] [--workers W]",
-          "Claim/complete throughput beside the same raw SQL statements.",
-          {opt("cycles", "Claim/complete cycles per run (default 2000).", "N"),
-           opt("workers", "Concurrent workers (default 1).", "W")},
+         {1, "bench claim|queue [OPTIONS]",
+          "Throughput beside the same raw SQL statements, measured in the same run:\n"
+          "  claim [--cycles N] [--workers W]  claim/complete/duplicate-claim cycles\n"
+          "  queue [--messages N]              queue send, read and delete, one client",
+          {opt("cycles", "claim: claim/complete cycles per run (default 2000).", "N"),
+           opt("workers", "claim: concurrent workers (default 1).", "W"),
+           opt("messages", "queue: messages sent, read and deleted per round (default 2000).", "N")},
           cmdBench}},
     };
 }

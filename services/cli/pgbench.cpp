@@ -106,40 +106,6 @@ QString pgbenchFailure(const QString &output)
     return lines.isEmpty() ? QStringLiteral("no output") : lines.last().trimmed();
 }
 
-/// Runs the cycle script on `workers` clients, `perWorker` transactions each; returns pgbench's
-/// rate without initial connection time, in cycles/s (one transaction is one cycle).
-double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
-                      const std::vector<std::string> &defines, int workers, int perWorker)
-{
-    QStringList arguments{QStringLiteral("-n"), QStringLiteral("-M"), QStringLiteral("prepared"),
-                          QStringLiteral("-c"), QString::number(workers),  QStringLiteral("-j"),
-                          QString::number(workers), QStringLiteral("-t"),  QString::number(perWorker),
-                          QStringLiteral("-f"), scriptPath};
-    for (const std::string &define : defines)
-        arguments << QStringLiteral("-D") << QString::fromStdString(define);
-    arguments << conninfo;
-    QProcess pgbench;
-    pgbench.start(program, arguments);
-    if (!pgbench.waitForStarted())
-        throw Error(ErrorCode::LedgerUnavailable, "cannot start " + program.toStdString() + ": "
-                                                      + pgbench.errorString().toStdString());
-    pgbench.waitForFinished(-1);
-    const QString out = QString::fromLocal8Bit(pgbench.readAllStandardOutput());
-    static const QRegularExpression tps(QStringLiteral(R"(^tps = ([0-9.]+) \(without initial connection time\)$)"),
-                                        QRegularExpression::MultilineOption);
-    const QRegularExpressionMatch match = tps.match(out);
-    if (pgbench.exitStatus() != QProcess::NormalExit || pgbench.exitCode() != 0 || !match.hasMatch()) {
-        const QString err = QString::fromLocal8Bit(pgbench.readAllStandardError());
-        throw Error(ErrorCode::Internal, "pgbench failed (exit " + std::to_string(pgbench.exitCode()) + "): "
-                                             + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
-    }
-    // from_chars: pgbench writes a C-locale number whatever this process's locale.
-    const std::string rate = match.captured(1).toStdString();
-    double cyclesPerS = 0;
-    std::from_chars(rate.data(), rate.data() + rate.size(), cyclesPerS);
-    return cyclesPerS;
-}
-
 /// Throws unless namespace `ns` holds `cycles` succeeded operations and as many replays: what
 /// the engine's cycles leave, so pgbench did the same work and not less.
 void checkPgbenchWork(PgConnection &c, const std::string &ns, int cycles)
@@ -175,6 +141,38 @@ SELECT count(*) FROM gone
 }
 
 } // namespace
+
+double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
+                      const std::vector<std::string> &defines, int workers, int perWorker)
+{
+    QStringList arguments{QStringLiteral("-n"), QStringLiteral("-M"), QStringLiteral("prepared"),
+                          QStringLiteral("-c"), QString::number(workers),  QStringLiteral("-j"),
+                          QString::number(workers), QStringLiteral("-t"),  QString::number(perWorker),
+                          QStringLiteral("-f"), scriptPath};
+    for (const std::string &define : defines)
+        arguments << QStringLiteral("-D") << QString::fromStdString(define);
+    arguments << conninfo;
+    QProcess pgbench;
+    pgbench.start(program, arguments);
+    if (!pgbench.waitForStarted())
+        throw Error(ErrorCode::LedgerUnavailable, "cannot start " + program.toStdString() + ": "
+                                                      + pgbench.errorString().toStdString());
+    pgbench.waitForFinished(-1);
+    const QString out = QString::fromLocal8Bit(pgbench.readAllStandardOutput());
+    static const QRegularExpression tps(QStringLiteral(R"(^tps = ([0-9.]+) \(without initial connection time\)$)"),
+                                        QRegularExpression::MultilineOption);
+    const QRegularExpressionMatch match = tps.match(out);
+    if (pgbench.exitStatus() != QProcess::NormalExit || pgbench.exitCode() != 0 || !match.hasMatch()) {
+        const QString err = QString::fromLocal8Bit(pgbench.readAllStandardError());
+        throw Error(ErrorCode::Internal, "pgbench failed (exit " + std::to_string(pgbench.exitCode()) + "): "
+                                             + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
+    }
+    // from_chars: pgbench writes a C-locale number whatever this process's locale.
+    const std::string rate = match.captured(1).toStdString();
+    double cyclesPerS = 0;
+    std::from_chars(rate.data(), rate.data() + rate.size(), cyclesPerS);
+    return cyclesPerS;
+}
 
 nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options)
 {

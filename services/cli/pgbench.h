@@ -3,6 +3,11 @@
 
 #include "bench.h"
 
+#include <QString>
+
+#include <string>
+#include <vector>
+
 namespace idempo {
 class PostgresLedgerStore;
 }
@@ -18,5 +23,12 @@ namespace idempo::cli {
 /// not; "cleanup" says which). Report JSON as benchClaim(), plus "baseline" and "cleanup".
 /// Throws Error(LedgerUnavailable) (exit 69) when pgbench is not on PATH.
 nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options);
+
+/// Runs `program` (pgbench) as `pgbench -n -M prepared -c W -j W -t N -f scriptPath [-D NAME=VALUE]…
+/// conninfo` with W = `workers` and N = `perWorker`; returns its rate without initial connection
+/// time, in transactions/s. Throws Error(LedgerUnavailable) when pgbench cannot start, and
+/// Error(Internal) with pgbench's own error line when it fails.
+double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
+                      const std::vector<std::string> &defines, int workers, int perWorker);
 
 } // namespace idempo::cli

@@ -155,6 +155,20 @@ private Q_SLOTS:
         QCOMPARE(metrics.json[QStringLiteral("operations_by_state")].toObject()[QStringLiteral("succeeded")].toInt(), 1);
     }
 
+    void keyStartingWithDashAfterDoubleDash()
+    {
+        const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("--payload"),
+                                    QStringLiteral("{}"), QStringLiteral("--"), QStringLiteral("-17:refund")});
+        QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(claimed.json[QStringLiteral("key")].toString(), QStringLiteral("-17:refund"));
+        const Run shown = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("--"),
+                                  QStringLiteral("-17:refund")});
+        QCOMPARE(shown.exitCode, 0);
+        QCOMPARE(shown.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
+        const Run option = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("-17:refund")});
+        QCOMPARE(option.exitCode, 64);
+    }
+
     void staleTokenRefused()
     {
         const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("k:1"),

@@ -110,7 +110,8 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
         p.decision = decision;
         if (m_ctx.inWorkerProcess()) {
             // A real process stalls for real, holding what it held, then carries on.
-            std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs));
+            timed(m_ctx.slot(a.thread).stalledNs,
+                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
             resume(a.thread, run, p);
         } else {
             m_ctx.park(std::move(p));

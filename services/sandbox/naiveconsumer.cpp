@@ -38,7 +38,8 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
         p.message = message;
         p.worker = worker;
         if (m_ctx.inWorkerProcess()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs));
+            timed(m_ctx.slot(thread).stalledNs,
+                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
             resume(thread, run, p);
         } else {
             m_ctx.park(std::move(p));

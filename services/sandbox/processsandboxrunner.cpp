@@ -7,7 +7,6 @@
 #include "sandboxreport.h"
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <list>
 
@@ -122,24 +121,34 @@ nlohmann::json ProcessSandboxRunner::run()
     std::function<void(int)> start;
     const auto finished = [&](Worker &w) {
         readLines(w);
-        if (w.last.is_object()) {
-            totals.add(w.last.at("counters"));
-            deduplicated += w.last.at("provider_dedupe").get<std::int64_t>();
-            timing.engineNs += w.last.at("engine_ns").get<std::int64_t>();
-            timing.queueNs += w.last.at("queue_ns").get<std::int64_t>();
-            timing.busyNs += w.last.at("busy_ns").get<std::int64_t>();
+        try {
+            if (w.last.is_object()) {
+                totals.add(w.last.at("counters"));
+                deduplicated += w.last.at("provider_dedupe").get<std::int64_t>();
+                timing.engineNs += w.last.at("engine_ns").get<std::int64_t>();
+                timing.queueNs += w.last.at("queue_ns").get<std::int64_t>();
+                // A stall is the fault's deliberate wait, not work: it stays out of the engine's share.
+                const std::int64_t stalled = w.last.at("stalled_ns").get<std::int64_t>();
+                timing.busyNs += w.last.at("busy_ns").get<std::int64_t>() - stalled;
+                timing.stalledNs += stalled;
+            }
+        } catch (const nlohmann::json::exception &e) {
+            failure = "a worker reported an unreadable status line (" + std::string(e.what()) + ")";
         }
         const bool expected = w.killed || stopping;
         if (!expected) {
             ++unexpectedExits;
-            spdlog::warn("sandbox worker {} (pid {}) ended on its own with status {}", w.slot,
-                         static_cast<std::int64_t>(w.process->processId()), w.process->exitCode());
+            spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot, w.process->exitCode());
+            // A worker that cannot work (an unreachable ledger, a broken binary) would be
+            // replaced forever: give up and say so.
+            if (unexpectedExits > 3 * static_cast<std::int64_t>(o.workers))
+                failure = "workers keep ending on their own (see their messages above)";
         }
         const int slot = w.slot;
         QObject::disconnect(w.process, nullptr, &loop, nullptr);
         w.process->deleteLater();
         workers.remove_if([&](const Worker &other) { return &other == &w; });
-        if (!stopping) {
+        if (!stopping && failure.empty()) {
             ++restarts;
             start(slot);
         } else if (workers.empty()) {
@@ -209,7 +218,7 @@ nlohmann::json ProcessSandboxRunner::run()
                 progress.virtualMs = nanosSince(wallStart) / 1'000'000;
                 o.progress(progress);
             }
-            if (quietChecks < 2 && !timedOut)
+            if (quietChecks < 2 && !timedOut && failure.empty())
                 return;
         } catch (const std::exception &e) {
             failure = e.what();

@@ -95,6 +95,7 @@ struct alignas(64) TimeSlot
     std::int64_t engineNs = 0; ///< inside the engine and the ledger store
     std::int64_t queueNs = 0;  ///< inside the message queue
     std::int64_t busyNs = 0;   ///< processing work at all
+    std::int64_t stalledNs = 0; ///< a worker process stalled on purpose (paused-worker), within busyNs
 };
 
 /// Timings (milliseconds) the sandbox's workers, providers and queue use: of virtual time in

@@ -89,6 +89,7 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
           {"engine_s", static_cast<double>(timing.engineNs) / 1e9},
           {"queue_s", static_cast<double>(timing.queueNs) / 1e9},
           {"busy_s", static_cast<double>(timing.busyNs) / 1e9},
+          {"stalled_s", static_cast<double>(timing.stalledNs) / 1e9},
           {"engine_share",
            timing.busyNs > 0 ? static_cast<double>(timing.engineNs) / static_cast<double>(timing.busyNs) : 0.0}}},
     };

@@ -19,6 +19,7 @@ struct SandboxTiming
     std::int64_t engineNs = 0; ///< inside engine and ledger-store calls, summed over workers
     std::int64_t queueNs = 0;  ///< inside the message queue
     std::int64_t busyNs = 0;   ///< workers (and the scheduler or driver) at work at all
+    std::int64_t stalledNs = 0; ///< paused-worker stalls of worker processes, left out of busyNs
 };
 
 /// The report of a finished run (docs/sandbox.md "Report"): counters of `ctx`, the ledger's

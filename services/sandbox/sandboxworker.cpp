@@ -59,6 +59,10 @@ nlohmann::json SandboxWorker::status(const char *event) const
     for (const auto &[name, provider] : m_ctx->providers())
         deduplicated += provider->deduplicatedCount();
     const TimeSlot &slot = m_ctx->slots().front();
+    const std::int64_t inHand = m_busy ? std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - m_busySince)
+                                             .count()
+                                       : 0;
     return {{"event", event},
             {"owner", m_options.owner},
             {"pid", static_cast<std::int64_t>(::getpid())},
@@ -67,12 +71,14 @@ nlohmann::json SandboxWorker::status(const char *event) const
             {"provider_dedupe", deduplicated},
             {"engine_ns", slot.engineNs},
             {"queue_ns", slot.queueNs},
-            {"busy_ns", slot.busyNs}};
+            {"busy_ns", slot.busyNs + inHand},
+            {"stalled_ns", slot.stalledNs}};
 }
 
 nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
 {
     m_stop = &stop;
+    m_emit(status("start").dump());
     EngineConsumer engineConsumer(*m_ctx);
     NaiveConsumer naiveConsumer(*m_ctx);
     TimeSlot &slot = m_ctx->slot(0);
@@ -88,7 +94,8 @@ nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
             std::this_thread::sleep_for(std::chrono::milliseconds(m_options.pollMs));
             continue;
         }
-        const auto busyStart = std::chrono::steady_clock::now();
+        m_busySince = std::chrono::steady_clock::now();
+        m_busy = true;
         const QueueMessage &message = batch.front();
         RunState *run = nullptr;
         try {
@@ -98,6 +105,7 @@ nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
             spdlog::warn("worker {}: message {} is not a sandbox envelope ({}); archived", m_options.owner,
                          message.msgId, e.what());
             m_ctx->queue().archive(m_options.queue, message.msgId);
+            m_busy = false;
             continue;
         }
         if (m_ctx->deliverable(*run, message, slot.queueNs)) {
@@ -107,8 +115,9 @@ nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
                 engineConsumer.deliver(0, *run, message);
         }
         ++m_handled;
-        slot.busyNs += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - busyStart)
+        slot.busyNs += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - m_busySince)
                            .count();
+        m_busy = false;
         idleSince = std::chrono::steady_clock::now();
     }
     nlohmann::json line = status("exit");

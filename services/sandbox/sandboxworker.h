@@ -5,6 +5,7 @@
 #include "sandboxcontext.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,8 +43,12 @@ struct WorkerOptions
 /// Effects are the providers' commits to the ledger's sandbox tables (SandboxJournal).
 ///
 /// Its stdout is a stream of JSON lines (`emit`), each {"event", "owner", "pid", "handled",
-/// "counters" (Counters::toJson()), "provider_dedupe", "engine_ns", "queue_ns", "busy_ns"},
-/// cumulative since the process started:
+/// "counters" (Counters::toJson()), "provider_dedupe", "engine_ns", "queue_ns", "busy_ns",
+/// "stalled_ns"}, cumulative since the process started: busy is the time spent on delivered
+/// messages (the delivery in hand included), engine and queue the parts of it inside engine and
+/// queue calls, stalled the paused-worker stalls within it.
+/// - "start": the worker is ready (and its stop request handling in place, when the caller
+///   installed it before run());
 /// - "crash" (with "fault" and "operation"): a crash window opened; the worker then blocks
 ///   until it is killed (the sandbox driver sends SIGKILL). A stop request while blocked ends
 ///   the process at once with status 137, as abruptly as a kill.
@@ -69,6 +74,8 @@ private:
     std::unique_ptr<SandboxJournal> m_journal;
     std::unique_ptr<SandboxContext> m_ctx;
     std::int64_t m_handled = 0;
+    std::chrono::steady_clock::time_point m_busySince{}; ///< start of the delivery in hand
+    bool m_busy = false;
     const std::atomic<bool> *m_stop = nullptr;
 };
 

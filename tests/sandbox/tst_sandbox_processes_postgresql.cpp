@@ -101,6 +101,8 @@ private Q_SLOTS:
         QVERIFY(r.value(QStringLiteral("processes")).toBool());
         QVERIFY(!r.value(QStringLiteral("timed_out")).toBool());
         const int kills = r.value(QStringLiteral("kills")).toInt();
+        qInfo("%d SIGKILLs, %d restarts, %d deliveries", kills, r.value(QStringLiteral("restarts")).toInt(),
+              r.value(QStringLiteral("deliveries")).toInt());
         QVERIFY2(kills > 0, "no worker was killed");
         // Every killed worker was replaced, and no worker died of anything but a SIGKILL.
         QCOMPARE(r.value(QStringLiteral("restarts")).toInt(), kills);
@@ -144,6 +146,39 @@ private Q_SLOTS:
         const QJsonObject once = check.json.value(QStringLiteral("invariants")).toArray().at(0).toObject();
         QCOMPARE(once.value(QStringLiteral("name")).toString(), QStringLiteral("at_most_one_effect"));
         QCOMPARE(once.value(QStringLiteral("violations")).toInt(), duplicated);
+    }
+
+    /// `idempo worker` alone: SIGTERM ends it cleanly with an exit line; --idle-exit-ms ends it
+    /// on an empty queue.
+    void workerStopsOnSigtermAndWhenIdle()
+    {
+        QProcess worker;
+        worker.start(QStringLiteral(IDEMPO_CLI_PATH),
+                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"), QStringLiteral("--owner"),
+                      QStringLiteral("lone")});
+        // Its first line says it is working: from then on SIGTERM is a stop request.
+        QVERIFY(worker.waitForReadyRead(10'000));
+        QCOMPARE(QJsonDocument::fromJson(worker.readLine()).object().value(QStringLiteral("event")).toString(),
+                 QStringLiteral("start"));
+        worker.terminate();
+        QVERIFY(worker.waitForFinished(10'000));
+        QCOMPARE(worker.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(worker.exitCode(), 0);
+        const QList<QByteArray> lines = worker.readAllStandardOutput().trimmed().split('\n');
+        const QJsonObject last = QJsonDocument::fromJson(lines.last()).object();
+        QCOMPARE(last.value(QStringLiteral("event")).toString(), QStringLiteral("exit"));
+        QCOMPARE(last.value(QStringLiteral("owner")).toString(), QStringLiteral("lone"));
+        QCOMPARE(last.value(QStringLiteral("handled")).toInt(), 0);
+
+        QProcess idle;
+        idle.start(QStringLiteral(IDEMPO_CLI_PATH), {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"),
+                                                     QStringLiteral("--idle-exit-ms"), QStringLiteral("200")});
+        QVERIFY(idle.waitForFinished(10'000));
+        QCOMPARE(idle.exitCode(), 0);
+        const QList<QByteArray> idleLines = idle.readAllStandardOutput().trimmed().split('\n');
+        QCOMPARE(idleLines.size(), 2);
+        QCOMPARE(QJsonDocument::fromJson(idleLines.last()).object().value(QStringLiteral("event")).toString(),
+                 QStringLiteral("exit"));
     }
 };
 

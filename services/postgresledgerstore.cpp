@@ -2,6 +2,7 @@
 #include "postgresledgerstore.h"
 
 #include "error.h"
+#include "keyprefix.h"
 #include "ledgerrules.h"
 #include "migrations.h"
 #include "postgresmessagequeue.h"
@@ -666,9 +667,14 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement += " AND run_id = " + next();
     }
     if (!filter.keyPrefix.empty()) {
-        // ^@ is starts_with(), not LIKE: '%' and '_' in a prefix are plain characters.
+        // A range, not LIKE: '%' and '_' in a prefix are plain characters. operation_key is
+        // COLLATE "C" (byte order), so the bound matches and the key indexes serve the range.
         params.text(filter.keyPrefix);
-        statement += " AND operation_key ^@ " + next();
+        statement += " AND operation_key >= " + next();
+        if (const std::optional<std::string> upper = keyPrefixUpperBound(filter.keyPrefix)) {
+            params.text(*upper);
+            statement += " AND operation_key < " + next();
+        }
     }
     if (filter.updatedBeforeMs) {
         params.integer(*filter.updatedBeforeMs);

@@ -592,6 +592,77 @@ private Q_SLOTS:
         QVERIFY(!f.store().find(kNs, in.key));
     }
 
+    void keyPrefixFilterIsAByteRange()
+    {
+        LedgerFixture f;
+        const std::vector<std::string> keys = {"run-1",   "run-1:a",  "run-10:a",         "run-1:b",
+                                               "run-2:a", "run-1;x",  "run-1:\xc3\xbc:x", "run_1:a"};
+        for (const std::string &key : keys)
+            reach(f, key, OperationState::Dispatching);
+        ClaimInput other = claimInput("run-1:a");
+        other.ns = "other";
+        QCOMPARE(f.engine().claim(other).outcome, ClaimOutcome::Claimed);
+
+        const auto listed = [&](const std::string &prefix, const std::string &ns = {}, std::int64_t afterId = 0,
+                                int limit = 100) {
+            ListFilter filter;
+            filter.ns = ns;
+            filter.keyPrefix = prefix;
+            filter.afterId = afterId;
+            filter.limit = limit;
+            std::vector<std::string> found;
+            for (const Operation &op : f.store().list(filter))
+                found.push_back(op.ns + "/" + op.key);
+            return found;
+        };
+        using Keys = std::vector<std::string>;
+        // "run-1:" is a strict prefix of other keys and "run-1;" (its byte successor) is not inside.
+        QCOMPARE(listed("run-1:"), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+        QCOMPARE(listed("run-1:", kNs), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x"}));
+        QCOMPARE(listed("run-1").size(), std::size_t(7));
+        QCOMPARE(listed("run-1:\xc3\xbc"), (Keys{"default/run-1:\xc3\xbc:x"}));
+        QCOMPARE(listed("run-1:b:"), Keys{});
+        QCOMPARE(listed("run_"), (Keys{"default/run_1:a"}));
+        const auto firstTwo = listed("run-1:", {}, 0, 2);
+        QCOMPARE(firstTwo, (Keys{"default/run-1:a", "default/run-1:b"}));
+        const std::int64_t second = f.store().find(kNs, "run-1:b")->id;
+        QCOMPARE(listed("run-1:", {}, second, 2), (Keys{"default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+    }
+
+    /// A prefix most keys share pages in id order like a rare one (the embedded store plans
+    /// the two differently).
+    void commonKeyPrefixPagesInIdOrder()
+    {
+        LedgerFixture f;
+        constexpr int Common = 2100;
+        for (int i = 0; i < Common; ++i)
+            QCOMPARE(f.engine().claim(claimInput("bulk:" + std::to_string(i))).outcome, ClaimOutcome::Claimed);
+        reach(f, "bulk-rare", OperationState::Dispatching);
+        ListFilter filter;
+        filter.keyPrefix = "bulk:";
+        filter.limit = 500;
+        int seen = 0;
+        std::int64_t lastId = 0;
+        for (;;) {
+            const auto page = f.store().list(filter);
+            for (const Operation &op : page) {
+                QVERIFY(op.id > lastId);
+                lastId = op.id;
+                QCOMPARE(op.key, "bulk:" + std::to_string(seen));
+                ++seen;
+            }
+            if (page.size() < std::size_t(filter.limit))
+                break;
+            filter.afterId = page.back().id;
+        }
+        QCOMPARE(seen, Common);
+        filter = {};
+        filter.keyPrefix = "bulk-";
+        const auto rare = f.store().list(filter);
+        QCOMPARE(rare.size(), std::size_t(1));
+        QCOMPARE(rare.front().key, std::string("bulk-rare"));
+    }
+
     void listPagesWithKeyset()
     {
         LedgerFixture f;

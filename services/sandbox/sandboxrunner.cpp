@@ -130,6 +130,7 @@ nlohmann::json SandboxRunner::run()
     Reconciler reconciler(ctx);
     std::int64_t waitNs = 0;
     int roundsThisInstant = 0;
+    bool cancelled = false;
     for (;;) {
         const std::int64_t now = m_clock->nowMs();
         std::vector<WorkItem> items;
@@ -201,6 +202,10 @@ nlohmann::json SandboxRunner::run()
             progress.virtualMs = now - startMs;
             o.progress(progress);
         }
+        if (o.cancelled && o.cancelled()) {
+            cancelled = true;
+            break;
+        }
         const bool progressed = !items.empty() || pass.actions > 0;
         if (progressed && ++roundsThisInstant < MaxRoundsPerInstant)
             continue;
@@ -213,6 +218,12 @@ nlohmann::json SandboxRunner::run()
         roundsThisInstant = 0;
     }
 
+    if (cancelled) {
+        for (auto left = ctx.queue().browse(SandboxContext::QueueName, 0, 1000); !left.empty();
+             left = ctx.queue().browse(SandboxContext::QueueName, 0, 1000))
+            for (const QueueMessage &m : left)
+                ctx.queue().deleteMessage(SandboxContext::QueueName, m.msgId);
+    }
     const std::vector<InvariantResult> invariants = InvariantChecker(*m_store).check(o.ns);
     std::int64_t duplicateEffects = 0;
     {
@@ -249,6 +260,7 @@ nlohmann::json SandboxRunner::run()
     return {
         {"scenario", o.scenarioLabel},
         {"mode", o.naive ? "naive" : "engine"},
+        {"cancelled", cancelled},
         {"seed", o.faults.seed()},
         {"runs", o.runs},
         {"workers", o.workers},
@@ -296,6 +308,8 @@ std::string SandboxRunner::reportText(const nlohmann::json &r)
     std::string s = "sandbox " + r.at("mode").get<std::string>() + " run: " + r.at("scenario").get<std::string>()
                     + ", " + n(r.at("runs")) + " runs, " + n(r.at("workers")) + " workers, seed " + n(r.at("seed"))
                     + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
+    if (r.value("cancelled", false))
+        s += "  CANCELLED before every run settled: the figures and invariants cover what ran\n";
     s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
     s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
          + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes")) + ", virtual time "

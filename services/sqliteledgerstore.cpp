@@ -443,10 +443,11 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     }
     if (!filter.keyPrefix.empty()) {
         // A range, not LIKE or substr: '%' and '_' stay plain characters and an index serves it.
-        // SQLite keeps no statistics, so it cannot tell a rare prefix (walk the key index, sort
-        // the few ids) from a common one (walk ids and stop at the limit; sorting a million ids
-        // takes seconds). A bounded count on the key index tells them apart; for a common prefix
-        // the unary + takes the key range off the index.
+        // SQLite keeps no statistics and plans bound parameters blind, so it cannot tell a rare
+        // prefix (walk the key index, sort the few ids) from a common one (walk ids and stop at
+        // the limit; sorting a million ids takes seconds). A bounded count on the key index
+        // tells them apart: a rare prefix names the index, a common one takes the range off it
+        // with the unary +.
         QVariantList rangeBinds{bytes(filter.keyPrefix)};
         QString range = QStringLiteral(" operation_key >= CAST(? AS TEXT)");
         if (const std::optional<std::string> upper = keyPrefixUpperBound(filter.keyPrefix)) {
@@ -460,6 +461,8 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
                                   + QStringLiteral(" LIMIT ?)"),
                               probeBinds, "list operations");
         const bool rare = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+        if (rare)
+            sql.replace(QStringLiteral(" FROM operations WHERE"), QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
         sql += QStringLiteral(" AND") + (rare ? range : range.replace(QStringLiteral("operation_key"), QStringLiteral("+operation_key")));
         binds << rangeBinds;
     }

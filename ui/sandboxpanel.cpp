@@ -26,6 +26,22 @@ namespace {
 
 QString text(const nlohmann::json &v) { return QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump()); }
 
+/// A report's count object as "name 3, other 1", leaving out zeros; "none" when all are zero.
+QString counts(const nlohmann::json &object)
+{
+    QStringList parts;
+    for (const auto &[name, value] : object.items())
+        if (!(value.is_number() && value.get<double>() == 0.0))
+            parts << QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' ')) + QLatin1Char(' ') + text(value);
+    return parts.isEmpty() ? QObject::tr("none") : parts.join(QStringLiteral(", "));
+}
+
+/// "1 run", "12 runs": English plurals without a translation catalogue.
+QString runsText(int n)
+{
+    return n == 1 ? QObject::tr("1 run") : QObject::tr("%1 runs").arg(n);
+}
+
 } // namespace
 
 SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
@@ -41,6 +57,7 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     , m_run(new QPushButton(tr("Run"), this))
     , m_cancel(new QPushButton(tr("Cancel run"), this))
     , m_progress(new QProgressBar(this))
+    , m_target(new QLabel(this))
     , m_progressText(new QLabel(this))
     , m_headline(new QLabel(this))
     , m_report(new QTreeWidget(this))
@@ -70,14 +87,17 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
         auto *item = new QListWidgetItem(name, m_faults);
         item->setCheckState(Qt::Unchecked);
     }
-    m_faults->setMinimumHeight(150);
+    m_faults->setFixedHeight(m_faults->sizeHintForRow(0) * m_faults->count() + 2 * m_faults->frameWidth() + 4);
     m_namespace->setToolTip(tr("The run writes only into this namespace; it must hold no operations yet."));
     form->addRow(tr("Scenario"), m_scenario);
     form->addRow(tr("Runs"), m_runs);
     form->addRow(tr("Faults (default rates)"), m_faults);
     form->addRow(tr("Seed"), m_seed);
     form->addRow(tr("Into namespace"), m_namespace);
-    top->addWidget(box, 2);
+    auto *left = new QVBoxLayout;
+    left->addWidget(box);
+    left->addStretch(1);
+    top->addLayout(left, 2);
 
     auto *right = new QVBoxLayout;
     auto *controls = new QHBoxLayout;
@@ -87,6 +107,8 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     controls->addWidget(m_cancel);
     controls->addWidget(m_progress, 1);
     right->addLayout(controls);
+    m_target->setWordWrap(true);
+    right->addWidget(m_target);
     m_progress->setFormat(tr("%v / %m runs settled"));
     m_progress->setValue(0);
     right->addWidget(m_progressText);
@@ -153,7 +175,10 @@ void SandboxPanel::updateControls()
         w->setEnabled(supported && !running);
     m_run->setEnabled(supported && !running && !m_namespace->text().trimmed().isEmpty());
     m_cancel->setEnabled(running);
-    m_run->setText(tr("Write %n simulated run(s)", nullptr, m_runs->value()));
+    m_run->setText(tr("Write %1 (simulated)").arg(runsText(m_runs->value())));
+    m_target->setText(supported ? tr("Writes into %1, namespace %2 only.")
+                                      .arg(m_connection->description(), m_namespace->text().trimmed())
+                                : QString());
 }
 
 void SandboxPanel::startRun()
@@ -163,12 +188,12 @@ void SandboxPanel::startRun()
     const SandboxRequest r = request();
     if (m_interactive) {
         QMessageBox confirm(QMessageBox::Question, tr("Run the sandbox"),
-                            tr("Write %n simulated run(s) of %1 into namespace <b>%2</b> of %3?<br>"
-                               "Nothing outside that namespace changes, but the rows stay in the ledger.",
-                               nullptr, r.runs)
-                                .arg(r.scenario, r.ns.toHtmlEscaped(), m_connection->description().toHtmlEscaped()),
+                            tr("Write %1 (scenario %2) into namespace <b>%3</b> of %4?<br>"
+                               "Nothing outside that namespace changes, but the rows stay in the ledger.")
+                                .arg(runsText(r.runs), r.scenario, r.ns.toHtmlEscaped(),
+                                     m_connection->description().toHtmlEscaped()),
                             QMessageBox::Cancel, this);
-        QPushButton *go = confirm.addButton(tr("Write %n simulated run(s)", nullptr, r.runs), QMessageBox::AcceptRole);
+        QPushButton *go = confirm.addButton(tr("Write %1").arg(runsText(r.runs)), QMessageBox::AcceptRole);
         confirm.setDefaultButton(QMessageBox::Cancel);
         confirm.exec();
         if (confirm.clickedButton() != go)
@@ -181,7 +206,7 @@ void SandboxPanel::startRun()
     m_runNamespace = r.ns;
     if (!m_session->start(r))
         return;
-    setHeadline(QStringLiteral("running"), tr("Running %n sandbox run(s) in namespace %1…", nullptr, r.runs).arg(r.ns));
+    setHeadline(QStringLiteral("running"), tr("Running %1 in namespace %2…").arg(runsText(r.runs), r.ns));
     updateControls();
 }
 
@@ -236,10 +261,10 @@ void SandboxPanel::showReport()
         item->setText(1, value);
     };
     figure(tr("deliveries"), text(r.at("deliveries")));
-    figure(tr("duplicates suppressed"), text(r.at("duplicates_suppressed")));
-    figure(tr("provider effects"), text(r.at("provider_effects")));
+    figure(tr("duplicates suppressed"), counts(r.at("duplicates_suppressed")));
+    figure(tr("provider effects"), counts(r.at("provider_effects")));
     figure(tr("duplicate effects"), text(r.at("duplicate_effects")));
-    figure(tr("faults injected"), text(r.at("faults_injected")));
+    figure(tr("faults injected"), counts(r.at("faults_injected")));
     figure(tr("retries / crashes / fenced writes"),
            QStringLiteral("%1 / %2 / %3").arg(text(r.at("retries")), text(r.at("crashes")), text(r.at("fenced_writes"))));
     figure(tr("approvals / confirmations pending"),
@@ -248,7 +273,7 @@ void SandboxPanel::showReport()
     figure(tr("wall time"), tr("%1 s").arg(r.at("timing").at("wall_s").get<double>(), 0, 'f', 2));
     figures->setExpanded(true);
 
-    const QString runs = tr("%n run(s)", nullptr, r.at("runs").get<int>());
+    const QString runs = runsText(r.at("runs").get<int>());
     const QString where = tr("namespace %1, seed %2").arg(m_runNamespace, text(r.at("seed")));
     if (cancelled) {
         setHeadline(QStringLiteral("cancelled"),

@@ -70,6 +70,7 @@ private:
     QPushButton *m_run;
     QPushButton *m_cancel;
     QProgressBar *m_progress;
+    QLabel *m_target;
     QLabel *m_progressText;
     QLabel *m_headline;
     QTreeWidget *m_report;

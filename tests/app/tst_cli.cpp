@@ -116,8 +116,9 @@ private Q_SLOTS:
         const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
                                     QStringLiteral("--payload"), QStringLiteral(R"({"b":2,"a":1})"),
                                     QStringLiteral("--run"), QStringLiteral("run-1"), QStringLiteral("--step"),
-                                    QStringLiteral("provision")});
+                                    QStringLiteral("provision"), QStringLiteral("--value"), QStringLiteral("1250.5 EUR")});
         QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(claimed.json[QStringLiteral("operation")].toObject()[QStringLiteral("value")].toString(), QStringLiteral("1250.50 EUR"));
         QCOMPARE(claimed.json[QStringLiteral("outcome")].toString(), QStringLiteral("claimed"));
         QCOMPARE(claimed.json[QStringLiteral("key")].toString(), QStringLiteral("run-1:provision"));
         QCOMPARE(claimed.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
@@ -219,6 +220,8 @@ private Q_SLOTS:
         QTest::newRow("bad token") << QStringList{QStringLiteral("complete"), QStringLiteral("k:5"), QStringLiteral("--token"), QStringLiteral("x")} << 64 << QStringLiteral("usage");
         QTest::newRow("unknown key") << QStringList{QStringLiteral("show"), QStringLiteral("k:404")} << 65 << QStringLiteral("not_found");
         QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << 64 << QStringLiteral("usage");
+        QTest::newRow("grouped value") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{}"), QStringLiteral("--value"), QStringLiteral("1,250.00 EUR")} << 64 << QStringLiteral("invalid_argument");
+        QTest::newRow("value without currency") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{}"), QStringLiteral("--value"), QStringLiteral("1250")} << 64 << QStringLiteral("invalid_argument");
         QTest::newRow("unknown option") << QStringList{claim, QStringLiteral("k:5"), QStringLiteral("--frob")} << 64 << QStringLiteral("usage");
     }
 

@@ -432,8 +432,18 @@ std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, co
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
     SqliteConnection &db = connection();
-    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE id > ?");
-    QVariantList binds{static_cast<qlonglong>(filter.afterId)};
+    const bool byValue = filter.order == ListOrder::ValueDescending;
+    const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
+    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
+    QVariantList binds;
+    if (byValue && filter.afterValueMinor) {
+        sql += QStringLiteral("(%1 < ? OR (%1 = ? AND id > ?))").arg(value);
+        binds << static_cast<qlonglong>(*filter.afterValueMinor) << static_cast<qlonglong>(*filter.afterValueMinor)
+              << static_cast<qlonglong>(filter.afterId);
+    } else {
+        sql += QStringLiteral("id > ?");
+        binds << static_cast<qlonglong>(filter.afterId);
+    }
     if (!filter.ns.empty()) {
         sql += QStringLiteral(" AND namespace = ?");
         binds << text(filter.ns);
@@ -475,7 +485,7 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         sql += QStringLiteral(" AND updated_at_ms < ?");
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
-    sql += QStringLiteral(" ORDER BY id LIMIT ?");
+    sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value) : QStringLiteral(" ORDER BY id LIMIT ?");
     binds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;

@@ -29,6 +29,14 @@ ClaimInput claimInput(const std::string &key, const std::string &payload = R"({"
     return in;
 }
 
+std::vector<std::string> keysOf(const std::vector<Operation> &ops)
+{
+    std::vector<std::string> keys;
+    for (const Operation &op : ops)
+        keys.push_back(op.key);
+    return keys;
+}
+
 ErrorCode errorOf(const std::function<void()> &f)
 {
     try {
@@ -714,6 +722,40 @@ private Q_SLOTS:
         const auto rare = f.store().list(filter);
         QCOMPARE(rare.size(), std::size_t(1));
         QCOMPARE(rare.front().key, std::string("bulk-rare"));
+    }
+
+    void listsHighestValueFirstWithKeyset()
+    {
+        LedgerFixture f;
+        const std::vector<std::pair<std::string, std::optional<Amount>>> ops = {
+            {"v:small", Amount{500, "EUR"}},   {"v:none-1", std::nullopt},     {"v:big", Amount{900'000, "EUR"}},
+            {"v:tie-1", Amount{70'000, "USD"}}, {"v:tie-2", Amount{70'000, "EUR"}}, {"v:none-2", std::nullopt},
+            {"v:zero", Amount{0, "JPY"}}};
+        for (const auto &[key, value] : ops) {
+            ClaimInput in = claimInput(key);
+            in.value = value;
+            in.requiresApproval = true;
+            QCOMPARE(f.engine().claim(in).operation.state, OperationState::AwaitingApproval);
+        }
+        reach(f, "v:dispatching", OperationState::Dispatching);
+        const std::vector<std::string> expected = {"v:big", "v:tie-1", "v:tie-2", "v:small", "v:zero", "v:none-1", "v:none-2"};
+        ListFilter filter;
+        filter.state = OperationState::AwaitingApproval;
+        filter.order = ListOrder::ValueDescending;
+        QCOMPARE(keysOf(f.store().list(filter)), expected);
+        // Pages of two follow the same order through the (value, id) cursor, across ties and NULLs.
+        filter.limit = 2;
+        std::vector<std::string> paged;
+        for (;;) {
+            const auto page = f.store().list(filter);
+            for (const Operation &op : page)
+                paged.push_back(op.key);
+            if (page.size() < std::size_t(filter.limit))
+                break;
+            filter.afterId = page.back().id;
+            filter.afterValueMinor = page.back().value ? page.back().value->minorUnits : ListFilter::NoValue;
+        }
+        QCOMPARE(paged, expected);
     }
 
     void listPagesWithKeyset()

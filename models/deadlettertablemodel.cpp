@@ -87,17 +87,18 @@ QVariant DeadLetterTableModel::headerData(int section, Qt::Orientation orientati
 
 PagedTableModel<DeadLetter>::Loader DeadLetterTableModel::loader() const
 {
-    return [queue = m_queue, prefix = m_keyPrefix](LedgerStore &store, MessageQueue *queues, std::int64_t afterId,
+    return [queue = m_queue, prefix = m_keyPrefix](LedgerStore &store, MessageQueue *queues, KeysetPosition after,
                                                    int limit) {
         PageResult<DeadLetter> page;
         page.storeNowMs = store.nowMs();
-        page.cursor = afterId;
+        page.cursor = after;
+        const std::int64_t afterId = after.id;
         if (!queues || queue.empty())
             return page;
         std::vector<DeadLetter> batch = queues->deadLetters(queue, afterId, limit);
         page.more = static_cast<int>(batch.size()) == limit;
         if (!batch.empty())
-            page.cursor = batch.back().message.msgId;
+            page.cursor = {0, batch.back().message.msgId};
         for (DeadLetter &d : batch)
             if (prefix.empty() || keyOf(d).compare(0, prefix.size(), prefix) == 0)
                 page.rows.push_back(std::move(d));

@@ -17,9 +17,10 @@ struct KeysetDiffHooks
     std::function<void(int first, int last)> changed;
 };
 
-/// Replaces rows[first, first + count) with `fresh` (both ordered by id, as keyset pages are),
+/// Replaces rows[first, first + count) with `fresh` (both in keyset order, as keyset pages are),
 /// emitting the smallest ranged removals, insertions and changes, so selections and scroll
-/// positions survive a live refresh. `idOf` reads a row's keyset id, `same` compares contents.
+/// positions survive a live refresh. `idOf` reads a row's keyset position (an id, or a
+/// KeysetPosition), `same` compares contents.
 template<typename T, typename IdOf, typename Same>
 void applyKeysetDiff(std::vector<T> &rows, int first, int count, std::vector<T> fresh, IdOf idOf, Same same,
                      const KeysetDiffHooks &hooks)

@@ -73,6 +73,11 @@ void LedgerConnection::pollNow()
     QMetaObject::invokeMethod(m_worker, &LedgerWorker::poll, Qt::QueuedConnection);
 }
 
+void LedgerConnection::setPollInterval(int ms)
+{
+    QMetaObject::invokeMethod(m_worker, [worker = m_worker, ms] { worker->setPollInterval(ms); }, Qt::QueuedConnection);
+}
+
 void LedgerConnection::post(LedgerJob job)
 {
     QMetaObject::invokeMethod(

@@ -56,6 +56,10 @@ public:
 
     /// Asks the worker to look for changes at once (tests and the refresh shortcut).
     void pollNow();
+    /// The worker's tick in ms (1000 by default): the SQLite change poll, or on PostgreSQL the
+    /// ping and reconnect of the notification listener. Live updates go stale after 3000 ms
+    /// without a tick that answered.
+    void setPollInterval(int ms);
 
 Q_SIGNALS:
     void opened(const QString &description);

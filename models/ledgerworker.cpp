@@ -3,8 +3,13 @@
 
 #include "error.h"
 #include "ledgerfactory.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 
+#include <utility>
+
+#include <QSocketNotifier>
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QTimer>
@@ -12,6 +17,12 @@
 namespace idempo {
 
 namespace {
+
+/// The channel PostgresLedgerStore notifies on every write.
+constexpr char NotifyChannel[] = "idempo_operations";
+/// Notifications arriving within this many ms make one refresh: a busy ledger sends hundreds
+/// a second, and each refresh re-reads the visible rows.
+constexpr int CoalesceMs = 100;
 
 /// What an operator should check for a ledger that would not open, by address kind.
 QString hintFor(const QString &url, ErrorCode code)
@@ -59,13 +70,65 @@ void LedgerWorker::open(const QString &url)
     }
     if (!m_pollTimer) {
         m_pollTimer = new QTimer(this);
-        m_pollTimer->setInterval(1000);
+        m_pollTimer->setInterval(m_pollIntervalMs);
         connect(m_pollTimer, &QTimer::timeout, this, &LedgerWorker::poll);
+        m_coalesceTimer = new QTimer(this);
+        m_coalesceTimer->setSingleShot(true);
+        m_coalesceTimer->setInterval(CoalesceMs);
+        connect(m_coalesceTimer, &QTimer::timeout, this, &LedgerWorker::changed);
     }
     m_lastToken = -1;
+    if (dynamic_cast<PostgresLedgerStore *>(m_store.get())) {
+        // LISTEN before the views read their first rows, so no write falls between the two.
+        m_listenConninfo = url.toStdString();
+        try {
+            listen();
+        } catch (const std::exception &) {
+            m_missedNotifications = true; // the first tick reports the failure and retries
+        }
+    }
     Q_EMIT opened(QString::fromStdString(m_store->describe()), m_queues != nullptr);
     poll();
     m_pollTimer->start();
+}
+
+void LedgerWorker::setPollInterval(int ms)
+{
+    m_pollIntervalMs = ms;
+    if (m_pollTimer)
+        m_pollTimer->setInterval(ms);
+}
+
+void LedgerWorker::listen()
+{
+    m_listener = std::make_unique<PgListener>(m_listenConninfo, NotifyChannel);
+    m_notifier = new QSocketNotifier(static_cast<qintptr>(m_listener->socket()), QSocketNotifier::Read, this);
+    connect(m_notifier, &QSocketNotifier::activated, this, &LedgerWorker::readNotifications);
+}
+
+void LedgerWorker::stopListening()
+{
+    // The notifier goes first: it must not watch a descriptor the listener closes.
+    delete m_notifier;
+    m_notifier = nullptr;
+    m_listener.reset();
+}
+
+void LedgerWorker::readNotifications()
+{
+    try {
+        if (!m_listener->takeNotifications().empty() && !m_coalesceTimer->isActive())
+            m_coalesceTimer->start();
+    } catch (const std::exception &e) {
+        listenerLost(e);
+    }
+}
+
+void LedgerWorker::listenerLost(const std::exception &e)
+{
+    stopListening();
+    m_missedNotifications = true;
+    Q_EMIT polled(false, QStringLiteral("live updates lost: ") + QString::fromStdString(e.what()));
 }
 
 void LedgerWorker::run(const LedgerJob &job)
@@ -83,6 +146,11 @@ void LedgerWorker::close()
 {
     if (m_pollTimer)
         m_pollTimer->stop();
+    if (m_coalesceTimer)
+        m_coalesceTimer->stop();
+    stopListening();
+    m_listenConninfo.clear();
+    m_missedNotifications = false;
     m_queues.reset();
     m_store.reset();
 }
@@ -91,6 +159,32 @@ void LedgerWorker::poll()
 {
     if (!m_store)
         return;
+    if (!m_listenConninfo.empty()) {
+        if (m_listener) {
+            try {
+                m_listener->ping();
+                readNotifications();
+            } catch (const std::exception &e) {
+                listenerLost(e);
+                return;
+            }
+            if (m_listener)
+                Q_EMIT polled(true, QString());
+            return;
+        }
+        try {
+            listen();
+        } catch (const std::exception &e) {
+            m_missedNotifications = true;
+            Q_EMIT polled(false, QStringLiteral("live updates stopped: ") + QString::fromStdString(e.what()));
+            return;
+        }
+        Q_EMIT polled(true, QString());
+        // Whatever was written while nobody listened is unknown: every view re-reads once.
+        if (std::exchange(m_missedNotifications, false))
+            Q_EMIT changed();
+        return;
+    }
     try {
         const std::int64_t token = changeToken();
         const bool moved = m_lastToken >= 0 && token != m_lastToken;
@@ -105,21 +199,14 @@ void LedgerWorker::poll()
 
 std::int64_t LedgerWorker::changeToken()
 {
-    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(m_store.get())) {
-        // data_version moves whenever another connection commits: one page-cache read.
-        QSqlQuery q(sqlite->connection().db);
-        if (q.exec(QStringLiteral("PRAGMA data_version")) && q.next())
-            return q.value(0).toLongLong();
-        throw Error(ErrorCode::LedgerUnavailable, q.lastError().text().toStdString());
-    }
-    // Other stores: the history only grows, so its size plus the state counts name a version.
-    const LedgerMetrics m = m_store->metrics({});
-    std::int64_t token = m.events;
-    for (const auto &[state, count] : m.byState)
-        token = token * 31 + count;
-    for (const auto &[outcome, count] : m.suppressionsByOutcome)
-        token = token * 31 + count;
-    return token;
+    // data_version moves whenever another connection commits: one page-cache read.
+    auto *sqlite = dynamic_cast<SqliteLedgerStore *>(m_store.get());
+    if (!sqlite)
+        throw Error(ErrorCode::Internal, "no change signal for " + m_store->describe());
+    QSqlQuery q(sqlite->connection().db);
+    if (q.exec(QStringLiteral("PRAGMA data_version")) && q.next())
+        return q.value(0).toLongLong();
+    throw Error(ErrorCode::LedgerUnavailable, q.lastError().text().toStdString());
 }
 
 } // namespace idempo

@@ -5,14 +5,19 @@
 
 namespace idempo {
 
-std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, std::int64_t afterId, int limit) const
+std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after, int limit) const
 {
     ListFilter base;
     base.runId = runId;
     base.keyPrefix = keyPrefix;
     if (minAgeMs)
         base.updatedBeforeMs = nowMs - *minAgeMs;
-    base.afterId = afterId;
+    base.afterId = after.id;
+    if (highestValueFirst) {
+        base.order = ListOrder::ValueDescending;
+        if (!after.isStart())
+            base.afterValueMinor = -after.rank;
+    }
     base.limit = limit;
     if (states.empty())
         return {base};
@@ -25,19 +30,27 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, std::int64_t
     return out;
 }
 
-std::vector<Operation> OperationQuery::page(LedgerStore &store, std::int64_t afterId, int limit) const
+KeysetPosition OperationQuery::position(const Operation &op) const
+{
+    if (!highestValueFirst)
+        return {0, op.id};
+    return {-(op.value ? op.value->minorUnits : ListFilter::NoValue), op.id};
+}
+
+std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition after, int limit) const
 {
     const std::int64_t now = minAgeMs ? store.nowMs() : 0;
-    const std::vector<ListFilter> all = filters(now, afterId, limit);
+    const std::vector<ListFilter> all = filters(now, after, limit);
     if (all.size() == 1)
         return store.list(all.front());
-    // Each state's page holds its first `limit` ids, so the first `limit` of the merge are exact.
+    // Each state's page holds its first `limit` records, so the first `limit` of the merge are exact.
     std::vector<Operation> merged;
     for (const ListFilter &f : all) {
         std::vector<Operation> part = store.list(f);
         merged.insert(merged.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     }
-    std::sort(merged.begin(), merged.end(), [](const Operation &a, const Operation &b) { return a.id < b.id; });
+    std::sort(merged.begin(), merged.end(),
+              [this](const Operation &a, const Operation &b) { return position(a) < position(b); });
     if (merged.size() > static_cast<std::size_t>(limit))
         merged.resize(static_cast<std::size_t>(limit));
     return merged;

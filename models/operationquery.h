@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "keysetposition.h"
 #include "ledgerstore.h"
 
 #include <cstdint>
@@ -17,15 +18,21 @@ struct OperationQuery
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> minAgeMs;  ///< only records untouched for at least this long
+    /// Highest value (minor units) first, records without a value last, oldest first among
+    /// equals; otherwise oldest (lowest id) first. Ordered by the store.
+    bool highestValueFirst = false;
 
     bool operator==(const OperationQuery &) const = default;
 
     /// The store's filters for one state (or none), relative to the store's `nowMs`.
-    std::vector<ListFilter> filters(std::int64_t nowMs, std::int64_t afterId, int limit) const;
+    std::vector<ListFilter> filters(std::int64_t nowMs, KeysetPosition after, int limit) const;
 
-    /// One keyset page: the first `limit` records with id > afterId across every state
-    /// filter, merged by id. Runs on the worker thread.
-    std::vector<Operation> page(LedgerStore &store, std::int64_t afterId, int limit) const;
+    /// One keyset page: the first `limit` records after `after` across every state filter,
+    /// merged in the query's order. Runs on the worker thread.
+    std::vector<Operation> page(LedgerStore &store, KeysetPosition after, int limit) const;
+
+    /// Where `op` stands in this query's order.
+    KeysetPosition position(const Operation &op) const;
 };
 
 } // namespace idempo

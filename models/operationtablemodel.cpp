@@ -51,6 +51,7 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
         case Run: return displayText(op.runId);
         case Step: return displayText(op.stepId);
         case State: return stateText(op.state);
+        case Value: return op.value ? QString::fromStdString(formatAmount(*op.value)) : QString();
         case Attempt: return QStringLiteral("%1 / %2").arg(op.attempt).arg(op.maxAttempts);
         case Owner: return displayText(op.leaseOwner);
         case Token: return static_cast<qlonglong>(op.fencingToken);
@@ -69,6 +70,7 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
         return {};
     case RawRole:
         switch (index.column()) {
+        case Value: return static_cast<qlonglong>(op.value ? op.value->minorUnits : -1);
         case Attempt: return op.attempt;
         case Token: return static_cast<qlonglong>(op.fencingToken);
         case LeaseExpiry: return static_cast<qlonglong>(op.leaseExpiresAtMs.value_or(0));
@@ -95,7 +97,7 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
             return stateColor(OperationState::ConfirmationRequired);
         return {};
     case Qt::TextAlignmentRole:
-        if (index.column() == Token || index.column() == Attempt)
+        if (index.column() == Token || index.column() == Attempt || index.column() == Value)
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
         return {};
     }
@@ -111,6 +113,7 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     case Run: return tr("Run");
     case Step: return tr("Step");
     case State: return tr("State");
+    case Value: return tr("Value");
     case Attempt: return tr("Attempt");
     case Owner: return tr("Lease owner");
     case Token: return tr("Fencing token");
@@ -123,11 +126,11 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
 
 PagedTableModel<Operation>::Loader OperationTableModel::loader() const
 {
-    return [query = m_query](LedgerStore &store, MessageQueue *, std::int64_t afterId, int limit) {
+    return [query = m_query](LedgerStore &store, MessageQueue *, KeysetPosition after, int limit) {
         PageResult<Operation> page;
-        page.rows = query.page(store, afterId, limit);
+        page.rows = query.page(store, after, limit);
         page.more = static_cast<int>(page.rows.size()) == limit;
-        page.cursor = page.rows.empty() ? afterId : page.rows.back().id;
+        page.cursor = page.rows.empty() ? after : query.position(page.rows.back());
         page.storeNowMs = store.nowMs();
         return page;
     };

@@ -6,13 +6,13 @@
 
 namespace idempo {
 
-/// Operations matching an OperationQuery, oldest first, paged from the ledger. The lease column
+/// Operations matching an OperationQuery, oldest or highest value first, paged from the ledger. The lease column
 /// counts down on the store's clock (tick()); lapsed leases carry LapsedRole.
 class OperationTableModel final : public PagedTableModel<Operation>
 {
     Q_OBJECT
 public:
-    enum Column { Key, Run, Step, State, Attempt, Owner, Token, LeaseExpiry, Updated, Error, ColumnCount };
+    enum Column { Key, Run, Step, State, Value, Attempt, Owner, Token, LeaseExpiry, Updated, Error, ColumnCount };
     enum Role {
         RawRole = Qt::UserRole, ///< a sortable raw value per column
         KeyRole,                ///< the operation key
@@ -37,6 +37,7 @@ Q_SIGNALS:
 protected:
     Loader loader() const override;
     std::int64_t rowId(const Operation &row) const override { return row.id; }
+    std::int64_t rowRank(const Operation &row) const override { return m_query.position(row).rank; }
     bool sameRow(const Operation &a, const Operation &b) const override { return a.version == b.version && a.state == b.state; }
     void pageApplied() override { Q_EMIT pageLoaded(); }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "keysetdiff.h"
+#include "keysetposition.h"
 #include "ledgerconnection.h"
 
 #include <QAbstractTableModel>
@@ -19,7 +20,7 @@ template<typename Row>
 struct PageResult
 {
     std::vector<Row> rows;
-    std::int64_t cursor = 0;   ///< keyset cursor after the last row scanned
+    KeysetPosition cursor = KeysetPosition::start(); ///< keyset cursor after the last row scanned
     bool more = false;         ///< the source may hold further rows past `cursor`
     std::int64_t storeNowMs = 0;
 };
@@ -32,9 +33,9 @@ template<typename Row>
 class PagedTableModel : public QAbstractTableModel
 {
 public:
-    /// Loads rows with keyset id > afterId, at most `limit` matches. Runs on the worker thread,
-    /// so it must capture only values.
-    using Loader = std::function<PageResult<Row>(LedgerStore &, MessageQueue *, std::int64_t afterId, int limit)>;
+    /// Loads rows after the keyset position `after`, at most `limit` matches. Runs on the worker
+    /// thread, so it must capture only values.
+    using Loader = std::function<PageResult<Row>(LedgerStore &, MessageQueue *, KeysetPosition after, int limit)>;
 
     int rowCount(const QModelIndex &parent = {}) const override
     {
@@ -98,7 +99,7 @@ public:
         ++m_generation;
         beginResetModel();
         m_rows.clear();
-        m_cursor = 0;
+        m_cursor = KeysetPosition::start();
         m_more = true;
         m_fetching = false;
         m_refreshing = false;
@@ -122,7 +123,7 @@ public:
         const int size = rowCount();
         const int first = std::min(m_viewFirst, size);
         const int count = std::min(m_viewCount + 20, size - first);
-        const std::int64_t after = first > 0 ? rowId(m_rows[static_cast<std::size_t>(first - 1)]) : 0;
+        const KeysetPosition after = first > 0 ? position(m_rows[static_cast<std::size_t>(first - 1)]) : KeysetPosition::start();
         const bool tail = !m_more;
         const int windowLimit = count + 50;
         const quint64 generation = m_generation;
@@ -175,6 +176,8 @@ protected:
     /// A loader for the current filter (captured by value).
     virtual Loader loader() const = 0;
     virtual std::int64_t rowId(const Row &row) const = 0;
+    /// The rank before the id in the listing's order (see KeysetPosition); 0 for id order.
+    virtual std::int64_t rowRank(const Row &) const { return 0; }
     virtual bool sameRow(const Row &a, const Row &b) const = 0;
     /// Called after rows were added or refreshed.
     virtual void pageApplied() {}
@@ -182,6 +185,8 @@ protected:
     LedgerConnection *connection() const { return m_connection; }
 
 private:
+    KeysetPosition position(const Row &row) const { return {rowRank(row), rowId(row)}; }
+
     void noteStoreClock(std::int64_t storeNowMs)
     {
         if (storeNowMs > 0)
@@ -192,13 +197,13 @@ private:
     {
         if (count <= 0)
             return;
-        std::int64_t bound = rowId(m_rows[static_cast<std::size_t>(first + count - 1)]);
+        KeysetPosition bound = position(m_rows[static_cast<std::size_t>(first + count - 1)]);
         // A full page may stop short of the window's end: compare only what it covers.
         if (static_cast<int>(fresh.size()) >= windowLimit && !fresh.empty())
-            bound = std::min(bound, rowId(fresh.back()));
-        std::erase_if(fresh, [&](const Row &row) { return rowId(row) > bound; });
+            bound = std::min(bound, position(fresh.back()));
+        std::erase_if(fresh, [&](const Row &row) { return position(row) > bound; });
         int covered = 0;
-        while (covered < count && rowId(m_rows[static_cast<std::size_t>(first + covered)]) <= bound)
+        while (covered < count && position(m_rows[static_cast<std::size_t>(first + covered)]) <= bound)
             ++covered;
         KeysetDiffHooks hooks{
             [this](int a, int b) { beginRemoveRows({}, a, b); },
@@ -208,14 +213,14 @@ private:
             [this](int a, int b) { Q_EMIT dataChanged(index(a, 0), index(b, columnCount() - 1)); },
         };
         applyKeysetDiff(
-            m_rows, first, covered, std::move(fresh), [this](const Row &row) { return rowId(row); },
+            m_rows, first, covered, std::move(fresh), [this](const Row &row) { return position(row); },
             [this](const Row &a, const Row &b) { return sameRow(a, b); }, hooks);
     }
 
     void appendTail(PageResult<Row> page)
     {
-        const std::int64_t last = m_rows.empty() ? 0 : rowId(m_rows.back());
-        std::erase_if(page.rows, [&](const Row &row) { return rowId(row) <= last; });
+        const KeysetPosition last = m_rows.empty() ? KeysetPosition::start() : position(m_rows.back());
+        std::erase_if(page.rows, [&](const Row &row) { return position(row) <= last; });
         m_cursor = std::max(m_cursor, page.cursor);
         m_more = page.more;
         if (!page.rows.empty()) {
@@ -229,7 +234,7 @@ private:
 
     LedgerConnection *m_connection;
     std::vector<Row> m_rows;
-    std::int64_t m_cursor = 0;
+    KeysetPosition m_cursor = KeysetPosition::start();
     std::int64_t m_clockOffsetMs = 0;
     quint64 m_generation = 0;
     quint64 m_revision = 0;

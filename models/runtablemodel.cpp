@@ -60,7 +60,7 @@ RunTableModel::Scan RunTableModel::scan(LedgerStore &store, const OperationQuery
                                         int limit)
 {
     Scan s;
-    const std::vector<Operation> ops = query.page(store, afterId, limit);
+    const std::vector<Operation> ops = query.page(store, {0, afterId}, limit);
     s.runs = RunSummary::fold(ops);
     s.more = static_cast<int>(ops.size()) == limit;
     s.cursor = ops.empty() ? afterId : ops.back().id;
@@ -135,7 +135,7 @@ void RunTableModel::refresh()
             for (const std::string &runId : visible) {
                 OperationQuery one = query;
                 one.runId = runId;
-                std::vector<RunSummary> folded = RunSummary::fold(one.page(s, 0, 1000));
+                std::vector<RunSummary> folded = RunSummary::fold(one.page(s, KeysetPosition::start(), 1000));
                 RunSummary run = folded.empty() ? RunSummary{} : folded.front();
                 run.runId = runId;
                 r.visible.push_back(std::move(run));

@@ -80,7 +80,7 @@ QVariant SuppressionTableModel::headerData(int section, Qt::Orientation orientat
 
 PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
 {
-    return [query = m_query](LedgerStore &store, MessageQueue *, std::int64_t afterId, int limit) {
+    return [query = m_query](LedgerStore &store, MessageQueue *, KeysetPosition after, int limit) {
         PageResult<Suppression> page;
         page.storeNowMs = store.nowMs();
         const std::string runPrefix = query.runId.empty() ? std::string() : query.runId + ":";
@@ -93,7 +93,7 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
                 return false;
             return !query.maxAgeMs || s.atMs >= page.storeNowMs - *query.maxAgeMs;
         };
-        std::int64_t cursor = afterId;
+        std::int64_t cursor = after.id;
         int scanned = 0;
         page.more = true;
         while (static_cast<int>(page.rows.size()) < limit && scanned < ScanBudget) {
@@ -113,7 +113,7 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
                 break;
             }
         }
-        page.cursor = cursor;
+        page.cursor = {0, cursor};
         return page;
     };
 }

@@ -125,15 +125,29 @@ struct TransitionRequest
     std::int64_t retentionMs = 0;             ///< to a final state: retention from now
 };
 
-/// Filter and keyset cursor for listings; results are ordered by id ascending.
+/// The order of a listing, which its keyset cursor follows.
+enum class ListOrder {
+    Id,               ///< oldest first: id ascending
+    ValueDescending,  ///< value_minor descending (records without a value last), then id ascending
+};
+
+/// Filter and keyset cursor for listings; results are ordered as `order` says.
 struct ListFilter
 {
+    /// The value a record without one sorts as in ValueDescending: below every real amount.
+    static constexpr std::int64_t NoValue = -1;
+
     std::string ns;                           ///< empty = every namespace
     std::optional<OperationState> state;
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> updatedBeforeMs; ///< only records not touched since (age filter)
     std::int64_t afterId = 0;                 ///< keyset cursor: the last id of the previous page
+    ListOrder order = ListOrder::Id;
+    /// ValueDescending cursor, with afterId: the previous page's last value in minor units
+    /// (NoValue for none); unset on a first page. Amounts in different currencies compare by
+    /// minor units: the ledger holds no exchange rates.
+    std::optional<std::int64_t> afterValueMinor;
     int limit = 100;
 };
 

@@ -413,6 +413,26 @@ std::vector<PgNotification> PgListener::waitForNotification(int timeoutMs)
     }
 }
 
+int PgListener::socket() const
+{
+    return m_connection.socket();
+}
+
+std::vector<PgNotification> PgListener::takeNotifications()
+{
+    std::vector<PgNotification> arrived = m_connection.takeNotifications();
+    // The server's goodbye (an administrator's termination) is read as input without error;
+    // only the status then tells that nothing more will come.
+    if (!m_connection.isIdle())
+        throw Error(ErrorCode::LedgerUnavailable, "lost the ledger connection while listening");
+    return arrived;
+}
+
+void PgListener::ping()
+{
+    m_connection.exec("ping", "SELECT 1");
+}
+
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)
 {
     std::string out;

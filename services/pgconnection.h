@@ -143,6 +143,16 @@ public:
     /// connection is lost.
     std::vector<PgNotification> waitForNotification(int timeoutMs);
 
+    /// The socket to watch (e.g. with a QSocketNotifier) instead of blocking in
+    /// waitForNotification(); call takeNotifications() when it is readable.
+    int socket() const;
+    /// Reads what arrived without blocking; returns the notifications, oldest first. Throws
+    /// Error(LedgerUnavailable) when the connection is lost.
+    std::vector<PgNotification> takeNotifications();
+    /// One round trip (`SELECT 1`): a dropped connection, which a silent socket does not reveal,
+    /// throws Error(LedgerUnavailable).
+    void ping();
+
 private:
     PgConnection m_connection;
 };

@@ -2,6 +2,7 @@
 #include "postgresledgerstore.h"
 
 #include "error.h"
+#include "keyprefix.h"
 #include "ledgerrules.h"
 #include "migrations.h"
 #include "postgresmessagequeue.h"
@@ -655,10 +656,20 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     requireSchema();
     // Unnamed statement, planned for the actual values: the planner drops absent filters and
     // turns the key prefix into an index range.
+    const bool byValue = filter.order == ListOrder::ValueDescending;
+    const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
     std::string statement = sql("SELECT {columns} FROM operations WHERE id > $1::bigint");
     PgParams params;
     params.integer(filter.afterId);
     const auto next = [&params] { return "$" + std::to_string(params.size()); };
+    if (byValue && filter.afterValueMinor) {
+        // The keyset continues after (value, id): a smaller value, or the same one and a later id.
+        statement = sql("SELECT {columns} FROM operations WHERE id > 0");
+        params.integer(*filter.afterValueMinor);
+        const std::string after = next();
+        statement += " AND (" + value + " < " + after + "::bigint OR (" + value + " = " + after
+                     + "::bigint AND id > $1::bigint))";
+    }
     if (!filter.ns.empty()) {
         params.text(filter.ns);
         statement += " AND namespace = " + next();
@@ -672,16 +683,22 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement += " AND run_id = " + next();
     }
     if (!filter.keyPrefix.empty()) {
-        // ^@ is starts_with(), not LIKE: '%' and '_' in a prefix are plain characters.
+        // A range, not LIKE: '%' and '_' in a prefix are plain characters. operation_key is
+        // COLLATE "C" (byte order), so the bound matches and the key indexes serve the range.
         params.text(filter.keyPrefix);
-        statement += " AND operation_key ^@ " + next();
+        statement += " AND operation_key >= " + next();
+        if (const std::optional<std::string> upper = keyPrefixUpperBound(filter.keyPrefix)) {
+            params.text(*upper);
+            statement += " AND operation_key < " + next();
+        }
     }
     if (filter.updatedBeforeMs) {
         params.integer(*filter.updatedBeforeMs);
         statement += " AND updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    statement += " ORDER BY id LIMIT " + next() + "::integer";
+    statement += (byValue ? " ORDER BY " + value + " DESC, id" : std::string(" ORDER BY id")) + " LIMIT " + next()
+                 + "::integer";
     const PgResult r = connection().exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));

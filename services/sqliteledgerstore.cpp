@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqliteledgerstore.h"
 
+#include "keyprefix.h"
 #include "ledgerrules.h"
 #include "error.h"
 #include "migrations.h"
@@ -33,6 +34,12 @@ const QString kOperationColumns = QStringLiteral(
     "schema_version, value_minor, value_currency");
 
 QVariant text(const std::string &s) { return QString::fromStdString(s); }
+
+/// Bytes bound as a blob and cast to TEXT in SQL: compared byte for byte, never re-encoded.
+QVariant bytes(const std::string &s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
+
+/// Below this many matching keys a key-prefix listing walks the key index and sorts by id.
+constexpr int kRarePrefixRows = 2000;
 
 QVariant optionalInt(const std::optional<std::int64_t> &v)
 {
@@ -425,8 +432,18 @@ std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, co
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
     SqliteConnection &db = connection();
-    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE id > ?");
-    QVariantList binds{static_cast<qlonglong>(filter.afterId)};
+    const bool byValue = filter.order == ListOrder::ValueDescending;
+    const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
+    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
+    QVariantList binds;
+    if (byValue && filter.afterValueMinor) {
+        sql += QStringLiteral("(%1 < ? OR (%1 = ? AND id > ?))").arg(value);
+        binds << static_cast<qlonglong>(*filter.afterValueMinor) << static_cast<qlonglong>(*filter.afterValueMinor)
+              << static_cast<qlonglong>(filter.afterId);
+    } else {
+        sql += QStringLiteral("id > ?");
+        binds << static_cast<qlonglong>(filter.afterId);
+    }
     if (!filter.ns.empty()) {
         sql += QStringLiteral(" AND namespace = ?");
         binds << text(filter.ns);
@@ -440,15 +457,35 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         binds << text(filter.runId);
     }
     if (!filter.keyPrefix.empty()) {
-        // substr comparison, not LIKE: a prefix may contain % or _.
-        sql += QStringLiteral(" AND substr(operation_key, 1, length(?)) = ?");
-        binds << text(filter.keyPrefix) << text(filter.keyPrefix);
+        // A range, not LIKE or substr: '%' and '_' stay plain characters and an index serves it.
+        // SQLite keeps no statistics and plans bound parameters blind, so it cannot tell a rare
+        // prefix (walk the key index, sort the few ids) from a common one (walk ids and stop at
+        // the limit; sorting a million ids takes seconds). A bounded count on the key index
+        // tells them apart: a rare prefix names the index, a common one takes the range off it
+        // with the unary +.
+        QVariantList rangeBinds{bytes(filter.keyPrefix)};
+        QString range = QStringLiteral(" operation_key >= CAST(? AS TEXT)");
+        if (const std::optional<std::string> upper = keyPrefixUpperBound(filter.keyPrefix)) {
+            range += QStringLiteral(" AND operation_key < CAST(? AS TEXT)");
+            rangeBinds << bytes(*upper);
+        }
+        QVariantList probeBinds = rangeBinds;
+        probeBinds << kRarePrefixRows;
+        Statement probe = run(db,
+                              QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations WHERE") + range
+                                  + QStringLiteral(" LIMIT ?)"),
+                              probeBinds, "list operations");
+        const bool rare = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+        if (rare)
+            sql.replace(QStringLiteral(" FROM operations WHERE"), QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
+        sql += QStringLiteral(" AND") + (rare ? range : range.replace(QStringLiteral("operation_key"), QStringLiteral("+operation_key")));
+        binds << rangeBinds;
     }
     if (filter.updatedBeforeMs) {
         sql += QStringLiteral(" AND updated_at_ms < ?");
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
-    sql += QStringLiteral(" ORDER BY id LIMIT ?");
+    sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value) : QStringLiteral(" ORDER BY id LIMIT ?");
     binds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;

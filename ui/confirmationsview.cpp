@@ -6,7 +6,10 @@
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -17,6 +20,7 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     , m_model(new OperationTableModel(connection, this))
     , m_filters(new FilterBar({OperationState::ConfirmationRequired, OperationState::AwaitingApproval},
                               tr("Waiting for"), this))
+    , m_order(new QComboBox(this))
     , m_table(new LedgerTableView(this))
     , m_detail(new OperationDetailPane(connection, this))
 {
@@ -26,6 +30,17 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_filters);
+    auto *orderRow = new QHBoxLayout;
+    auto *orderLabel = new QLabel(tr("&Order"), left);
+    orderLabel->setBuddy(m_order);
+    m_order->addItem(tr("Oldest first"));
+    m_order->addItem(tr("Highest value first"));
+    m_order->setToolTip(tr("Values in different currencies are compared in minor units: the ledger holds no exchange rates"));
+    m_order->setParent(left);
+    orderRow->addWidget(orderLabel);
+    orderRow->addWidget(m_order);
+    orderRow->addStretch(1);
+    leftLayout->addLayout(orderRow);
     leftLayout->addWidget(m_table, 1);
     m_table->setParent(left);
     m_filters->setParent(left);
@@ -41,8 +56,10 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 220);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Run, 90);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
+    m_table->horizontalHeader()->resizeSection(OperationTableModel::Value, 130);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
     connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
+    connect(m_order, &QComboBox::currentIndexChanged, this, &ConfirmationsView::reload);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &ConfirmationsView::showCurrent);
     connect(m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
         const int row = m_table->currentIndex().row();
@@ -54,7 +71,9 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
 
 void ConfirmationsView::reload()
 {
-    m_model->setQuery(m_filters->query());
+    OperationQuery query = m_filters->query();
+    query.highestValueFirst = m_order->currentIndex() == 1;
+    m_model->setQuery(query);
 }
 
 void ConfirmationsView::refresh()

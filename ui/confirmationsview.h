@@ -3,6 +3,8 @@
 
 #include "ledgerview.h"
 
+class QComboBox;
+
 namespace idempo {
 
 class LedgerConnection;
@@ -10,7 +12,8 @@ class OperationDetailPane;
 class OperationTableModel;
 
 /// Operations a person must settle (`confirmation_required`, `awaiting_approval`), oldest
-/// first, with the selected one in full beside the list.
+/// first or highest value first (ordered by the store), with the selected one in full beside
+/// the list.
 class ConfirmationsView final : public LedgerView
 {
     Q_OBJECT
@@ -23,12 +26,15 @@ public:
     FilterBar *filters() const override { return m_filters; }
     OperationTableModel *model() const { return m_model; }
     OperationDetailPane *detail() const { return m_detail; }
+    /// The order selector: index 0 oldest first (the default), 1 highest value first.
+    QComboBox *order() const { return m_order; }
 
 private:
     void showCurrent();
 
     OperationTableModel *m_model;
     FilterBar *m_filters;
+    QComboBox *m_order;
     LedgerTableView *m_table;
     OperationDetailPane *m_detail;
 };

@@ -37,7 +37,7 @@ MainWindow::MainWindow(QWidget *parent)
                new SuppressionsView(m_connection, m_tabs),
                new RunsView(m_connection, m_tabs),
                new DlqView(m_connection, m_tabs),
-               new SandboxPanel(m_tabs)};
+               new SandboxPanel(m_connection, m_tabs)};
     const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
                             tr("&Runs"), tr("&Dead letters"), tr("Sand&box")};
     for (int i = 0; i < m_views.size(); ++i)

@@ -1,69 +1,322 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxpanel.h"
 
+#include "ledgerconnection.h"
+#include "sandboxsession.h"
+
+#include <QColor>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 namespace idempo {
 
-SandboxPanel::SandboxPanel(QWidget *parent)
+namespace {
+
+QString text(const nlohmann::json &v) { return QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump()); }
+
+/// A report's count object as "name 3, other 1", leaving out zeros; "none" when all are zero.
+QString counts(const nlohmann::json &object)
+{
+    QStringList parts;
+    for (const auto &[name, value] : object.items())
+        if (!(value.is_number() && value.get<double>() == 0.0))
+            parts << QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' ')) + QLatin1Char(' ') + text(value);
+    return parts.isEmpty() ? QObject::tr("none") : parts.join(QStringLiteral(", "));
+}
+
+/// "1 run", "12 runs": English plurals without a translation catalogue.
+QString runsText(int n)
+{
+    return n == 1 ? QObject::tr("1 run") : QObject::tr("%1 runs").arg(n);
+}
+
+} // namespace
+
+SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     : LedgerView(parent)
+    , m_connection(connection)
+    , m_session(new SandboxSession(this))
+    , m_banner(new QLabel(this))
+    , m_scenario(new QComboBox(this))
+    , m_runs(new QSpinBox(this))
+    , m_faults(new QListWidget(this))
+    , m_seed(new QSpinBox(this))
+    , m_namespace(new QLineEdit(SandboxSession::freshNamespace(), this))
+    , m_run(new QPushButton(tr("Run"), this))
+    , m_cancel(new QPushButton(tr("Cancel run"), this))
+    , m_progress(new QProgressBar(this))
+    , m_target(new QLabel(this))
+    , m_progressText(new QLabel(this))
+    , m_headline(new QLabel(this))
+    , m_report(new QTreeWidget(this))
 {
     auto *layout = new QVBoxLayout(this);
-    auto *banner = new QLabel(tr("<b>Sandbox runs are not available in this build.</b> The scenario runner "
-                                 "(services/sandbox) is still being built; until it lands, fill the ledger with "
-                                 "<code>.ci/demo</code> or the <code>idempo</code> CLI."),
-                              this);
-    banner->setWordWrap(true);
-    banner->setFrameShape(QFrame::StyledPanel);
-    banner->setMargin(8);
-    layout->addWidget(banner);
-    auto *box = new QGroupBox(tr("Scenario"), this);
+    m_banner->setWordWrap(true);
+    m_banner->setFrameShape(QFrame::StyledPanel);
+    m_banner->setMargin(8);
+    m_banner->setText(tr("<b>Sandbox runs need the embedded ledger.</b> The scenario runner drives a virtual "
+                         "clock that only the embedded (SQLite) store accepts, so it cannot run against this "
+                         "PostgreSQL ledger. Open an embedded ledger (Ctrl+O, <code>sqlite:PATH</code>) to run "
+                         "scenarios; <code>idempo sandbox run</code> does the same from a shell."));
+    m_banner->hide();
+    layout->addWidget(m_banner);
+
+    auto *top = new QHBoxLayout;
+    auto *box = new QGroupBox(tr("Scenario run"), this);
     auto *form = new QFormLayout(box);
-    auto *scenario = new QComboBox(box);
-    scenario->addItems({tr("KYC onboarding"), tr("Payment refund"), tr("Travel booking"), tr("Invoice email")});
-    auto *runs = new QSpinBox(box);
-    runs->setRange(1, 10'000);
-    runs->setValue(20);
-    auto *seed = new QSpinBox(box);
-    seed->setRange(0, 1'000'000);
-    seed->setValue(42);
-    auto *faults = new QListWidget(box);
-    for (const QString &f : {tr("crash before dispatch"), tr("crash during the call"),
-                             tr("crash after remote success"), tr("duplicate delivery"), tr("429 / 5xx / timeouts"),
-                             tr("paused worker loses its lease"), tr("clock skew")}) {
-        auto *item = new QListWidgetItem(f, faults);
+    m_scenario->addItem(tr("All scenarios, round-robin"), QStringLiteral("all"));
+    for (const QString &name : SandboxSession::scenarioNames())
+        m_scenario->addItem(name, name);
+    m_runs->setRange(1, 10'000);
+    m_runs->setValue(20);
+    m_seed->setRange(0, 1'000'000);
+    m_seed->setValue(42);
+    for (const QString &name : SandboxSession::faultNames()) {
+        auto *item = new QListWidgetItem(name, m_faults);
         item->setCheckState(Qt::Unchecked);
     }
-    faults->setMaximumHeight(150);
-    form->addRow(tr("Scenario"), scenario);
-    form->addRow(tr("Runs"), runs);
-    form->addRow(tr("Faults"), faults);
-    form->addRow(tr("Seed"), seed);
-    layout->addWidget(box);
+    m_faults->setFixedHeight(m_faults->sizeHintForRow(0) * m_faults->count() + 2 * m_faults->frameWidth() + 4);
+    m_namespace->setToolTip(tr("The run writes only into this namespace; it must hold no operations yet."));
+    form->addRow(tr("Scenario"), m_scenario);
+    form->addRow(tr("Runs"), m_runs);
+    form->addRow(tr("Faults (default rates)"), m_faults);
+    form->addRow(tr("Seed"), m_seed);
+    form->addRow(tr("Into namespace"), m_namespace);
+    auto *left = new QVBoxLayout;
+    left->addWidget(box);
+    left->addStretch(1);
+    top->addLayout(left, 2);
+
+    auto *right = new QVBoxLayout;
     auto *controls = new QHBoxLayout;
-    auto *run = new QPushButton(tr("Run against the open ledger"), this);
-    auto *cancel = new QPushButton(tr("Cancel"), this);
-    auto *progress = new QProgressBar(this);
-    controls->addWidget(run);
-    controls->addWidget(cancel);
-    controls->addWidget(progress, 1);
-    layout->addLayout(controls);
-    auto *report = new QLabel(tr("The invariant report appears here after a run."), this);
-    layout->addWidget(report);
-    layout->addStretch(1);
-    for (QWidget *w : std::initializer_list<QWidget *>{box, run, cancel, progress, report}) {
-        w->setEnabled(false);
-        w->setToolTip(tr("needs the sandbox scenario runner, not in this build"));
+    m_run->setToolTip(tr("Writes simulated operations into the namespace above of the open ledger"));
+    m_cancel->setToolTip(tr("Stops after the current round; the invariants are still checked on what ran"));
+    controls->addWidget(m_run);
+    controls->addWidget(m_cancel);
+    controls->addWidget(m_progress, 1);
+    right->addLayout(controls);
+    m_target->setWordWrap(true);
+    right->addWidget(m_target);
+    m_progress->setFormat(tr("%v / %m runs settled"));
+    m_progress->setValue(0);
+    right->addWidget(m_progressText);
+    m_headline->setWordWrap(true);
+    m_headline->setMargin(8);
+    right->addWidget(m_headline);
+    m_report->setColumnCount(2);
+    m_report->setHeaderLabels({tr("Invariant / operation"), tr("Result")});
+    m_report->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_report->setRootIsDecorated(true);
+    right->addWidget(m_report, 1);
+    top->addLayout(right, 3);
+    layout->addLayout(top, 1);
+    setHeadline({}, tr("The invariant report appears here after a run."));
+
+    connect(m_run, &QPushButton::clicked, this, &SandboxPanel::startRun);
+    connect(m_cancel, &QPushButton::clicked, this, &SandboxPanel::cancelRun);
+    connect(m_runs, &QSpinBox::valueChanged, this, &SandboxPanel::updateControls);
+    connect(m_namespace, &QLineEdit::textChanged, this, &SandboxPanel::updateControls);
+    connect(m_session, &SandboxSession::progressed, this, &SandboxPanel::showProgress);
+    connect(m_session, &SandboxSession::finished, this, &SandboxPanel::showReport);
+    connect(m_session, &SandboxSession::failed, this, &SandboxPanel::showFailure);
+    updateControls();
+}
+
+void SandboxPanel::reload()
+{
+    updateControls();
+}
+
+void SandboxPanel::setRequest(const QString &scenario, int runs, const QStringList &faults, int seed, const QString &ns)
+{
+    m_scenario->setCurrentIndex(std::max(0, m_scenario->findData(scenario)));
+    m_runs->setValue(runs);
+    for (int i = 0; i < m_faults->count(); ++i) {
+        QListWidgetItem *item = m_faults->item(i);
+        item->setCheckState(faults.contains(item->text()) ? Qt::Checked : Qt::Unchecked);
     }
+    m_seed->setValue(seed);
+    if (!ns.isEmpty())
+        m_namespace->setText(ns);
+}
+
+SandboxRequest SandboxPanel::request() const
+{
+    SandboxRequest r;
+    r.ledgerUrl = m_connection->url();
+    r.scenario = m_scenario->currentData().toString();
+    r.runs = m_runs->value();
+    for (int i = 0; i < m_faults->count(); ++i)
+        if (m_faults->item(i)->checkState() == Qt::Checked)
+            r.faults << m_faults->item(i)->text();
+    r.seed = static_cast<std::uint64_t>(m_seed->value());
+    r.ns = m_namespace->text().trimmed();
+    return r;
+}
+
+void SandboxPanel::updateControls()
+{
+    const bool supported = m_connection->isOpen() && SandboxSession::supportsLedger(m_connection->url());
+    const bool running = m_session->isRunning();
+    m_banner->setVisible(m_connection->isOpen() && !supported);
+    for (QWidget *w : std::initializer_list<QWidget *>{m_scenario, m_runs, m_faults, m_seed, m_namespace})
+        w->setEnabled(supported && !running);
+    m_run->setEnabled(supported && !running && !m_namespace->text().trimmed().isEmpty());
+    m_cancel->setEnabled(running);
+    m_run->setText(tr("Write %1 (simulated)").arg(runsText(m_runs->value())));
+    m_target->setText(supported ? tr("Writes into %1, namespace %2 only.")
+                                      .arg(m_connection->description(), m_namespace->text().trimmed())
+                                : QString());
+}
+
+void SandboxPanel::startRun()
+{
+    if (m_session->isRunning() || !SandboxSession::supportsLedger(m_connection->url()))
+        return;
+    const SandboxRequest r = request();
+    if (m_interactive) {
+        QMessageBox confirm(QMessageBox::Question, tr("Run the sandbox"),
+                            tr("Write %1 (scenario %2) into namespace <b>%3</b> of %4?<br>"
+                               "Nothing outside that namespace changes, but the rows stay in the ledger.")
+                                .arg(runsText(r.runs), r.scenario, r.ns.toHtmlEscaped(),
+                                     m_connection->description().toHtmlEscaped()),
+                            QMessageBox::Cancel, this);
+        QPushButton *go = confirm.addButton(tr("Write %1").arg(runsText(r.runs)), QMessageBox::AcceptRole);
+        confirm.setDefaultButton(QMessageBox::Cancel);
+        confirm.exec();
+        if (confirm.clickedButton() != go)
+            return;
+    }
+    m_report->clear();
+    m_progress->setRange(0, r.runs);
+    m_progress->setValue(0);
+    m_progressText->clear();
+    m_runNamespace = r.ns;
+    if (!m_session->start(r))
+        return;
+    setHeadline(QStringLiteral("running"), tr("Running %1 in namespace %2…").arg(runsText(r.runs), r.ns));
+    updateControls();
+}
+
+void SandboxPanel::cancelRun()
+{
+    if (!m_session->isRunning())
+        return;
+    m_session->cancel();
+    m_cancel->setEnabled(false);
+    m_progressText->setText(tr("Cancelling after the current round…"));
+}
+
+void SandboxPanel::showProgress(int settled, int runs, qint64 deliveries, qint64 virtualMs)
+{
+    m_progress->setRange(0, runs);
+    m_progress->setValue(settled);
+    if (!m_session->isRunning())
+        return;
+    m_progressText->setText(tr("%1 deliveries, virtual time +%2 s").arg(deliveries).arg(virtualMs / 1000));
+}
+
+void SandboxPanel::showReport()
+{
+    const nlohmann::json &r = m_session->report();
+    const nlohmann::json &invariants = r.at("invariants");
+    const bool ok = invariants.at("ok").get<bool>();
+    const bool cancelled = r.value("cancelled", false);
+    m_report->clear();
+    QStringList broken;
+    for (const nlohmann::json &i : invariants.at("invariants")) {
+        const bool holds = i.at("ok").get<bool>();
+        auto *item = new QTreeWidgetItem(m_report);
+        item->setText(0, (holds ? QStringLiteral("✔ ") : QStringLiteral("✘ ")) + text(i.at("name")));
+        item->setText(1, holds ? tr("holds (%1 checked)").arg(text(i.at("checked")))
+                               : tr("VIOLATED: %1 of %2 checked").arg(text(i.at("violations")), text(i.at("checked"))));
+        item->setForeground(0, holds ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
+        if (holds)
+            continue;
+        broken << text(i.at("name"));
+        for (const nlohmann::json &e : i.at("examples")) {
+            auto *example = new QTreeWidgetItem(item);
+            example->setText(0, text(e.at("operation")));
+            example->setText(1, text(e.at("message")));
+        }
+        item->setExpanded(true);
+    }
+    auto *figures = new QTreeWidgetItem(m_report);
+    figures->setText(0, tr("Figures"));
+    const auto figure = [figures](const QString &name, const QString &value) {
+        auto *item = new QTreeWidgetItem(figures);
+        item->setText(0, name);
+        item->setText(1, value);
+    };
+    figure(tr("deliveries"), text(r.at("deliveries")));
+    figure(tr("duplicates suppressed"), counts(r.at("duplicates_suppressed")));
+    figure(tr("provider effects"), counts(r.at("provider_effects")));
+    figure(tr("duplicate effects"), text(r.at("duplicate_effects")));
+    figure(tr("faults injected"), counts(r.at("faults_injected")));
+    figure(tr("retries / crashes / fenced writes"),
+           QStringLiteral("%1 / %2 / %3").arg(text(r.at("retries")), text(r.at("crashes")), text(r.at("fenced_writes"))));
+    figure(tr("approvals / confirmations pending"),
+           QStringLiteral("%1 / %2").arg(text(r.at("approvals_pending")), text(r.at("confirmations_pending"))));
+    figure(tr("virtual time"), tr("%1 s").arg(text(r.at("virtual_seconds"))));
+    figure(tr("wall time"), tr("%1 s").arg(r.at("timing").at("wall_s").get<double>(), 0, 'f', 2));
+    figures->setExpanded(true);
+
+    const QString runs = runsText(r.at("runs").get<int>());
+    const QString where = tr("namespace %1, seed %2").arg(m_runNamespace, text(r.at("seed")));
+    if (cancelled) {
+        setHeadline(QStringLiteral("cancelled"),
+                    tr("■ CANCELLED after %1 of %2 settled (%3). Invariants on what ran: %4")
+                        .arg(m_progress->value())
+                        .arg(runs, where, ok ? tr("all hold") : tr("VIOLATED: %1").arg(broken.join(QStringLiteral(", ")))));
+    } else if (ok) {
+        setHeadline(QStringLiteral("ok"), tr("✔ All %1 invariants hold — %2, %3, %4 duplicate effects")
+                                             .arg(invariants.at("invariants").size())
+                                             .arg(runs, where, text(r.at("duplicate_effects"))));
+    } else {
+        setHeadline(QStringLiteral("violated"), tr("✘ INVARIANTS VIOLATED: %1 — %2, %3; the violating operations are listed below")
+                                                   .arg(broken.join(QStringLiteral(", ")), runs, where));
+    }
+    m_progressText->clear();
+    m_namespace->setText(SandboxSession::freshNamespace());
+    updateControls();
+}
+
+void SandboxPanel::showFailure(const QString &message)
+{
+    setHeadline(QStringLiteral("failed"), tr("✘ The run did not complete: %1").arg(message));
+    m_progressText->clear();
+    updateControls();
+}
+
+void SandboxPanel::setHeadline(const QString &state, const QString &text)
+{
+    m_state = state;
+    m_headline->setText(text);
+    QString style;
+    if (state == QLatin1String("ok"))
+        style = QStringLiteral("background:#2e7d46; color:white; font-weight:bold;");
+    else if (state == QLatin1String("violated") || state == QLatin1String("failed"))
+        style = QStringLiteral("background:#b3261e; color:white; font-weight:bold;");
+    else if (state == QLatin1String("cancelled"))
+        style = QStringLiteral("background:#a15c00; color:white; font-weight:bold;");
+    m_headline->setStyleSheet(style);
+}
+
+QString SandboxPanel::headline() const
+{
+    return m_headline->text();
 }
 
 } // namespace idempo

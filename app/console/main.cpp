@@ -2,7 +2,10 @@
 // idempo-console: wiring only. Opens --ledger, $IDEMPO_LEDGER, the last ledger or the embedded one.
 #include "connectionprofiles.h"
 #include "ledgerconnection.h"
+#include "ledgerview.h"
 #include "mainwindow.h"
+#include "sandboxpanel.h"
+#include "sandboxsession.h"
 #include "screenshottour.h"
 
 #include <QApplication>
@@ -57,7 +60,12 @@ int main(int argc, char *argv[])
     const QCommandLineOption quitAfterLoad(QStringLiteral("quit-after-load"), QStringLiteral("Exit 0 once the ledger opened and the first figures loaded (69 when it cannot open)."));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a PNG of every view into DIR, then exit."), QStringLiteral("DIR"));
     const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use a dark palette."));
-    parser.addOptions({ledger, quitAfterLoad, screenshot, dark});
+    const QCommandLineOption sandboxRuns(
+        QStringLiteral("sandbox-runs"),
+        QStringLiteral("With --screenshot on an embedded ledger: first write N sandbox runs (every scenario, seed 42, "
+                       "duplicate delivery and crash after effect) into a fresh namespace, so the Sandbox view shows a report."),
+        QStringLiteral("N"));
+    parser.addOptions({ledger, quitAfterLoad, screenshot, dark, sandboxRuns});
     parser.process(app);
 
     if (parser.isSet(dark)) {
@@ -87,7 +95,23 @@ int main(int argc, char *argv[])
     }
     if (parser.isSet(screenshot)) {
         auto *tour = new idempo::ScreenshotTour(&window, parser.value(screenshot), &app);
-        QObject::connect(&window, &idempo::MainWindow::ledgerOpened, tour, [tour] { tour->start(2500); });
+        const int runs = parser.value(sandboxRuns).toInt();
+        QObject::connect(&window, &idempo::MainWindow::ledgerOpened, tour, [&window, tour, runs] {
+            idempo::SandboxPanel *panel = nullptr;
+            for (idempo::LedgerView *v : window.views())
+                if (auto *p = qobject_cast<idempo::SandboxPanel *>(v))
+                    panel = p;
+            if (runs <= 0 || !panel || !idempo::SandboxSession::supportsLedger(window.connection()->url())) {
+                tour->start(2500);
+                return;
+            }
+            panel->setInteractive(false);
+            panel->setRequest(QStringLiteral("all"), runs,
+                              {QStringLiteral("duplicate-delivery"), QStringLiteral("crash-after-effect")}, 42);
+            QObject::connect(panel->session(), &idempo::SandboxSession::finished, tour, [tour] { tour->start(2500); });
+            QObject::connect(panel->session(), &idempo::SandboxSession::failed, tour, [tour] { tour->start(2500); });
+            panel->startRun();
+        });
         QObject::connect(tour, &idempo::ScreenshotTour::finished, &app, [](bool ok) { QApplication::exit(ok ? 0 : 1); });
     }
     window.show();

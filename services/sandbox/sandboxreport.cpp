@@ -102,6 +102,8 @@ std::string sandboxReportText(const nlohmann::json &r)
                     + ", " + n(r.at("runs")) + " runs, " + n(r.at("workers"))
                     + (r.contains("kills") ? " worker processes" : " workers") + ", seed " + n(r.at("seed"))
                     + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
+    if (r.value("cancelled", false))
+        s += "  CANCELLED before every run settled: the figures and invariants cover what ran\n";
     s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
     s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
          + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes"));

@@ -115,6 +115,7 @@ nlohmann::json SandboxRunner::run()
     Reconciler reconciler(ctx);
     std::int64_t waitNs = 0;
     int roundsThisInstant = 0;
+    bool cancelled = false;
     for (;;) {
         const std::int64_t now = m_clock->nowMs();
         std::vector<WorkItem> items;
@@ -178,6 +179,10 @@ nlohmann::json SandboxRunner::run()
             progress.virtualMs = now - startMs;
             o.progress(progress);
         }
+        if (o.cancelled && o.cancelled()) {
+            cancelled = true;
+            break;
+        }
         const bool progressed = !items.empty() || pass.actions > 0;
         if (progressed && ++roundsThisInstant < MaxRoundsPerInstant)
             continue;
@@ -190,6 +195,13 @@ nlohmann::json SandboxRunner::run()
         roundsThisInstant = 0;
     }
 
+    if (cancelled) {
+        // The next run in this namespace must start on an empty sandbox queue.
+        for (auto left = ctx.queue().browse(ctx.queueName(), 0, 1000); !left.empty();
+             left = ctx.queue().browse(ctx.queueName(), 0, 1000))
+            for (const QueueMessage &m : left)
+                ctx.queue().deleteMessage(ctx.queueName(), m.msgId);
+    }
     std::int64_t deduplicated = 0;
     for (auto &[name, provider] : ctx.providers())
         deduplicated += provider->deduplicatedCount();
@@ -203,6 +215,7 @@ nlohmann::json SandboxRunner::run()
     }
     nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
     report["virtual_seconds"] = (m_clock->nowMs() - startMs) / 1000;
+    report["cancelled"] = cancelled;
     return report;
 }
 

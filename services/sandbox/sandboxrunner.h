@@ -46,6 +46,10 @@ struct SandboxOptions
     std::string ns = "sandbox";
     std::int64_t maxVirtualMs = 6 * 3600'000; ///< gives up (the checker then names what is stuck)
     std::function<void(const SandboxProgress &)> progress;
+    /// Asked between rounds (from the thread that called run()); true stops the run early: the
+    /// report says "cancelled": true, the sandbox queue is emptied so that a later run can
+    /// start, and the invariants are checked on what ran.
+    std::function<bool()> cancelled;
 };
 
 /// Runs scenarios on the embedded ledger with in-process worker threads, a virtual clock and

@@ -76,6 +76,7 @@ void ConsoleFixture::populate()
     ClaimInput refund = input("run-7002", "refund", ToolKind::ProtectedWrite,
                               R"({"amount":125000,"currency":"EUR","order":"SO-88121","reason":"duplicate charge"})", "worker-a");
     refund.requiresApproval = true;
+    refund.value = Amount{125'000, "EUR"};
     e.claim(refund);
     step(3000);
 
@@ -89,7 +90,9 @@ void ConsoleFixture::populate()
 
     // run-7004: an invoice email failed three times: a person must decide.
     for (int attempt = 0; attempt < 3; ++attempt) {
-        const ClaimResult c = e.claim(input("run-7004", "send_invoice", ToolKind::ProtectedWrite, R"({"to":"ap@example.com","invoice":"INV-2291"})", "worker-a"));
+        ClaimInput invoice = input("run-7004", "send_invoice", ToolKind::ProtectedWrite, R"({"to":"ap@example.com","invoice":"INV-2291"})", "worker-a");
+        invoice.value = Amount{840'000, "EUR"};
+        const ClaimResult c = e.claim(invoice);
         step(2000);
         e.fail("default", c.operation.key, c.operation.fencingToken, ErrorClass::Transient, "SMTP 451 temporary failure");
         step(60'000);
@@ -111,6 +114,7 @@ void ConsoleFixture::populate()
     // run-7007: a protected write whose lease lapsed: nobody has claimed it since.
     ClaimInput charge = input("run-7007", "charge_card", ToolKind::ProtectedWrite, R"({"amount":4999,"currency":"EUR"})", "worker-d");
     charge.leaseMs = 30'000;
+    charge.value = Amount{4'999, "EUR"};
     e.claim(charge);
 
     // A dead letter: a message nacked once, then read past its limit.
@@ -133,6 +137,7 @@ void ConsoleFixture::populate()
     // run-7006: a capture in flight, and a redelivery answered "in progress".
     ClaimInput capture = input("run-7006", "capture_payment", ToolKind::ProtectedWrite, R"({"amount":87000,"currency":"EUR"})", "worker-c");
     capture.leaseMs = 600'000;
+    capture.value = Amount{87'000, "EUR"};
     e.claim(capture);
     capture.owner = "queue-redelivery";
     e.claim(capture);

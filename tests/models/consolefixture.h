@@ -17,8 +17,8 @@ namespace idempo::test {
 /// (on a ManualClock ending near the real time, so ages and countdowns look real):
 /// - 3 operations in `dispatching`: run-7005:lookup_rates (taken over by worker-b),
 ///   run-7006:capture_payment (live), run-7007:charge_card (lease lapsed);
-/// - 1 `confirmation_required` (run-7004:send_invoice, three transient failures) and
-///   1 `awaiting_approval` (run-7002:refund);
+/// - 1 `confirmation_required` (run-7004:send_invoice, three transient failures, 8,400.00 EUR)
+///   and 1 `awaiting_approval` (run-7002:refund, 1,250.00 EUR, older);
 /// - 1 `unknown_outcome` (run-7003:book_flight), 1 `failed_terminal`, 1 `failed_retryable`;
 /// - 6 suppressions: 2 replays, 1 payload mismatch, 2 in progress (the refund gated for
 ///   approval and a redelivered capture), 1 reconcile required;

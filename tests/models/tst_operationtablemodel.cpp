@@ -21,6 +21,7 @@ private Q_SLOTS:
     void filtersServerSide();
     void pagesWithFetchMore();
     void followsLiveChanges();
+    void ordersByValueServerSide();
 };
 
 namespace {
@@ -142,6 +143,49 @@ void TestOperationTableModel::followsLiveChanges()
 
     f.engine().complete("default", claimed.operation.key, claimed.operation.fencingToken, "{}", "");
     QTRY_COMPARE(m.rowCount(), 3);
+}
+
+void TestOperationTableModel::ordersByValueServerSide()
+{
+    test::ConsoleFixture f;
+    f.populate();
+    LedgerConnection c;
+    openLedger(c, f.url());
+    OperationTableModel m(&c);
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QObject::connect(&c, &LedgerConnection::changed, &m, [&m] { m.refresh(); });
+    m.setPageSize(1); // every row is its own keyset page: the (value, id) cursor carries the order
+    OperationQuery q{{OperationState::ConfirmationRequired, OperationState::AwaitingApproval}};
+    q.highestValueFirst = true;
+    m.setQuery(q);
+    QTRY_VERIFY(!m.isLoading());
+    while (m.canFetchMore({})) {
+        m.fetchMore({});
+        QTRY_VERIFY(!m.isLoading());
+    }
+    QCOMPARE(m.rowCount(), test::ConsoleFixture::NeedsPerson);
+    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(), QStringLiteral("run-7004:send_invoice"));
+    QCOMPARE(m.index(0, OperationTableModel::Value).data().toString(), QStringLiteral("8,400.00 EUR"));
+    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(), QStringLiteral("run-7002:refund"));
+    QCOMPARE(m.index(1, OperationTableModel::Value).data().toString(), QStringLiteral("1,250.00 EUR"));
+    QVERIFY(m.operationAt(m.index(0, 0)).id > m.operationAt(m.index(1, 0)).id);
+
+    // A newer approval worth more than the refund and less than the invoice lands between them.
+    ClaimInput gated;
+    gated.key = "run-7600:refund";
+    gated.runId = "run-7600";
+    gated.stepId = "refund";
+    gated.payloadJson = R"({"amount":500000,"currency":"EUR"})";
+    gated.owner = "worker-a";
+    gated.requiresApproval = true;
+    gated.value = Amount{500'000, "EUR"};
+    QCOMPARE(f.engine().claim(gated).operation.state, OperationState::AwaitingApproval);
+    m.setViewport(0, 10);
+    QTRY_VERIFY(c.isLive());
+    c.pollNow();
+    QTRY_COMPARE(m.rowCount(), 3);
+    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(), QStringLiteral("run-7600:refund"));
+    QCOMPARE(m.index(2, OperationTableModel::Key).data().toString(), QStringLiteral("run-7002:refund"));
 }
 
 QTEST_MAIN(TestOperationTableModel)

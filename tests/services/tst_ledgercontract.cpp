@@ -29,6 +29,14 @@ ClaimInput claimInput(const std::string &key, const std::string &payload = R"({"
     return in;
 }
 
+std::vector<std::string> keysOf(const std::vector<Operation> &ops)
+{
+    std::vector<std::string> keys;
+    for (const Operation &op : ops)
+        keys.push_back(op.key);
+    return keys;
+}
+
 ErrorCode errorOf(const std::function<void()> &f)
 {
     try {
@@ -643,6 +651,111 @@ private Q_SLOTS:
         in.fingerprintFields = {"/amuont"};
         QCOMPARE(errorOf([&] { f.engine().claim(in); }), ErrorCode::InvalidArgument);
         QVERIFY(!f.store().find(kNs, in.key));
+    }
+
+    void keyPrefixFilterIsAByteRange()
+    {
+        LedgerFixture f;
+        const std::vector<std::string> keys = {"run-1",   "run-1:a",  "run-10:a",         "run-1:b",
+                                               "run-2:a", "run-1;x",  "run-1:\xc3\xbc:x", "run_1:a"};
+        for (const std::string &key : keys)
+            reach(f, key, OperationState::Dispatching);
+        ClaimInput other = claimInput("run-1:a");
+        other.ns = "other";
+        QCOMPARE(f.engine().claim(other).outcome, ClaimOutcome::Claimed);
+
+        const auto listed = [&](const std::string &prefix, const std::string &ns = {}, std::int64_t afterId = 0,
+                                int limit = 100) {
+            ListFilter filter;
+            filter.ns = ns;
+            filter.keyPrefix = prefix;
+            filter.afterId = afterId;
+            filter.limit = limit;
+            std::vector<std::string> found;
+            for (const Operation &op : f.store().list(filter))
+                found.push_back(op.ns + "/" + op.key);
+            return found;
+        };
+        using Keys = std::vector<std::string>;
+        // "run-1:" is a strict prefix of other keys and "run-1;" (its byte successor) is not inside.
+        QCOMPARE(listed("run-1:"), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+        QCOMPARE(listed("run-1:", kNs), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x"}));
+        QCOMPARE(listed("run-1").size(), std::size_t(7));
+        QCOMPARE(listed("run-1:\xc3\xbc"), (Keys{"default/run-1:\xc3\xbc:x"}));
+        QCOMPARE(listed("run-1:b:"), Keys{});
+        QCOMPARE(listed("run_"), (Keys{"default/run_1:a"}));
+        const auto firstTwo = listed("run-1:", {}, 0, 2);
+        QCOMPARE(firstTwo, (Keys{"default/run-1:a", "default/run-1:b"}));
+        const std::int64_t second = f.store().find(kNs, "run-1:b")->id;
+        QCOMPARE(listed("run-1:", {}, second, 2), (Keys{"default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+    }
+
+    /// A prefix most keys share pages in id order like a rare one (the embedded store plans
+    /// the two differently).
+    void commonKeyPrefixPagesInIdOrder()
+    {
+        LedgerFixture f;
+        constexpr int Common = 2100;
+        for (int i = 0; i < Common; ++i)
+            QCOMPARE(f.engine().claim(claimInput("bulk:" + std::to_string(i))).outcome, ClaimOutcome::Claimed);
+        reach(f, "bulk-rare", OperationState::Dispatching);
+        ListFilter filter;
+        filter.keyPrefix = "bulk:";
+        filter.limit = 500;
+        int seen = 0;
+        std::int64_t lastId = 0;
+        for (;;) {
+            const auto page = f.store().list(filter);
+            for (const Operation &op : page) {
+                QVERIFY(op.id > lastId);
+                lastId = op.id;
+                QCOMPARE(op.key, "bulk:" + std::to_string(seen));
+                ++seen;
+            }
+            if (page.size() < std::size_t(filter.limit))
+                break;
+            filter.afterId = page.back().id;
+        }
+        QCOMPARE(seen, Common);
+        filter = {};
+        filter.keyPrefix = "bulk-";
+        const auto rare = f.store().list(filter);
+        QCOMPARE(rare.size(), std::size_t(1));
+        QCOMPARE(rare.front().key, std::string("bulk-rare"));
+    }
+
+    void listsHighestValueFirstWithKeyset()
+    {
+        LedgerFixture f;
+        const std::vector<std::pair<std::string, std::optional<Amount>>> ops = {
+            {"v:small", Amount{500, "EUR"}},   {"v:none-1", std::nullopt},     {"v:big", Amount{900'000, "EUR"}},
+            {"v:tie-1", Amount{70'000, "USD"}}, {"v:tie-2", Amount{70'000, "EUR"}}, {"v:none-2", std::nullopt},
+            {"v:zero", Amount{0, "JPY"}}};
+        for (const auto &[key, value] : ops) {
+            ClaimInput in = claimInput(key);
+            in.value = value;
+            in.requiresApproval = true;
+            QCOMPARE(f.engine().claim(in).operation.state, OperationState::AwaitingApproval);
+        }
+        reach(f, "v:dispatching", OperationState::Dispatching);
+        const std::vector<std::string> expected = {"v:big", "v:tie-1", "v:tie-2", "v:small", "v:zero", "v:none-1", "v:none-2"};
+        ListFilter filter;
+        filter.state = OperationState::AwaitingApproval;
+        filter.order = ListOrder::ValueDescending;
+        QCOMPARE(keysOf(f.store().list(filter)), expected);
+        // Pages of two follow the same order through the (value, id) cursor, across ties and NULLs.
+        filter.limit = 2;
+        std::vector<std::string> paged;
+        for (;;) {
+            const auto page = f.store().list(filter);
+            for (const Operation &op : page)
+                paged.push_back(op.key);
+            if (page.size() < std::size_t(filter.limit))
+                break;
+            filter.afterId = page.back().id;
+            filter.afterValueMinor = page.back().value ? page.back().value->minorUnits : ListFilter::NoValue;
+        }
+        QCOMPARE(paged, expected);
     }
 
     void listPagesWithKeyset()

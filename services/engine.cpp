@@ -119,6 +119,9 @@ ClaimResult Engine::claim(const ClaimInput &input)
     if (request.maxAttempts < 1 || request.maxAttempts > 100)
         throw Error(ErrorCode::InvalidArgument, "max attempts must be 1..100");
     request.requiresApproval = input.requiresApproval;
+    if (input.value)
+        validateAmount(*input.value);
+    request.value = input.value;
     request.fingerprintFields = input.fingerprintFields;
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");

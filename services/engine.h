@@ -29,6 +29,9 @@ struct ClaimInput
     std::vector<std::string> fingerprintFields; ///< JSON Pointers; empty = the whole payload
     std::optional<int> maxAttempts;             ///< default Engine::Settings::maxAttempts
     bool requiresApproval = false;
+    /// What the operation moves (approval thresholds, review order). Recorded by the claim that
+    /// creates the record; a later claim's value is ignored, as the payload decides identity.
+    std::optional<Amount> value;
 };
 
 /// The engine: validates input, fingerprints payloads (RFC 8785 + SHA-256), applies the retry

@@ -58,6 +58,7 @@ Operation newOperation(const ClaimRequest &request, std::int64_t nowMs)
     op.fingerprintFields = request.fingerprintFields;
     op.maxAttempts = request.maxAttempts;
     op.state = request.requiresApproval ? OperationState::AwaitingApproval : OperationState::Received;
+    op.value = request.value;
     op.createdAtMs = op.updatedAtMs = nowMs;
     op.version = 1;
     return op;

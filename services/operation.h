@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "amount.h"
 #include "vocabulary.h"
 
 #include <cstdint>
@@ -44,6 +45,7 @@ struct Operation
     std::optional<std::int64_t> retentionExpiresAtMs; ///< set on final states only
     std::int64_t version = 0;         ///< operation version: +1 on every change
     int schemaVersion = RecordSchemaVersion;
+    std::optional<Amount> value;      ///< what the operation moves, as declared by its first claim
 };
 
 /// One entry of an operation's append-only history. `fromState` is empty for the record's creation.
@@ -91,6 +93,7 @@ struct ClaimRequest
     std::int64_t leaseMs = 30'000;
     int maxAttempts = 3;
     bool requiresApproval = false; ///< a new record waits in awaiting_approval instead of dispatching
+    std::optional<Amount> value;   ///< recorded when the claim creates the record; later claims keep the first
 };
 
 /// The answer to a claim: the outcome and the record as it stands after the claim.

@@ -23,7 +23,7 @@ constexpr std::string_view kColumns =
     "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
     "lease_expires_at_ms, fencing_token, next_attempt_at_ms, error_class, error_detail, result, "
     "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
-    "schema_version";
+    "schema_version, value_minor, value_currency";
 
 /// The server's clock; $1 pins it (tests), $2 offsets it.
 constexpr std::string_view kNow = PostgresLedgerStore::ServerClockSql;
@@ -63,7 +63,8 @@ std::string sql(std::string_view text)
 // writes nothing; the caller sees no record and runs the statement again with a fresh snapshot.
 // Parameters: $1 $2 clock (see kNow), $3 namespace, $4 key, $5 run, $6 step, $7 target,
 // $8 tool kind, $9 payload, $10 fingerprint, $11 fingerprint fields, $12 owner, $13 lease ms,
-// $14 max attempts, $15 requires approval, $16 record schema version.
+// $14 max attempts, $15 requires approval, $16 record schema version, $17 $18 value (minor units,
+// currency; NULL when undeclared).
 const std::string kClaimSql = sql(R"SQL(
 WITH existing AS MATERIALIZED (
     SELECT {columns} FROM operations
@@ -104,7 +105,7 @@ created AS (
     INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, state,
         payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner,
         lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, operation_version,
-        schema_version)
+        schema_version, value_minor, value_currency)
     SELECT $3, $4, $5, $6, $7, $8,
            CASE WHEN $15::boolean THEN 'awaiting_approval' ELSE 'dispatching' END,
            $9, $10, $11,
@@ -113,7 +114,7 @@ created AS (
            CASE WHEN $15::boolean THEN '' ELSE $12 END,
            CASE WHEN $15::boolean THEN NULL ELSE p.now_ms + $13::bigint END,
            CASE WHEN $15::boolean THEN 0 ELSE nextval('fencing_sequence') END,
-           p.now_ms, p.now_ms, 1, $16::integer
+           p.now_ms, p.now_ms, 1, $16::integer, $17::bigint, $18
     FROM plan AS p
     WHERE p.write = 'create'
     ON CONFLICT (namespace, operation_key) DO NOTHING
@@ -131,7 +132,8 @@ replaced AS (
         fencing_token = CASE WHEN $15::boolean THEN 0 ELSE nextval('fencing_sequence') END,
         next_attempt_at_ms = NULL, error_class = NULL, error_detail = '', result = '', receipt = '',
         created_at_ms = p.now_ms, updated_at_ms = p.now_ms, retention_expires_at_ms = NULL,
-        operation_version = 1, schema_version = $16::integer
+        operation_version = 1, schema_version = $16::integer,
+        value_minor = $17::bigint, value_currency = $18
     FROM plan AS p
     WHERE o.id = p.id AND p.write = 'replace'
     RETURNING {o.columns}
@@ -284,7 +286,7 @@ std::optional<ErrorClass> optionalErrorClass(const PgResult &r, int row, int col
     return parseErrorClass(r.text(row, column));
 }
 
-/// The operation in columns column0 … column0 + 25 of `row` ({columns} order).
+/// The operation in columns column0 … column0 + 27 of `row` ({columns} order).
 Operation readOperation(const PgResult &r, int row, int column0)
 {
     const auto at = [column0](int i) { return column0 + i; };
@@ -316,6 +318,8 @@ Operation readOperation(const PgResult &r, int row, int column0)
     op.retentionExpiresAtMs = r.optionalInteger(row, at(23));
     op.version = r.integer(row, at(24));
     op.schemaVersion = static_cast<int>(r.integer(row, at(25)));
+    if (!r.isNull(row, at(26)))
+        op.value = Amount{r.integer(row, at(26)), r.text(row, at(27))};
     return op;
 }
 
@@ -548,7 +552,9 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         .integer(request.leaseMs)
         .integer(request.maxAttempts)
         .boolean(request.requiresApproval)
-        .integer(RecordSchemaVersion);
+        .integer(RecordSchemaVersion)
+        .optionalInteger(request.value ? std::optional(request.value->minorUnits) : std::nullopt)
+        .optionalText(request.value ? std::optional(request.value->currency) : std::nullopt);
     // Runs again only when a concurrent claim created the key after the statement's snapshot
     // (see kClaimSql): the next run sees that record.
     constexpr int kAttempts = 8;
@@ -819,6 +825,8 @@ PostgresLedgerStore::PgbenchCycle PostgresLedgerStore::pgbenchCycle(const ClaimR
         text("max_attempts", std::to_string(claim.maxAttempts)),
         text("requires_approval", claim.requiresApproval ? "true" : "false"),
         text("record_schema", std::to_string(RecordSchemaVersion)),
+        claim.value ? text("value_minor", std::to_string(claim.value->minorUnits)) : "NULL",
+        claim.value ? text("value_currency", claim.value->currency) : "NULL",
     };
     // The parameters of transition() for a completion, as applyTransition() sets them from the
     // row locked by kLockSql (captured as l_*): lease, retry and error cleared, retention from now.

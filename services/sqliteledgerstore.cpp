@@ -34,7 +34,7 @@ const QString kOperationColumns = QStringLiteral(
     "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
     "lease_expires_at_ms, fencing_token, next_attempt_at_ms, error_class, error_detail, result, "
     "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
-    "schema_version");
+    "schema_version, value_minor, value_currency");
 
 QVariant text(const std::string &s) { return QString::fromStdString(s); }
 
@@ -82,6 +82,8 @@ Operation readOperation(const QSqlQuery &q)
     op.retentionExpiresAtMs = toOptionalInt(q.value(23));
     op.version = q.value(24).toLongLong();
     op.schemaVersion = q.value(25).toInt();
+    if (!q.value(26).isNull())
+        op.value = Amount{q.value(26).toLongLong(), toStd(q.value(27))};
     return op;
 }
 
@@ -149,13 +151,16 @@ std::int64_t insertOperation(SqliteConnection &db, const Operation &op)
             "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, "
             "state, payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, "
             "lease_owner, lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, "
-            "operation_version, schema_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+            "operation_version, schema_version, value_minor, value_currency) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         {text(op.ns), text(op.key), text(op.runId), text(op.stepId), text(op.target),
          text(std::string(toolKindName(op.kind))), text(std::string(stateName(op.state))),
          text(op.payload), text(op.fingerprint), text(nlohmann::json(op.fingerprintFields).dump()),
          op.attempt, op.maxAttempts, text(op.leaseOwner), optionalInt(op.leaseExpiresAtMs),
          static_cast<qlonglong>(op.fencingToken), static_cast<qlonglong>(op.createdAtMs),
-         static_cast<qlonglong>(op.updatedAtMs), static_cast<qlonglong>(op.version), op.schemaVersion},
+         static_cast<qlonglong>(op.updatedAtMs), static_cast<qlonglong>(op.version), op.schemaVersion,
+         op.value ? QVariant(static_cast<qlonglong>(op.value->minorUnits)) : QVariant(),
+         op.value ? text(op.value->currency) : QVariant()},
         "insert operation");
     return q->lastInsertId().toLongLong();
 }

@@ -136,10 +136,11 @@ ActionPreview ApproveCommand::describe()
     const Operation &op = *m_operation;
     const auto value = operationValue(op);
     const auto threshold = thresholdMinor(op);
-    const bool fourEyes = m_request.decision != ApprovalDecision::Reject && value && threshold && value->minor > *threshold;
+    const bool fourEyes = m_request.decision != ApprovalDecision::Reject && value && threshold && value->minorUnits > *threshold;
     std::string what = subjectOf(op);
+    const std::string valueText = value ? formatAmount(*value) : std::string();
     if (value)
-        what += " of " + formatMoney(*value);
+        what += " of " + valueText.substr(0, valueText.find_last_not_of(' ') + 1);
     if (!op.target.empty())
         what += " to " + op.target;
     std::string sentence;
@@ -160,8 +161,8 @@ ActionPreview ApproveCommand::describe()
              {"decision", decisionName(m_request.decision)},
              {"from", stateName(op.state)},
              {"to", stateName(targetState(m_request.decision))},
-             {"value", value ? nlohmann::json{{"amount_minor", value->minor}, {"currency", value->currency},
-                                              {"text", formatMoney(*value)}}
+             {"value", value ? nlohmann::json{{"amount_minor", value->minorUnits}, {"currency", value->currency},
+                                              {"text", valueText}}
                              : nlohmann::json()},
              {"four_eyes", fourEyes},
              {"approval_id", m_request.approvalId},
@@ -213,7 +214,7 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
 
     const auto value = operationValue(op);
     const auto threshold = thresholdMinor(op);
-    const bool needsTwo = r.decision != ApprovalDecision::Reject && value && threshold && value->minor > *threshold;
+    const bool needsTwo = r.decision != ApprovalDecision::Reject && value && threshold && value->minorUnits > *threshold;
     const bool applies = !needsTwo || !pending.empty();
 
     ApprovalRecord approval;

@@ -35,7 +35,8 @@ inline constexpr const char *FourEyesSetting = "four_eyes_above";
 ///   the same id with a different decision or operation is refused;
 /// - a proposal is (decision, reference, operation version); a proposal that differs from the
 ///   pending one is a new revision; one applied decision per (operation, revision);
-/// - four-eyes: when the operation's value is above the ledger's FourEyesSetting, a redispatch
+/// - four-eyes: when the operation's value (operationValue(): the value its claim declared, else
+///   its payload's amount) is above the ledger's FourEyesSetting, a redispatch
 ///   or confirm needs two approvals of the same revision by different operators: the first is
 ///   recorded as pending, the second applies it. Rejecting never needs a second approver.
 class ApproveCommand final : public GuardedAction

@@ -21,7 +21,7 @@ std::vector<std::string> GuardSettingCommand::validate()
         problems.push_back(roleRefusal(m_actor.role, Capability::ChangeSettings));
     if (m_name != FourEyesSetting)
         problems.push_back("unknown guard setting '" + m_name + "'");
-    else if (!m_value.empty() && (!parseMajorAmount(m_value, {}) || *parseMajorAmount(m_value, {}) < 0))
+    else if (!m_value.empty() && !parseMajorAmount(m_value, {}))
         problems.push_back("the four-eyes threshold must be a non-negative amount such as 1000.00, not '" + m_value + "'");
     if (m_reason.empty())
         problems.push_back("a reason is required");

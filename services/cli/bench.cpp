@@ -77,7 +77,8 @@ struct RawStatements
             "SELECT id, namespace, operation_key, run_id, step_id, target, tool_kind, state, payload, "
             "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, lease_expires_at_ms, "
             "fencing_token, next_attempt_at_ms, error_class, error_detail, result, receipt, created_at_ms, "
-            "updated_at_ms, retention_expires_at_ms, operation_version, schema_version FROM operations "
+            "updated_at_ms, retention_expires_at_ms, operation_version, schema_version, value_minor, value_currency "
+            "FROM operations "
             "WHERE namespace = ? AND operation_key = ?"));
         token.prepare(QStringLiteral("UPDATE fencing_sequence SET last_token = last_token + 1 WHERE id = 1 "
                                      "RETURNING last_token"));
@@ -85,7 +86,7 @@ struct RawStatements
             "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, state, "
             "payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
             "lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, operation_version, "
-            "schema_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+            "schema_version, value_minor, value_currency) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
         event.prepare(QStringLiteral("INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
                                      "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
         update.prepare(QStringLiteral(
@@ -114,7 +115,7 @@ struct RawStatements
         const QString none = QStringLiteral("");
         exec(insert, {ns, key, none, none, none, QStringLiteral("protected_write"),
                       QStringLiteral("dispatching"), payload, fingerprint, QStringLiteral("[]"), 1, 3, owner,
-                      now + 30000, fencing, now, now, 1, 1});
+                      now + 30000, fencing, now, now, 1, 1, QVariant(), QVariant()});
         const qlonglong id = insert.lastInsertId().toLongLong();
         exec(event, {id, now, QVariant(), QStringLiteral("dispatching"), fencing, 1, owner, QVariant(),
                      QStringLiteral("created")});

@@ -185,6 +185,8 @@ std::string describe(const Operation &op)
     std::string s = op.key + "  " + std::string(stateName(op.state)) + "  kind=" + std::string(toolKindName(op.kind))
                     + "  token=" + std::to_string(op.fencingToken) + "  attempt=" + std::to_string(op.attempt) + "/"
                     + std::to_string(op.maxAttempts);
+    if (op.value)
+        s += "  value=" + amountText(*op.value);
     if (op.state == OperationState::Dispatching)
         s += "  owner=" + op.leaseOwner + "  lease_until=" + when(op.leaseExpiresAtMs);
     if (op.nextAttemptAtMs)
@@ -275,6 +277,8 @@ int cmdClaim(Context &c)
     if (c.parser.isSet(QStringLiteral("max-attempts")))
         in.maxAttempts = static_cast<int>(c.integerOption(QStringLiteral("max-attempts")));
     in.requiresApproval = c.parser.isSet(QStringLiteral("requires-approval"));
+    if (c.parser.isSet(QStringLiteral("value")))
+        in.value = parseAmount(c.parser.value(QStringLiteral("value")).toStdString());
     for (const QString &list : c.parser.values(QStringLiteral("fingerprint-fields")))
         for (const QString &pointer : list.split(QLatin1Char(','), Qt::SkipEmptyParts))
             in.fingerprintFields.push_back(pointer.trimmed().toStdString());
@@ -1147,7 +1151,9 @@ std::map<QString, Command> commands()
            opt("step", "Step id.", "S"), opt("target", "Target of the step.", "T"),
            opt("fingerprint-fields", "Comma-separated JSON Pointers the fingerprint covers.", "PTRS"),
            opt("max-attempts", "Attempt limit (default 3).", "N"),
-           opt("requires-approval", "A new operation waits in awaiting_approval.")},
+           opt("requires-approval", "A new operation waits in awaiting_approval."),
+           opt("value", "What the operation moves, e.g. \"1250.00 EUR\" (ISO 4217; recorded by the\n"
+                        "claim that creates the record).", "AMOUNT")},
           cmdClaim}},
         {QStringLiteral("complete"),
          {1, "complete KEY --token N [--result JSON] [--receipt JSON]",

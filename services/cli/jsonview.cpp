@@ -51,6 +51,7 @@ nlohmann::json operationJson(const Operation &op)
         {"retention_expires_at", timestampJson(op.retentionExpiresAtMs)},
         {"operation_version", op.version},
         {"schema_version", op.schemaVersion},
+        {"value", op.value ? nlohmann::json(amountText(*op.value)) : nlohmann::json()},
     };
 }
 

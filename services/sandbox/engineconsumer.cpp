@@ -35,6 +35,7 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
     claim.runId = run.runId;
     claim.stepId = step.stepId;
     claim.requiresApproval = run.scenario->requiresApproval(step, a.payload);
+    claim.value = run.scenario->value(step, a.payload);
     TimeSlot &slot = m_ctx.slot(thread);
     const ClaimResult result = timed(slot.engineNs, [&] { return m_ctx.engine().claim(claim); });
     ++m_ctx.counters().claimOutcomes[static_cast<std::size_t>(result.outcome)];

@@ -134,4 +134,11 @@ bool Scenario::requiresApproval(const WorkflowStep &step, const nlohmann::json &
     return false;
 }
 
+std::optional<Amount> Scenario::value(const WorkflowStep &step, const nlohmann::json &payload) const
+{
+    if (step.kind != ToolKind::ProtectedWrite || m_kind != Kind::PaymentRefund)
+        return std::nullopt;
+    return Amount{payload.at("amount_cents").get<std::int64_t>(), payload.at("currency").get<std::string>()};
+}
+
 } // namespace idempo::sandbox

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "amount.h"
 #include "faultplan.h"
 #include "vocabulary.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +63,9 @@ public:
 
     /// True when the write must wait in awaiting_approval (a flagged client, a large refund).
     bool requiresApproval(const WorkflowStep &step, const nlohmann::json &payload) const;
+
+    /// What a protected write moves (the refund's amount); empty for the other steps.
+    std::optional<Amount> value(const WorkflowStep &step, const nlohmann::json &payload) const;
 
     /// The four scenarios, in a fixed order.
     static const std::vector<Scenario> &all();

@@ -117,8 +117,9 @@ private Q_SLOTS:
         const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("run-1:provision"),
                                     QStringLiteral("--payload"), QStringLiteral(R"({"b":2,"a":1})"),
                                     QStringLiteral("--run"), QStringLiteral("run-1"), QStringLiteral("--step"),
-                                    QStringLiteral("provision")});
+                                    QStringLiteral("provision"), QStringLiteral("--value"), QStringLiteral("1250.5 EUR")});
         QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(claimed.json[QStringLiteral("operation")].toObject()[QStringLiteral("value")].toString(), QStringLiteral("1250.50 EUR"));
         QCOMPARE(claimed.json[QStringLiteral("outcome")].toString(), QStringLiteral("claimed"));
         QCOMPARE(claimed.json[QStringLiteral("key")].toString(), QStringLiteral("run-1:provision"));
         QCOMPARE(claimed.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
@@ -153,6 +154,20 @@ private Q_SLOTS:
         const Run metrics = idempo({QStringLiteral("--json"), QStringLiteral("metrics")});
         QCOMPARE(metrics.json[QStringLiteral("suppressions_total")].toInt(), 3);
         QCOMPARE(metrics.json[QStringLiteral("operations_by_state")].toObject()[QStringLiteral("succeeded")].toInt(), 1);
+    }
+
+    void keyStartingWithDashAfterDoubleDash()
+    {
+        const Run claimed = idempo({QStringLiteral("--json"), QStringLiteral("claim"), QStringLiteral("--payload"),
+                                    QStringLiteral("{}"), QStringLiteral("--"), QStringLiteral("-17:refund")});
+        QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(claimed.json[QStringLiteral("key")].toString(), QStringLiteral("-17:refund"));
+        const Run shown = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("--"),
+                                  QStringLiteral("-17:refund")});
+        QCOMPARE(shown.exitCode, 0);
+        QCOMPARE(shown.json[QStringLiteral("state")].toString(), QStringLiteral("dispatching"));
+        const Run option = idempo({QStringLiteral("--json"), QStringLiteral("show"), QStringLiteral("-17:refund")});
+        QCOMPARE(option.exitCode, 64);
     }
 
     void staleTokenRefused()
@@ -220,6 +235,8 @@ private Q_SLOTS:
         QTest::newRow("bad token") << QStringList{QStringLiteral("complete"), QStringLiteral("k:5"), QStringLiteral("--token"), QStringLiteral("x")} << 64 << QStringLiteral("usage");
         QTest::newRow("unknown key") << QStringList{QStringLiteral("show"), QStringLiteral("k:404")} << 65 << QStringLiteral("not_found");
         QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << 64 << QStringLiteral("usage");
+        QTest::newRow("grouped value") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{}"), QStringLiteral("--value"), QStringLiteral("1,250.00 EUR")} << 64 << QStringLiteral("invalid_argument");
+        QTest::newRow("value without currency") << QStringList{claim, QStringLiteral("k:5"), payload, QStringLiteral("{}"), QStringLiteral("--value"), QStringLiteral("1250")} << 64 << QStringLiteral("invalid_argument");
         QTest::newRow("unknown option") << QStringList{claim, QStringLiteral("k:5"), QStringLiteral("--frob")} << 64 << QStringLiteral("usage");
     }
 

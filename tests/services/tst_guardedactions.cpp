@@ -327,6 +327,22 @@ private Q_SLOTS:
                  std::string("applied"));
     }
 
+    void fourEyesReadsTheDeclaredValue()
+    {
+        LedgerFixture f;
+        setFourEyes(f.store(), "1000");
+        ClaimInput in = refundClaim("run-12:payout", "worker-a", R"({"customer":"c-981"})");
+        in.value = Amount{150'000, "EUR"};
+        in.maxAttempts = 1;
+        f.engine().fail(kNs, in.key, f.engine().claim(in).operation.fencingToken, ErrorClass::Transient, "503");
+        ApproveCommand command(f.store(), kBob, approval(in.key, ApprovalDecision::Confirm, {}, "PO-1"));
+        QVERIFY(command.validate().empty());
+        const ActionPreview preview = command.describe();
+        QVERIFY2(preview.sentence.find("1,500.00 EUR") != std::string::npos, preview.sentence.c_str());
+        QCOMPARE(command.execute().at("status").get<std::string>(), std::string("pending"));
+        QCOMPARE(f.store().find(kNs, in.key)->state, OperationState::ConfirmationRequired);
+    }
+
     void changedProposalIsANewRevision()
     {
         LedgerFixture f;
@@ -594,10 +610,11 @@ private Q_SLOTS:
         for (int i = 0; i < 4; ++i)
             queue->send(q, envelope("run-g" + std::to_string(i) + ":mail", now), "", 0);
         queue->send(q, R"({"not":"an envelope"})", "", 0);
+        queue->send(q, envelope("run-old:mail", now - 25 * 3600'000), "", 0);
         for (int round = 0; round < 2; ++round)
             queue->read(q, 0, 100);
         const std::vector<std::int64_t> ids = DlqReplayCommand::resolveFilter(*queue, q, "all");
-        QCOMPARE(ids.size(), std::size_t(5));
+        QCOMPARE(ids.size(), std::size_t(6));
 
         DlqReplayCommand::Request request;
         request.ns = kNs;
@@ -613,17 +630,22 @@ private Q_SLOTS:
             QCOMPARE(total, std::int64_t(4));
         };
         options.cancelled = [&] { return progressCalls == 2; };
-        const nlohmann::json done = DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute();
+        DlqReplayCommand replay(f.store(), *queue, kOliver, request, options);
+        const nlohmann::json byClass = replay.describe().details.at("by_class");
+        QCOMPARE(byClass.at("will_execute").get<int>(), 4);
+        QCOMPARE(byClass.at("unreadable").get<int>(), 1);
+        QCOMPARE(byClass.at("expired_by_retention").get<int>(), 1);
+        const nlohmann::json done = replay.execute();
         QCOMPARE(done.at("requeued").get<int>(), 2);
         QVERIFY(done.at("cancelled").get<bool>());
-        QCOMPARE(done.at("not_replayed").get<int>(), 1);
-        QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(3));
+        QCOMPARE(done.at("not_replayed").get<int>(), 2);
+        QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(4));
 
         // The two requeued fail again: a new generation, outside the frozen set.
         queue->read(q, 0, 10);
         queue->read(q, 0, 10);
         const auto letters = queue->deadLetters(q, 0, 10);
-        QCOMPARE(letters.size(), std::size_t(5));
+        QCOMPARE(letters.size(), std::size_t(6));
         int secondGeneration = 0;
         for (const DeadLetter &d : letters) {
             const nlohmann::json h = nlohmann::json::parse(d.message.headers);
@@ -640,7 +662,7 @@ private Q_SLOTS:
         options.progress = {};
         const nlohmann::json rest = DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute();
         QCOMPARE(rest.at("requeued").get<int>(), 2);
-        QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(3));
+        QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(4));
     }
 };
 

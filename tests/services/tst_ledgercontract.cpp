@@ -391,6 +391,59 @@ private Q_SLOTS:
         QVERIFY(f.store().history(kNs, in.key).empty());
     }
 
+    void valueIsRecordedByTheCreatingClaim()
+    {
+        LedgerFixture f;
+        ClaimInput in = claimInput("run-40:refund");
+        in.value = Amount{125'000, "EUR"};
+        const ClaimResult first = f.engine().claim(in);
+        QVERIFY(first.operation.value);
+        QCOMPARE(first.operation.value->minorUnits, std::int64_t(125'000));
+        QCOMPARE(first.operation.value->currency, std::string("EUR"));
+        f.engine().complete(kNs, in.key, first.operation.fencingToken, "{}", "");
+
+        // a later claim cannot change what the record says it moves
+        in.value = Amount{1, "USD"};
+        const ClaimResult replay = f.engine().claim(in);
+        QCOMPARE(replay.outcome, ClaimOutcome::Replayed);
+        QCOMPARE(*replay.operation.value, (Amount{125'000, "EUR"}));
+        QCOMPARE(*f.store().find(kNs, in.key)->value, (Amount{125'000, "EUR"}));
+
+        // after retention the key is a new operation with the new claim's value
+        f.advanceMs(f.engine().settings().retentionMs);
+        const ClaimResult fresh = f.engine().claim(in);
+        QCOMPARE(fresh.outcome, ClaimOutcome::Claimed);
+        QCOMPARE(*fresh.operation.value, (Amount{1, "USD"}));
+
+        ClaimInput plain = claimInput("run-41:mail");
+        QVERIFY(!f.engine().claim(plain).operation.value);
+        QVERIFY(!f.store().find(kNs, plain.key)->value);
+    }
+
+    void badValuesChangeNothing_data()
+    {
+        QTest::addColumn<qlonglong>("minor");
+        QTest::addColumn<QString>("currency");
+        QTest::newRow("negative") << qlonglong(-1) << QStringLiteral("EUR");
+        QTest::newRow("lower-case currency") << qlonglong(100) << QStringLiteral("eur");
+        QTest::newRow("long currency") << qlonglong(100) << QStringLiteral("EURO");
+        QTest::newRow("empty currency") << qlonglong(100) << QString();
+        QTest::newRow("10^15 major units") << qlonglong(100'000'000'000'000'000) << QStringLiteral("EUR");
+    }
+
+    void badValuesChangeNothing()
+    {
+        QFETCH(qlonglong, minor);
+        QFETCH(QString, currency);
+        LedgerFixture f;
+        reach(f, "existing:op", OperationState::Succeeded);
+        const QByteArray before = f.snapshot();
+        ClaimInput in = claimInput("run-42:refund");
+        in.value = Amount{minor, currency.toStdString()};
+        QCOMPARE(errorOf([&] { f.engine().claim(in); }), ErrorCode::InvalidArgument);
+        QCOMPARE(f.snapshot(), before);
+    }
+
     void purgeAndMetricsStayInTheirNamespace()
     {
         LedgerFixture f;

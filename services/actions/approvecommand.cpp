@@ -111,6 +111,11 @@ std::vector<std::string> ApproveCommand::validate()
         problems.push_back("no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
         return problems;
     }
+    const std::vector<ApprovalRecord> approvals = m_store.approvals(m_request.ns, m_request.key);
+    // A resubmission is answered with the first decision, whatever happened since.
+    for (const ApprovalRecord &a : approvals)
+        if (a.approvalId == m_request.approvalId)
+            return problems;
     if (!allowedFrom(m_request.decision, m_operation->state))
         problems.push_back("an operation in " + std::string(stateName(m_operation->state)) + " cannot take the decision "
                            + std::string(decisionName(m_request.decision)));
@@ -119,9 +124,8 @@ std::vector<std::string> ApproveCommand::validate()
     else if (!m_history.empty() && m_history.back().actor == m_actor.name)
         problems.push_back(m_actor.name + " last touched this operation and cannot approve it");
     const std::string proposal = proposalOf(m_request.decision, m_request.externalReference, m_operation->version);
-    for (const ApprovalRecord &a : m_store.approvals(m_request.ns, m_request.key))
-        if (a.status == "pending" && a.proposal == proposal && a.operatorName == m_actor.name
-            && a.approvalId != m_request.approvalId)
+    for (const ApprovalRecord &a : approvals)
+        if (a.status == "pending" && a.proposal == proposal && a.operatorName == m_actor.name)
             problems.push_back("four-eyes: " + m_actor.name + " already approved this proposal; a second, different "
                                "approver is needed");
     return problems;

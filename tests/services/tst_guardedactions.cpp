@@ -175,7 +175,9 @@ private Q_SLOTS:
         QCOMPARE(first.at("status").get<std::string>(), std::string("applied"));
         const QByteArray afterFirst = f.snapshot();
 
-        const nlohmann::json second = approve(f.store(), kBob, request);
+        ApproveCommand resubmitted(f.store(), kBob, request);
+        QVERIFY(resubmitted.validate().empty()); // bob touched it last, but this is his first decision again
+        const nlohmann::json second = resubmitted.execute();
         QCOMPARE(second.at("status").get<std::string>(), std::string("replayed"));
         QCOMPARE(second.at("decision").get<std::string>(), std::string("redispatch"));
         QCOMPARE(f.snapshot(), afterFirst);

@@ -5,6 +5,7 @@
 #include "approvecommand.h"
 #include "auditverify.h"
 #include "cli/jsonview.h"
+#include "dlqreplaycommand.h"
 #include "guardsettingcommand.h"
 #include "reconcilecommand.h"
 #include "error.h"
@@ -14,6 +15,8 @@
 #include "migrations.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
+#include "postgresmessagequeue.h"
+#include "queueenvelope.h"
 
 #include <QtTest>
 
@@ -542,6 +545,27 @@ private Q_SLOTS:
         GuardSettingCommand byAdmin(*admin, admin->actor(), FourEyesSetting, "10", "policy");
         byAdmin.execute();
         QCOMPARE(f.store().guardSetting(FourEyesSetting), std::optional<std::string>("10"));
+        // Operators replay dead letters on queues the owner made; viewers may not.
+        auto ownerQueue = std::make_shared<PostgresMessageQueue>(
+            std::dynamic_pointer_cast<PostgresLedgerStore>(f.sharedStore()));
+        ownerQueue->createQueue("roles_replay", {.maxReads = 1});
+        QueueEnvelope envelope{.runId = "run-51", .stepId = "mail", .payload = {{"to", "a@example.org"}},
+                               .producedAtMs = operatorStore->nowMs(), .idempotencyKey = "run-51:mail"};
+        ownerQueue->send("roles_replay", envelope.toJson().dump(), "", 0);
+        ownerQueue->read("roles_replay", 0, 10);
+        ownerQueue->read("roles_replay", 0, 10);
+        const auto ids = DlqReplayCommand::resolveFilter(*ownerQueue, "roles_replay", "all");
+        QCOMPARE(ids.size(), std::size_t(1));
+        DlqReplayCommand::Request replay{.queue = "roles_replay", .ids = ids, .reason = "fixed", .confirmCount = 1};
+        PostgresMessageQueue viewerQueue(viewer);
+        DlqReplayCommand byViewer(*viewer, viewerQueue, {"idempo_test_viewer", "operator"}, replay, {});
+        const Error viewerRefused = errorOf([&] { byViewer.execute(); });
+        QVERIFY2(viewerRefused.code() == ErrorCode::LedgerUnavailable, viewerRefused.what());
+        QCOMPARE(ownerQueue->deadLetters("roles_replay", 0, 10).size(), std::size_t(1));
+        PostgresMessageQueue operatorQueue(operatorStore);
+        DlqReplayCommand replayByOperator(*operatorStore, operatorQueue, operatorStore->actor(), replay, {});
+        QCOMPARE(replayByOperator.execute().at("requeued").get<int>(), 1);
+        QCOMPARE(ownerQueue->metrics("roles_replay").length, std::int64_t(1));
         QVERIFY(AuditVerify(f.store()).run().ok);
         qunsetenv("PGPASSFILE");
     }

@@ -7,6 +7,7 @@
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QUrl>
 #include <QtTest>
 
 #include <map>
@@ -118,6 +119,41 @@ private Q_SLOTS:
             QCOMPARE(claimed, 1);
             QCOMPARE(inProgress, 7);
         }
+    }
+
+    /// 6 processes submit the same approval at once: one applies it, the others get the first
+    /// decision back; one audit record names the database role; the chain verifies.
+    void processesRaceForOneApproval()
+    {
+        const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        const Run claimed = idempo({S("--json"), S("claim"), S("approve:1"), S("--payload"), S("{}"), S("--max-attempts"),
+                                    S("1"), S("--owner"), S("worker-1")});
+        QCOMPARE(claimed.exitCode, 0);
+        const QString token = QString::number(claimed.json[S("fencing_token")].toInteger());
+        QCOMPARE(idempo({S("fail"), S("approve:1"), S("--token"), token, S("--class"), S("transient")}).exitCode, 0);
+        std::vector<QProcess *> procs;
+        for (int i = 0; i < 6; ++i)
+            procs.push_back(start({S("--json"), S("approve"), S("approve:1"), S("--decision"), S("redispatch"), S("--reason"),
+                                   S("checked"), S("--approval-id"), S("ap-race")}));
+        int applied = 0;
+        int replayed = 0;
+        for (QProcess *p : procs) {
+            const Run r = finish(p);
+            QVERIFY2(r.exitCode == 0, r.err.constData());
+            const QString status = r.json[S("result")].toObject()[S("status")].toString();
+            applied += status == QLatin1String("applied");
+            replayed += status == QLatin1String("replayed");
+        }
+        QCOMPARE(applied, 1);
+        QCOMPARE(replayed, 5);
+        const Run history = idempo({S("--json"), S("history"), S("approve:1")});
+        QCOMPARE(history.json[S("events")].toArray().size(), 3); // created, failed, approved
+        const Run audit = idempo({S("--json"), S("audit"), S("list")});
+        const QJsonArray records = audit.json[S("records")].toArray();
+        QCOMPARE(records.size(), 1);
+        QCOMPARE(records.at(0).toObject()[S("who")].toString(), QUrl(ledgerUrl()).userName());
+        QCOMPARE(records.at(0).toObject()[S("role")].toString(), S("owner"));
+        QCOMPARE(idempo({S("audit"), S("verify")}).exitCode, 0);
     }
 
     /// Two consumer processes read one queue at once with a 600 s visibility timeout: no message

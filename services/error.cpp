@@ -15,6 +15,7 @@ const char *errorCodeName(ErrorCode code)
     case ErrorCode::IllegalTransition: return "illegal_transition";
     case ErrorCode::LedgerUnavailable: return "ledger_unavailable";
     case ErrorCode::SchemaMismatch: return "schema_mismatch";
+    case ErrorCode::Refused: return "refused";
     case ErrorCode::Internal: return "internal";
     }
     return "internal";

@@ -18,6 +18,7 @@ enum class ErrorCode {
     IllegalTransition,  ///< the transition table forbids the requested state change
     LedgerUnavailable,  ///< the ledger cannot be opened or reached
     SchemaMismatch,     ///< the ledger's schema is newer than this build, or missing
+    Refused,            ///< a guarded action's rule said no (role, four-eyes, reason, reused approval id)
     Internal,           ///< a storage failure that is none of the above
 };
 

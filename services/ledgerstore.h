@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "actionrecords.h"
 #include "operation.h"
 
 #include <cstdint>
@@ -74,6 +75,35 @@ public:
     /// for an unknown queue, Error(InvalidJson), …); nothing is written then.
     virtual OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                           const std::string &messageJson, const std::string &headersJson) = 0;
+
+    // Guarded actions (actions/guardedaction.h). Their records live in the tables of migration
+    // 0004_guarded_actions.sql: approvals, audit_log (append-only, hash-chained) and
+    // guard_settings.
+
+    /// Who is acting on this connection: on PostgreSQL `current_user` and its idempo group, on
+    /// the embedded ledger the OS user with role "owner".
+    virtual ActorIdentity actor() = 0;
+
+    /// One guarded action in one transaction: locks the operation `target` names (when it names
+    /// one; absent is not an error, the decider sees no operation), reads its approvals and
+    /// history and the approval stored under target.approvalId, calls `decide` with them and
+    /// writes what it plans: the approval row, the seconded approvals, the fenced transition,
+    /// the setting, and the audit record, chained after the last one. Appends serialise, so
+    /// concurrent actions cannot fork the chain. An audit entry for an operation whose before /
+    /// after state is empty gets operationSnapshot() of the record before and after. Throws what
+    /// `decide` or the transition throws (nothing is written then); Error(Refused) for a
+    /// second applied decision of one (operation, revision). On PostgreSQL the database refuses
+    /// (Error(LedgerUnavailable), permission denied) a role that may not make the write.
+    virtual ActionResult applyAction(const ActionTarget &target, const ActionDecider &decide) = 0;
+
+    /// Audit records with seq > afterSeq, in seq order, at most `limit`.
+    virtual std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) = 0;
+
+    /// The approvals of one operation, oldest first.
+    virtual std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) = 0;
+
+    /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
+    virtual std::optional<std::string> guardSetting(const std::string &name) = 0;
 };
 
 } // namespace idempo

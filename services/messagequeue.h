@@ -158,6 +158,15 @@ public:
 
     /// The store's clock in milliseconds since the Unix epoch: the one vt is judged on.
     virtual std::int64_t nowMs() = 0;
+
+    /// Puts a dead letter back on its queue (a DLQ replay): message `msgId` of `<queue>_dlq` is
+    /// archived in the dead-letter queue's archive and its body sent to `queue` with
+    /// `headersJson` (a JSON object, or empty), in one transaction. Returns the new msg_id, or
+    /// std::nullopt when the dead-letter queue no longer holds the message (another replay took
+    /// it first): a dead letter is requeued at most once, however many replays run at once.
+    /// Throws Error(InvalidArgument) when `queue` is itself a dead-letter queue, and like send().
+    virtual std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+                                                          const std::string &headersJson) = 0;
 };
 
 } // namespace idempo

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "postgresledgerstore.h"
 
+#include "auditchain.h"
 #include "error.h"
 #include "ledgerrules.h"
 #include "migrations.h"
@@ -336,6 +337,32 @@ Error newerSchema(const std::string &ledger, int version, int latest)
                      ", newer than this build's " + std::to_string(latest) + "; upgrade idempo");
 }
 
+/// The history of (ns, key) on `c`, inside whatever transaction `c` holds.
+std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns, const std::string &key)
+{
+    const PgResult r = c.execPrepared("read history", "idempo_history", kHistorySql,
+                                                 PgParams().text(ns).text(key));
+    std::vector<OperationEvent> events;
+    events.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        OperationEvent e;
+        e.id = r.integer(row, 0);
+        e.ns = ns;
+        e.key = key;
+        e.atMs = r.integer(row, 1);
+        if (!r.isNull(row, 2))
+            e.fromState = parseState(r.text(row, 2));
+        e.toState = parseState(r.text(row, 3)).value_or(OperationState::Received);
+        e.fencingToken = r.integer(row, 4);
+        e.attempt = static_cast<int>(r.integer(row, 5));
+        e.actor = r.text(row, 6);
+        e.errorClass = optionalErrorClass(r, row, 7);
+        e.detail = r.text(row, 8);
+        events.push_back(std::move(e));
+    }
+    return events;
+}
+
 /// 0 when the ledger has no schema_migrations table.
 int readSchemaVersion(PgConnection &c)
 {
@@ -572,24 +599,43 @@ OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &requ
 
 Operation PostgresLedgerStore::writeTransition(PgConnection &c, const TransitionRequest &request)
 {
+    const auto [nowMs, existing] = lockOperation(c, request.ns, request.key);
+    return writeLockedTransition(c, existing, request, nowMs);
+}
+
+std::pair<std::int64_t, std::optional<Operation>> PostgresLedgerStore::lockOperation(PgConnection &c,
+                                                                                    const std::string &ns,
+                                                                                    const std::string &key)
+{
     PgParams lockParams = clockParams();
-    lockParams.text(request.ns).text(request.key);
+    lockParams.text(ns).text(key);
     const PgResult locked = c.execPrepared("read operation", "idempo_lock", kLockSql, lockParams);
     std::optional<Operation> existing;
     if (!locked.isNull(0, 1))
         existing = readOperation(locked, 0, 1);
-    checkTransition(existing ? &*existing : nullptr, request);
+    return {locked.integer(0, 0), existing};
+}
 
+Operation PostgresLedgerStore::planLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
+                                                    const TransitionRequest &request, std::int64_t nowMs)
+{
+    checkTransition(existing ? &*existing : nullptr, request);
     Operation op = *existing;
-    applyTransition(op, request, locked.integer(0, 0), [&c] {
+    applyTransition(op, request, nowMs, [&c] {
         return c
             .execPrepared("issue fencing token", "idempo_token",
                           "SELECT nextval('fencing_sequence')", {})
             .integer(0, 0);
     });
+    return op;
+}
+
+void PostgresLedgerStore::writePlannedTransition(PgConnection &c, const Operation &existing, const Operation &op,
+                                                 const TransitionRequest &request)
+{
     PgParams params;
     params.integer(op.id)
-        .integer(existing->version)
+        .integer(existing.version)
         .text(stateName(op.state))
         .integer(op.attempt)
         .integer(op.maxAttempts)
@@ -604,12 +650,19 @@ Operation PostgresLedgerStore::writeTransition(PgConnection &c, const Transition
         .integer(op.updatedAtMs)
         .optionalInteger(op.retentionExpiresAtMs)
         .integer(op.version)
-        .text(stateName(existing->state))
+        .text(stateName(existing.state))
         .text(request.actor)
         .text(request.detail);
     if (c.execPrepared("update operation", "idempo_transition", kTransitionSql, params)
             .integer(0, 0) != 1)
         throw Error(ErrorCode::Internal, "operation changed while its row was locked");
+}
+
+Operation PostgresLedgerStore::writeLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
+                                                     const TransitionRequest &request, std::int64_t nowMs)
+{
+    const Operation op = planLockedTransition(c, existing, request, nowMs);
+    writePlannedTransition(c, *existing, op, request);
     return op;
 }
 
@@ -627,27 +680,7 @@ std::vector<OperationEvent> PostgresLedgerStore::history(const std::string &ns,
                                                          const std::string &key)
 {
     requireSchema();
-    const PgResult r = connection().execPrepared("read history", "idempo_history", kHistorySql,
-                                                 PgParams().text(ns).text(key));
-    std::vector<OperationEvent> events;
-    events.reserve(static_cast<std::size_t>(r.rows()));
-    for (int row = 0; row < r.rows(); ++row) {
-        OperationEvent e;
-        e.id = r.integer(row, 0);
-        e.ns = ns;
-        e.key = key;
-        e.atMs = r.integer(row, 1);
-        if (!r.isNull(row, 2))
-            e.fromState = parseState(r.text(row, 2));
-        e.toState = parseState(r.text(row, 3)).value_or(OperationState::Received);
-        e.fencingToken = r.integer(row, 4);
-        e.attempt = static_cast<int>(r.integer(row, 5));
-        e.actor = r.text(row, 6);
-        e.errorClass = optionalErrorClass(r, row, 7);
-        e.detail = r.text(row, 8);
-        events.push_back(std::move(e));
-    }
-    return events;
+    return readHistory(connection(), ns, key);
 }
 
 std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
@@ -854,6 +887,225 @@ std::optional<OperationNotification> parseOperationNotification(const std::strin
     if (!parsedState)
         return std::nullopt;
     return OperationNotification{*ns, *key, *runId, *parsedState, version->get<std::int64_t>()};
+}
+
+} // namespace idempo
+
+namespace idempo {
+namespace {
+
+const std::string kApprovalColumns =
+    "approval_id, namespace, operation_key, revision, decision, reason, operator, role, "
+    "external_reference, proposal, status, operation_version, created_at_ms";
+
+ApprovalRecord readApproval(const PgResult &r, int row)
+{
+    ApprovalRecord a;
+    a.approvalId = r.text(row, 0);
+    a.ns = r.text(row, 1);
+    a.key = r.text(row, 2);
+    a.revision = static_cast<int>(r.integer(row, 3));
+    a.decision = r.text(row, 4);
+    a.reason = r.text(row, 5);
+    a.operatorName = r.text(row, 6);
+    a.role = r.text(row, 7);
+    a.externalReference = r.text(row, 8);
+    a.proposal = r.text(row, 9);
+    a.status = r.text(row, 10);
+    a.operationVersion = r.integer(row, 11);
+    a.createdAtMs = r.integer(row, 12);
+    return a;
+}
+
+std::vector<ApprovalRecord> readApprovals(const PgResult &r)
+{
+    std::vector<ApprovalRecord> rows;
+    for (int row = 0; row < r.rows(); ++row)
+        rows.push_back(readApproval(r, row));
+    return rows;
+}
+
+std::vector<ApprovalRecord> selectApprovals(PgConnection &c, const std::string &ns, const std::string &key)
+{
+    return readApprovals(c.execPrepared("read approvals", "idempo_approvals",
+                                        "SELECT " + kApprovalColumns
+                                            + " FROM approvals WHERE namespace = $1 AND operation_key = $2 "
+                                              "ORDER BY created_at_ms, approval_id",
+                                        PgParams().text(ns).text(key)));
+}
+
+/// Serialises appends to the audit chain across connections; the key is arbitrary but fixed
+/// ("idempoa" in ASCII).
+constexpr std::int64_t kAuditLock = 29670604302066017;
+
+AuditRecord appendAudit(PgConnection &c, const AuditEntry &entry, std::int64_t nowMs)
+{
+    c.execPrepared("lock audit chain", "idempo_audit_lock", "SELECT pg_advisory_xact_lock($1::bigint)",
+                   PgParams().integer(kAuditLock));
+    const PgResult last = c.execPrepared("read audit chain", "idempo_audit_last",
+                                         "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1", {});
+    const AuditRecord r = chainAuditEntry(entry, last.rows() ? last.integer(0, 0) + 1 : 1, nowMs,
+                                          last.rows() ? last.text(0, 1) : std::string(AuditGenesisHash));
+    c.execPrepared("append audit record", "idempo_audit_append",
+                   "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, "
+                   "after_state, approval_id, detail, prev_hash, hash) VALUES ($1::bigint, $2::bigint, $3, $4, "
+                   "$5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                   PgParams()
+                       .integer(r.seq)
+                       .integer(r.atMs)
+                       .text(entry.who)
+                       .text(entry.role)
+                       .text(entry.action)
+                       .text(entry.target)
+                       .text(entry.reason)
+                       .text(entry.beforeState)
+                       .text(entry.afterState)
+                       .text(entry.approvalId)
+                       .text(entry.detail)
+                       .text(r.prevHash)
+                       .text(r.hash));
+    return r;
+}
+
+} // namespace
+
+ActorIdentity PostgresLedgerStore::actor()
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared(
+        "read identity", "idempo_actor",
+        "SELECT current_user, CASE WHEN idempo_is_owner() THEN 'owner' "
+        "WHEN idempo_acts_as('idempo_admin') THEN 'admin' "
+        "WHEN idempo_acts_as('idempo_approver') THEN 'approver' "
+        "WHEN idempo_acts_as('idempo_operator') THEN 'operator' "
+        "WHEN idempo_acts_as('idempo_worker') THEN 'worker' "
+        "WHEN idempo_acts_as('idempo_viewer') THEN 'viewer' ELSE 'none' END",
+        {});
+    return {r.text(0, 0), r.text(0, 1)};
+}
+
+ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target, const ActionDecider &decide)
+{
+    requireSchema();
+    PgConnection &c = connection();
+    PgTransaction tx(c);
+    ActionState state;
+    std::optional<Operation> current;
+    if (!target.key.empty()) {
+        auto [nowMs, locked] = lockOperation(c, target.ns, target.key);
+        state.nowMs = nowMs;
+        current = std::move(locked);
+    } else {
+        state.nowMs = c.execPrepared("read clock", "idempo_now", kNowSql, clockParams()).integer(0, 0);
+    }
+    if (current) {
+        state.operation = &*current;
+        state.approvals = selectApprovals(c, target.ns, target.key);
+        state.history = readHistory(c, target.ns, target.key);
+    }
+    if (!target.approvalId.empty()) {
+        const PgResult r = c.execPrepared("read approval", "idempo_approval",
+                                          "SELECT " + kApprovalColumns + " FROM approvals WHERE approval_id = $1",
+                                          PgParams().text(target.approvalId));
+        if (r.rows() > 0)
+            state.byApprovalId = readApproval(r, 0);
+    }
+
+    ActionResult result;
+    result.plan = decide(state);
+    const ActionPlan &plan = result.plan;
+    result.operation = current;
+    if (plan.answer) {
+        tx.commit();
+        return result;
+    }
+    // Each step is planned on the record the previous one leaves; written after the audit record.
+    std::vector<Operation> steps;
+    for (const TransitionRequest &t : plan.transitions) {
+        steps.push_back(planLockedTransition(c, steps.empty() ? current : std::optional(steps.back()), t, state.nowMs));
+        result.operation = steps.back();
+    }
+    if (plan.approval) {
+        const ApprovalRecord &a = *plan.approval;
+        c.execPrepared("record approval", "idempo_approval_insert",
+                       "INSERT INTO approvals (" + kApprovalColumns
+                           + ") VALUES ($1, $2, $3, $4::integer, $5, $6, $7, $8, $9, $10, $11, $12::bigint, "
+                             "$13::bigint)",
+                       PgParams()
+                           .text(a.approvalId)
+                           .text(a.ns)
+                           .text(a.key)
+                           .integer(a.revision)
+                           .text(a.decision)
+                           .text(a.reason)
+                           .text(a.operatorName)
+                           .text(a.role)
+                           .text(a.externalReference)
+                           .text(a.proposal)
+                           .text(a.status)
+                           .integer(a.operationVersion)
+                           .integer(state.nowMs));
+    }
+    for (const std::string &id : plan.seconded)
+        c.execPrepared("second approval", "idempo_approval_second",
+                       "UPDATE approvals SET status = 'seconded' WHERE approval_id = $1 AND status = 'pending'",
+                       PgParams().text(id));
+    if (plan.setting)
+        c.execPrepared("store setting", "idempo_setting_store",
+                       "INSERT INTO guard_settings (name, value) VALUES ($1, $2) "
+                       "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                       PgParams().text(plan.setting->first).text(plan.setting->second));
+    // The audit record goes first: the operations trigger admits a guarded role's change only
+    // after its audit record (0004_guarded_actions.sql).
+    if (plan.audit) {
+        AuditEntry entry = *plan.audit;
+        completeAuditEntry(entry, current ? &*current : nullptr, result.operation ? &*result.operation : nullptr);
+        result.audit = appendAudit(c, entry, state.nowMs);
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        writePlannedTransition(c, i == 0 ? *current : steps[i - 1], steps[i], plan.transitions[i]);
+    tx.commit();
+    return result;
+}
+
+std::vector<AuditRecord> PostgresLedgerStore::auditLog(std::int64_t afterSeq, int limit)
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared(
+        "read audit log", "idempo_audit_log",
+        "SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, approval_id, detail, "
+        "prev_hash, hash FROM audit_log WHERE seq > $1::bigint ORDER BY seq LIMIT $2::integer",
+        PgParams().integer(afterSeq).integer(limit));
+    std::vector<AuditRecord> rows;
+    rows.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        AuditRecord a;
+        a.seq = r.integer(row, 0);
+        a.atMs = r.integer(row, 1);
+        a.entry = {r.text(row, 2), r.text(row, 3), r.text(row, 4), r.text(row, 5), r.text(row, 6),
+                   r.text(row, 7), r.text(row, 8), r.text(row, 9), r.text(row, 10)};
+        a.prevHash = r.text(row, 11);
+        a.hash = r.text(row, 12);
+        rows.push_back(std::move(a));
+    }
+    return rows;
+}
+
+std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns, const std::string &key)
+{
+    requireSchema();
+    return selectApprovals(connection(), ns, key);
+}
+
+std::optional<std::string> PostgresLedgerStore::guardSetting(const std::string &name)
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("read setting", "idempo_setting",
+                                                 "SELECT value FROM guard_settings WHERE name = $1",
+                                                 PgParams().text(name));
+    if (r.rows() == 0)
+        return std::nullopt;
+    return r.text(0, 0);
 }
 
 } // namespace idempo

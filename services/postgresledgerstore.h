@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace idempo {
 
@@ -73,6 +74,14 @@ public:
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson) override;
 
+    /// `current_user` and the first idempo group it acts through (owner, admin, approver,
+    /// operator, worker, viewer).
+    ActorIdentity actor() override;
+    ActionResult applyAction(const ActionTarget &target, const ActionDecider &decide) override;
+    std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) override;
+    std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
+    std::optional<std::string> guardSetting(const std::string &name) override;
+
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
     void advanceClockMs(std::int64_t ms);
 
@@ -115,6 +124,17 @@ public:
 private:
     /// transition() inside a transaction the caller holds open on `c`.
     Operation writeTransition(PgConnection &c, const TransitionRequest &request);
+    /// Locks the operation's row; returns the clock read once the lock is held, and the row.
+    std::pair<std::int64_t, std::optional<Operation>> lockOperation(PgConnection &c, const std::string &ns,
+                                                                    const std::string &key);
+    /// checkTransition() and applyTransition() on the locked row: the record the write will hold.
+    Operation planLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
+                                   const TransitionRequest &request, std::int64_t nowMs);
+    /// Writes a planned transition with its history event and notification.
+    void writePlannedTransition(PgConnection &c, const Operation &existing, const Operation &op,
+                                const TransitionRequest &request);
+    Operation writeLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
+                                    const TransitionRequest &request, std::int64_t nowMs);
 
     std::string m_conninfo;
     Options m_options;

@@ -305,7 +305,7 @@ void deadLetter(PgConnection &c, PgParams clock, const QueueName &name, const Qu
     }
 }
 
-/// Grants the least-privilege roles (0001_init.sql) that exist their rights on `name`'s tables.
+/// Grants the least-privilege roles (0001_init.sql, 0004_guarded_actions.sql) that exist their rights on `name`'s tables.
 void grantOnTables(PgConnection &c, const QueueName &name)
 {
     const std::string tables = qualified(name.queueTable()) + ", " + qualified(name.archiveTable());
@@ -314,10 +314,14 @@ void grantOnTables(PgConnection &c, const QueueName &name)
                PgParams().text(qualified(name.queueTable())))
             .text(0, 0);
     const PgResult roles = c.exec("find roles", "SELECT rolname FROM pg_roles WHERE rolname IN "
-                                                "('idempo_worker', 'idempo_viewer', 'idempo_approver')");
+                                                "('idempo_worker', 'idempo_viewer', 'idempo_approver', "
+                                                "'idempo_operator')");
     for (int row = 0; row < roles.rows(); ++row) {
         const std::string role = roles.text(row, 0);
-        const std::string rights = role == "idempo_worker" ? "SELECT, INSERT, UPDATE, DELETE" : "SELECT";
+        // Operators replay dead letters: archive from the dead-letter queue, send to the source.
+        const std::string rights = role == "idempo_worker"     ? "SELECT, INSERT, UPDATE, DELETE"
+                                   : role == "idempo_operator" ? "SELECT, INSERT, DELETE"
+                                                               : "SELECT";
         // pg_get_serial_sequence() returns the name quoted as SQL needs it.
         c.execScript("grant on queue", "GRANT USAGE ON SCHEMA \"" + std::string(PostgresMessageQueue::Schema)
                                            + "\" TO " + role + ";\nGRANT " + rights + " ON " + tables + " TO "
@@ -628,6 +632,40 @@ std::vector<DeadLetter> PostgresMessageQueue::deadLetters(const std::string &que
                                                        PgParams().integer(afterMsgId).integer(limit))))
         letters.push_back(deadLetterFrom(std::move(m)));
     return letters;
+}
+
+std::optional<std::int64_t> PostgresMessageQueue::requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+                                                                    const std::string &headersJson)
+{
+    const QueueName name(queue);
+    PgConnection &c = m_ledger->connection();
+    const QueueInfo info = requireQueue(c, queue);
+    if (info.deadLetterQueue.empty())
+        throw Error(ErrorCode::InvalidArgument, "'" + queue + "' is a dead-letter queue: replay to its source queue");
+    const QueueName dlq(info.deadLetterQueue);
+    // Read before the transaction opens: the ledger hands out only idle connections.
+    const std::int64_t now = m_ledger->nowMs();
+    PgTransaction tx(c);
+    // The DELETE takes the row: a concurrent replay of the same dead letter waits, then finds
+    // it gone and requeues nothing.
+    PgParams params = m_ledger->clockParams();
+    params.integer(msgId).text(dlq.str());
+    const PgResult moved = c.execPrepared(
+        "archive dead letter", statementName("requeue", dlq),
+        "WITH gone AS (DELETE FROM " + qualified(dlq.queueTable())
+            + " WHERE msg_id = $3::bigint RETURNING msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers), "
+              "archived AS (INSERT INTO " + qualified(dlq.archiveTable())
+            + " (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, headers) "
+              "SELECT g.msg_id, g.read_ct, g.enqueued_at, g.last_read_at, " + at(kNow)
+            + ", g.vt, g.message, g.headers FROM gone AS g RETURNING msg_id), "
+              "forgotten AS (DELETE FROM queue_errors WHERE queue_name = $4 AND msg_id = $3::bigint) "
+              "SELECT g.message::text FROM gone AS g",
+        params);
+    if (moved.rows() == 0)
+        return std::nullopt;
+    const std::int64_t sent = sendInTransaction(c, queue, canonicalText(moved.text(0, 0)), headersJson, 0, now);
+    tx.commit();
+    return sent;
 }
 
 } // namespace idempo

@@ -70,6 +70,8 @@ public:
     QueueMetrics metrics(const std::string &queue) override;
     std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit) override;
     std::int64_t nowMs() override;
+    std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+                                                  const std::string &headersJson) override;
 
     /// send() inside a transaction the caller holds open on `connection` (one of the ledger's),
     /// stamped at the caller's `nowMs`: the queue half of PostgresLedgerStore::transitionAndSend().

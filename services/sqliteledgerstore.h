@@ -55,6 +55,13 @@ public:
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson) override;
 
+    /// The OS user running this process, role "owner".
+    ActorIdentity actor() override;
+    ActionResult applyAction(const ActionTarget &target, const ActionDecider &decide) override;
+    std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) override;
+    std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
+    std::optional<std::string> guardSetting(const std::string &name) override;
+
     /// This thread's connection, opened on first use; shared with the queue and the
     /// benchmark's raw baseline so they run inside the same transactions and statement cache.
     SqliteConnection &connection();

@@ -437,4 +437,38 @@ std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue
     return letters;
 }
 
+std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+                                                                  const std::string &headersJson)
+{
+    const QueueName name(queue);
+    SqliteConnection &db = m_ledger->connection();
+    WriteTransaction tx(db);
+    const QueueInfo info = requireQueue(db, name);
+    if (info.deadLetterQueue.empty())
+        throw Error(ErrorCode::InvalidArgument, "'" + queue + "' is a dead-letter queue: replay to its source queue");
+    const QueueName dlq(info.deadLetterQueue);
+    std::string body;
+    {
+        Statement q = run(db, QStringLiteral("SELECT message FROM ") + identifier(dlq.queueTable())
+                                  + QStringLiteral(" WHERE msg_id = ?"),
+                          {integer(msgId)}, "read dead letter");
+        if (!q->next())
+            return std::nullopt;
+        body = q->value(0).toString().toStdString();
+    }
+    const std::int64_t now = m_ledger->nowMs();
+    run(db,
+        QStringLiteral("INSERT INTO ") + identifier(dlq.archiveTable())
+            + QStringLiteral(" (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, headers) "
+                             "SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, message, headers FROM ")
+            + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+        {integer(now), integer(msgId)}, "archive dead letter");
+    run(db, QStringLiteral("DELETE FROM ") + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+        {integer(msgId)}, "archive dead letter");
+    forgetError(db, dlq, msgId);
+    const std::int64_t sent = sendInTransaction(db, queue, body, headersJson, 0, now);
+    tx.commit();
+    return sent;
+}
+
 } // namespace idempo

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli.h"
 
+#include "approvecommand.h"
+#include "auditverify.h"
 #include "bench.h"
+#include "dlqreplaycommand.h"
+#include "guardsettingcommand.h"
+#include "journallookup.h"
+#include "reconcilecommand.h"
 #include "engine.h"
 #include "error.h"
 #include "invariantchecker.h"
@@ -14,7 +20,9 @@
 #include "sqliteledgerstore.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -49,6 +57,8 @@ const char *kExitCodesHelp = R"(Exit codes:
   69  ledger unreachable or unusable (including a newer schema)
   70  internal error
   75  do not execute now: in_progress, retry_later, reconcile_required
+Guarded actions (approve, reject, reconcile, dlq replay, four-eyes) exit 65 when a rule refuses
+them (role, four-eyes, missing reason, unconfirmed count) and 69 when the database refuses the role.
 )";
 
 class Context final
@@ -795,9 +805,334 @@ int cmdDlqList(Context &c)
     return ExitOk;
 }
 
+// Guarded actions: each command object validates, describes and executes (approvecommand.h,
+// reconcilecommand.h, dlqreplaycommand.h); the CLI only gathers arguments and prints.
+
+/// --reason, required by every guarded action.
+std::string requiredReason(const Context &c)
+{
+    const std::string reason = c.parser.value(QStringLiteral("reason")).trimmed().toStdString();
+    if (reason.empty())
+        throw UsageError{"missing --reason TEXT (recorded with the action in the audit log)"};
+    return reason;
+}
+
+/// Refuses with every problem validate() found, nothing written.
+void requireValid(const std::vector<std::string> &problems)
+{
+    if (problems.empty())
+        return;
+    std::string message;
+    for (const std::string &p : problems)
+        message += (message.empty() ? "" : "; ") + p;
+    throw Error(ErrorCode::Refused, message);
+}
+
+int runApproval(Context &c, ApprovalDecision decision)
+{
+    ApproveCommand::Request request;
+    request.ns = c.ns;
+    request.key = c.key();
+    request.decision = decision;
+    request.reason = requiredReason(c);
+    request.externalReference = c.parser.value(QStringLiteral("reference")).toStdString();
+    request.approvalId = c.parser.value(QStringLiteral("approval-id")).toStdString();
+    LedgerStore &store = c.engine().store();
+    ApproveCommand command(store, store.actor(), request,
+                           {.extraAttempts = c.engine().settings().maxAttempts,
+                            .retentionMs = c.engine().settings().retentionMs});
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    if (c.parser.isSet(QStringLiteral("dry-run"))) {
+        c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
+                preview.sentence + "\n(dry run: nothing written; approval id " + command.approvalId() + ")");
+        return ExitOk;
+    }
+    const nlohmann::json result = command.execute();
+    const std::string status = result.at("status").get<std::string>();
+    std::string human = preview.sentence + "\n" + status + ": approval " + command.approvalId() + ", revision "
+                        + std::to_string(result.at("revision").get<int>());
+    if (status == "pending")
+        human += " (waiting for a second approver)";
+    if (status == "replayed")
+        human += " (submitted before: the first decision stands, nothing applied again)";
+    c.print({{"action", preview.sentence}, {"result", result}}, human);
+    return ExitOk;
+}
+
+int cmdApprove(Context &c)
+{
+    if (!c.parser.isSet(QStringLiteral("decision")))
+        throw UsageError{"missing --decision redispatch|confirm|reject"};
+    const auto decision = parseDecision(c.parser.value(QStringLiteral("decision")).toStdString());
+    if (!decision)
+        throw UsageError{"--decision must be redispatch, confirm or reject"};
+    return runApproval(c, *decision);
+}
+
+int cmdReject(Context &c) { return runApproval(c, ApprovalDecision::Reject); }
+
+/// Where reconciliation asks: the sandbox's effect journals on the embedded ledger; no
+/// provider to ask elsewhere (the operation then goes to a person).
+std::unique_ptr<ProviderLookup> providerLookup(Context &c)
+{
+    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(&c.engine().store()))
+        return std::make_unique<JournalLookup>(*sqlite);
+    return std::make_unique<NoProviderLookup>();
+}
+
+int cmdReconcile(Context &c)
+{
+    ReconcileCommand::Request request;
+    request.ns = c.ns;
+    const QStringList args = c.parser.positionalArguments();
+    request.key = args.size() > 1 ? args.at(1).toStdString() : std::string();
+    const bool bulk = request.key.empty();
+    if (c.parser.isSet(QStringLiteral("state"))) {
+        request.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
+        if (!request.state)
+            throw UsageError{"unknown --state '" + c.parser.value(QStringLiteral("state")).toStdString() + "'"};
+    }
+    request.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    request.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    if (!bulk && (request.state || !request.keyPrefix.empty() || !request.runId.empty()))
+        throw UsageError{"give a KEY or a filter (--state, --key-prefix, --run), not both"};
+    if (bulk && !request.state && request.keyPrefix.empty() && request.runId.empty())
+        throw UsageError{"missing KEY, or a filter: --state, --key-prefix or --run"};
+    request.reason = requiredReason(c);
+    LedgerStore &store = c.engine().store();
+    const auto lookup = providerLookup(c);
+    ReconcileCommand command(store, *lookup, store.actor(), request, {.retentionMs = c.engine().settings().retentionMs});
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    if (c.parser.isSet(QStringLiteral("dry-run")) || (bulk && !c.parser.isSet(QStringLiteral("yes")))) {
+        c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
+                preview.sentence + "\n(nothing written" + (bulk ? std::string("; add --yes to reconcile them") : std::string())
+                    + ")");
+        return ExitOk;
+    }
+    const nlohmann::json result = command.execute();
+    std::string human = preview.sentence;
+    for (const auto &row : result.at("reconciled"))
+        human += "\n" + row.at("key").get<std::string>() + ": " + row.at("from").get<std::string>() + " -> "
+                 + row.at("to").get<std::string>() + " (provider: " + row.at("evidence").at("status").get<std::string>()
+                 + ")";
+    for (const auto &row : result.at("skipped"))
+        human += "\n" + row.at("key").get<std::string>() + ": skipped, " + row.at("why").get<std::string>();
+    c.print({{"action", preview.sentence}, {"result", result}}, human);
+    return ExitOk;
+}
+
+std::atomic<bool> g_interrupted{false};
+
+int cmdDlqReplay(Context &c)
+{
+    DlqReplayCommand::Request request;
+    request.ns = c.ns;
+    const QStringList args = c.parser.positionalArguments();
+    request.queue = c.parser.isSet(QStringLiteral("queue")) ? c.parser.value(QStringLiteral("queue")).toStdString()
+                                                             : queueName(c);
+    if (c.parser.isSet(QStringLiteral("queue")) && args.size() > 2)
+        throw UsageError{"give the queue once: NAME or --queue NAME"};
+    const bool byIds = c.parser.isSet(QStringLiteral("ids"));
+    if (byIds == c.parser.isSet(QStringLiteral("filter")))
+        throw UsageError{"give the set: --ids ID,ID,… or --filter all|error_class=C|key_prefix=P"};
+    const bool dryRun = c.parser.isSet(QStringLiteral("dry-run"));
+    if (dryRun == c.parser.isSet(QStringLiteral("confirm")))
+        throw UsageError{"run --dry-run first, then --confirm COUNT --reason TEXT"};
+    if (byIds) {
+        for (const QString &id : c.parser.value(QStringLiteral("ids")).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const qlonglong v = id.trimmed().toLongLong(&ok);
+            if (!ok || v < 1)
+                throw UsageError{"--ids takes positive msg_ids separated by commas, not '" + id.toStdString() + "'"};
+            request.ids.push_back(v);
+        }
+    } else {
+        request.ids = DlqReplayCommand::resolveFilter(c.queue(), request.queue,
+                                                      c.parser.value(QStringLiteral("filter")).toStdString());
+    }
+    if (c.parser.isSet(QStringLiteral("rate"))) {
+        const std::string text = c.parser.value(QStringLiteral("rate")).toStdString();
+        double rate = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rate);
+        if (ec != std::errc() || end != text.data() + text.size())
+            throw UsageError{"--rate needs messages per second, not '" + text + "'"};
+        request.ratePerSecond = rate;
+    }
+    if (!dryRun) {
+        request.reason = requiredReason(c);
+        request.confirmCount = c.integerOption(QStringLiteral("confirm"));
+    }
+    DlqReplayCommand::Options options;
+    options.retentionMs = c.engine().settings().retentionMs;
+    const bool bar = !c.json && isatty(STDERR_FILENO);
+    if (bar)
+        options.progress = [](std::int64_t done, std::int64_t total) {
+            std::fprintf(stderr, "\rreplayed %lld/%lld (Ctrl-C stops after the current message) ",
+                         static_cast<long long>(done), static_cast<long long>(total));
+            std::fflush(stderr);
+        };
+    options.cancelled = [] { return g_interrupted.load(); };
+    LedgerStore &store = c.engine().store();
+    DlqReplayCommand command(store, c.queue(), store.actor(), request, options);
+    if (dryRun) {
+        const std::vector<std::string> problems = command.validate();
+        const ActionPreview preview = command.describe();
+        std::string human = preview.sentence + "\nreplay id " + command.replayId() + "\n";
+        for (const auto &item : preview.details.at("items"))
+            human += "  msg " + item.at("msg_id").dump() + "  " + item.at("class").get<std::string>() + "  "
+                     + item.at("key").get<std::string>() + "\n";
+        for (const std::string &p : problems)
+            human += "cannot replay: " + p + "\n";
+        human += "(dry run: nothing written; replay with --confirm " + preview.details.at("count").dump()
+                 + " --reason TEXT)";
+        nlohmann::json out = {{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details},
+                              {"problems", problems}};
+        c.print(out, human);
+        return problems.empty() ? ExitOk : ExitRefused;
+    }
+    requireValid(command.validate());
+    std::signal(SIGINT, [](int) { g_interrupted = true; });
+    const nlohmann::json result = command.execute();
+    std::signal(SIGINT, SIG_DFL);
+    if (bar)
+        std::fputs("\n", stderr);
+    c.print(result, "replay " + command.replayId() + ": " + result.at("requeued").dump() + " requeued, "
+                        + result.at("taken_by_other_replay").dump() + " taken by another replay, "
+                        + result.at("not_replayed").dump() + " left in the dead-letter queue"
+                        + (result.at("cancelled").get<bool>() ? " (cancelled)" : ""));
+    return ExitOk;
+}
+
+nlohmann::json auditJson(const AuditRecord &r)
+{
+    const auto embedded = [](const std::string &text) {
+        return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+    };
+    return {{"seq", r.seq},
+            {"at", timestampJson(r.atMs)},
+            {"who", r.entry.who},
+            {"role", r.entry.role},
+            {"action", r.entry.action},
+            {"target", r.entry.target},
+            {"reason", r.entry.reason},
+            {"before", embedded(r.entry.beforeState)},
+            {"after", embedded(r.entry.afterState)},
+            {"approval_id", r.entry.approvalId},
+            {"detail", embedded(r.entry.detail)},
+            {"prev_hash", r.prevHash},
+            {"hash", r.hash}};
+}
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+std::string csvField(const std::string &text)
+{
+    if (text.find_first_of(",\"\r\n") == std::string::npos)
+        return text;
+    std::string quoted = "\"";
+    for (const char ch : text)
+        quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
+}
+
+int cmdAudit(Context &c)
+{
+    const QString what = c.positional(1, "audit subcommand (list, verify or export)");
+    LedgerStore &store = c.engine().store();
+    if (what == QLatin1String("verify")) {
+        const AuditVerify::Result result = AuditVerify(store).run();
+        c.print(AuditVerify::toJson(result),
+                result.ok ? "audit log intact: " + std::to_string(result.records) + " record(s), head " + result.lastHash
+                          : "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": " + result.problem);
+        return result.ok ? ExitOk : ExitRefused;
+    }
+    if (what == QLatin1String("list")) {
+        const std::int64_t after = afterId(c);
+        const int limit = pageLimit(c);
+        const auto records = store.auditLog(after, limit);
+        nlohmann::json rows = nlohmann::json::array();
+        std::string human;
+        for (const AuditRecord &r : records) {
+            rows.push_back(auditJson(r));
+            human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + r.entry.who + " (" + r.entry.role + ")  "
+                     + r.entry.action + "  " + r.entry.target + "  " + r.entry.reason + "\n";
+        }
+        const bool full = static_cast<int>(records.size()) == limit;
+        if (full)
+            human += "(more: --after " + std::to_string(records.back().seq) + ")\n";
+        if (!human.empty())
+            human.pop_back();
+        c.print({{"records", rows}, {"next_after", full ? nlohmann::json(records.back().seq) : nlohmann::json()}},
+                human.empty() ? "no audit records" : human);
+        return ExitOk;
+    }
+    if (what == QLatin1String("export")) {
+        const QString format = c.parser.value(QStringLiteral("format"));
+        if (format != QLatin1String("csv") && format != QLatin1String("json"))
+            throw UsageError{"--format must be csv or json"};
+        if (c.json && format == QLatin1String("csv"))
+            throw UsageError{"--json prints one JSON object: use --format json"};
+        nlohmann::json rows = nlohmann::json::array();
+        if (format == QLatin1String("csv"))
+            std::cout << "seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_hash,hash\n";
+        for (std::int64_t after = 0;;) {
+            const auto page = store.auditLog(after, 1000);
+            for (const AuditRecord &r : page) {
+                if (format == QLatin1String("json")) {
+                    rows.push_back(auditJson(r));
+                    continue;
+                }
+                const std::vector<std::string> fields = {std::to_string(r.seq), when(r.atMs), r.entry.who,
+                                                         r.entry.role, r.entry.action, r.entry.target,
+                                                         r.entry.reason, r.entry.beforeState, r.entry.afterState,
+                                                         r.entry.approvalId, r.entry.detail, r.prevHash, r.hash};
+                std::string line;
+                for (const std::string &f : fields)
+                    line += (line.empty() ? "" : ",") + csvField(f);
+                std::cout << line << '\n';
+            }
+            if (page.size() < 1000)
+                break;
+            after = page.back().seq;
+        }
+        if (format == QLatin1String("json"))
+            std::cout << nlohmann::json{{"records", rows}}.dump() << '\n';
+        return ExitOk;
+    }
+    throw UsageError{"unknown subcommand 'audit " + what.toStdString() + "': expected list, verify or export"};
+}
+
+int cmdFourEyes(Context &c)
+{
+    LedgerStore &store = c.engine().store();
+    if (!c.parser.isSet(QStringLiteral("above"))) {
+        const auto current = store.guardSetting(FourEyesSetting);
+        c.print({{"four_eyes_above", current && !current->empty() ? nlohmann::json(*current) : nlohmann::json()}},
+                current && !current->empty() ? "two approvers needed above " + *current
+                                             : std::string("four-eyes approval is off"));
+        return ExitOk;
+    }
+    std::string value = c.parser.value(QStringLiteral("above")).toStdString();
+    if (value == "off")
+        value.clear();
+    GuardSettingCommand command(store, store.actor(), FourEyesSetting, value, requiredReason(c));
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    c.print(command.execute(), preview.sentence + ": done");
+    return ExitOk;
+}
+
 int cmdDlq(Context &c)
 {
-    return dispatch(c, "dlq", {{QStringLiteral("list"), {1, {QStringLiteral("after"), QStringLiteral("limit")}, cmdDlqList}}});
+    const QStringList replayOptions = {QStringLiteral("queue"), QStringLiteral("ids"), QStringLiteral("filter"),
+                                       QStringLiteral("dry-run"), QStringLiteral("confirm"), QStringLiteral("reason"),
+                                       QStringLiteral("rate")};
+    // `dlq replay --queue NAME` has no positional name.
+    const bool queueOption = c.parser.isSet(QStringLiteral("queue"));
+    return dispatch(c, "dlq",
+                    {{QStringLiteral("list"), {1, {QStringLiteral("after"), QStringLiteral("limit")}, cmdDlqList}},
+                     {QStringLiteral("replay"), {queueOption ? 0 : 1, replayOptions, cmdDlqReplay}}});
 }
 
 std::map<QString, Command> commands()
@@ -870,11 +1205,66 @@ std::map<QString, Command> commands()
            opt("limit", "list: page size (default 50).", "N")},
           cmdQueue}},
         {QStringLiteral("dlq"),
-         {2, "dlq list NAME [--after ID] [--limit N]",
-          "List the dead letters of queue NAME with their source and last error, never counting as a read.",
-          {opt("after", "Continue after this msg_id (the previous page's next_after).", "ID"),
-           opt("limit", "Page size (default 50).", "N")},
+         {2, "dlq list|replay NAME [OPTIONS]",
+          "Dead letters of queue NAME:\n"
+          "  list NAME [--after ID] [--limit N]  with their source and last error, never counting as a read\n"
+          "  replay NAME (--ids ID,… | --filter all|error_class=C|key_prefix=P) --dry-run\n"
+          "  replay NAME (--ids … | --filter …) --confirm COUNT --reason TEXT [--rate N]\n"
+          "      the dry run classifies each message (already_completed, will_execute, payload_mismatch,\n"
+          "      expired_by_retention); the replay needs the count it printed, keeps every key, and\n"
+          "      requeues at most N messages per second (default 50); Ctrl-C stops it",
+          {opt("after", "list: continue after this msg_id (the previous page's next_after).", "ID"),
+           opt("limit", "list: page size (default 50).", "N"),
+           opt("queue", "replay: the source queue (instead of NAME).", "NAME"),
+           opt("ids", "replay: the dead letters' msg_ids, comma-separated.", "IDS"),
+           opt("filter", "replay: all, error_class=CLASS or key_prefix=PREFIX, resolved to ids once.", "F"),
+           opt("dry-run", "replay: classify only, write nothing."),
+           opt("confirm", "replay: the count the dry run printed.", "COUNT"),
+           opt("reason", "replay: why, for the audit log.", "TEXT"),
+           opt("rate", "replay: messages per second (default 50).", "N")},
           cmdDlq}},
+        {QStringLiteral("approve"),
+         {1, "approve KEY --decision redispatch|confirm|reject --reason TEXT [--reference REF] [--approval-id ID] [--dry-run]",
+          "Decide an operation in awaiting_approval or confirmation_required: dispatch it again (a fresh\n"
+          "attempt budget), confirm it succeeded with the provider's reference, or reject it. The same\n"
+          "approval id again returns the first decision; above the four-eyes threshold a second approver\n"
+          "applies it; whoever requested or last touched the operation cannot approve it.",
+          {opt("decision", "redispatch, confirm or reject.", "D"), opt("reason", "Why (required).", "TEXT"),
+           opt("reference", "confirm: the external reference that proves the effect.", "REF"),
+           opt("approval-id", "Idempotency id of this submission (default: derived from it).", "ID"),
+           opt("dry-run", "Show what would happen; write nothing.")},
+          cmdApprove}},
+        {QStringLiteral("reject"),
+         {1, "reject KEY --reason TEXT [--approval-id ID] [--dry-run]",
+          "Reject an operation in awaiting_approval or confirmation_required (to failed_terminal).",
+          {opt("reason", "Why (required).", "TEXT"),
+           opt("approval-id", "Idempotency id of this submission (default: derived from it).", "ID"),
+           opt("dry-run", "Show what would happen; write nothing.")},
+          cmdReject}},
+        {QStringLiteral("reconcile"),
+         {1, "reconcile KEY|--state S|--key-prefix P|--run R --reason TEXT [--yes] [--dry-run]",
+          "Look operations up at their provider by key, record the answer as evidence and move them:\n"
+          "found -> succeeded; not found -> received (unknown_outcome only); otherwise\n"
+          "confirmation_required. A filter prints the count first and acts only with --yes.",
+          {opt("state", "Bulk: only this state.", "S"), opt("key-prefix", "Bulk: only keys starting with P.", "P"),
+           opt("run", "Bulk: only this run.", "R"), opt("reason", "Why (required).", "TEXT"),
+           opt("yes", "Bulk: reconcile the counted set."), opt("dry-run", "Look up and show; write nothing.")},
+          cmdReconcile}},
+        {QStringLiteral("audit"),
+         {1, "audit list|verify|export [--after SEQ] [--limit N] [--format csv|json]",
+          "The append-only audit log of guarded actions:\n"
+          "  list     records, oldest first, a page at a time\n"
+          "  verify   check the hash chain; names the first edited, removed or reordered record (exit 65)\n"
+          "  export   every record as CSV or JSON on stdout",
+          {opt("after", "list: continue after this seq.", "SEQ"), opt("limit", "list: page size (default 50).", "N"),
+           opt("format", "export: csv or json.", "F")},
+          cmdAudit}},
+        {QStringLiteral("four-eyes"),
+         {0, "four-eyes [--above AMOUNT|off --reason TEXT]",
+          "Show or set the ledger's four-eyes threshold: above AMOUNT (major units, in the operation's\n"
+          "own currency) a re-dispatch or confirm needs two different approvers. Admins only.",
+          {opt("above", "The threshold, e.g. 1000.00, or off.", "AMOUNT"), opt("reason", "Why (required).", "TEXT")},
+          cmdFourEyes}},
         {QStringLiteral("sandbox"),
          {1, "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--faults LIST|all] [--seed S] [--naive]",
           "Run simulated multi-agent workflows under injected faults on the embedded ledger, with\n"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Drives the real `idempo` binary: outputs, exit codes and what lands in the ledger.
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -355,6 +356,121 @@ private Q_SLOTS:
         QVERIFY2(r.json[QStringLiteral("ledger")].toString().startsWith(QStringLiteral("sqlite:") + m_dir.filePath(QStringLiteral("xdg"))),
                  r.out.constData());
         QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("xdg/idempo/ledger.db"))));
+    }
+
+    /// approve / reject: dry run, four-eyes through the ledger's setting, the same submission
+    /// twice, the audit log and its verification.
+    void guardedApproval()
+    {
+        const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        QCOMPARE(idempo({S("claim"), S("run-1:refund"), S("--payload"), S("{\"amount\":1250,\"currency\":\"EUR\"}"),
+                         S("--step"), S("refund"), S("--max-attempts"), S("1"), S("--owner"), S("worker-1")})
+                     .exitCode,
+                 0);
+        QCOMPARE(idempo({S("fail"), S("run-1:refund"), S("--token"), S("1"), S("--class"), S("transient")}).exitCode, 0);
+
+        const Run noReason = idempo({S("--json"), S("approve"), S("run-1:refund"), S("--decision"), S("redispatch")});
+        QCOMPARE(noReason.exitCode, 64);
+        const Run dry = idempo({S("--json"), S("approve"), S("run-1:refund"), S("--decision"), S("redispatch"),
+                                S("--reason"), S("checked"), S("--dry-run")});
+        QCOMPARE(dry.exitCode, 0);
+        QVERIFY(dry.json.value(S("action")).toString().contains(S("1,250.00 EUR")));
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list")}).json.value(S("records")).toArray().size(), 0);
+
+        QCOMPARE(idempo({S("four-eyes"), S("--above"), S("1000"), S("--reason"), S("policy")}).exitCode, 0);
+        const QStringList approve = {S("--json"), S("approve"), S("run-1:refund"), S("--decision"), S("redispatch"),
+                                     S("--reason"), S("checked"), S("--approval-id"), S("ap-7")};
+        const Run first = idempo(approve);
+        QCOMPARE(first.exitCode, 0);
+        QCOMPARE(first.json.value(S("result")).toObject().value(S("status")).toString(), S("pending"));
+        const Run again = idempo(approve);
+        QCOMPARE(again.json.value(S("result")).toObject().value(S("status")).toString(), S("replayed"));
+        // The same operator under another id: four-eyes refuses, exit 65, nothing written.
+        QStringList other = approve;
+        other.replace(other.indexOf(S("ap-7")), S("ap-8"));
+        const Run sameOperator = idempo(other);
+        QCOMPARE(sameOperator.exitCode, 65);
+        QCOMPARE(sameOperator.json.value(S("error")).toString(), S("refused"));
+        QCOMPARE(idempo({S("--json"), S("show"), S("run-1:refund")}).json.value(S("state")).toString(),
+                 S("confirmation_required"));
+
+        const Run reject = idempo({S("--json"), S("reject"), S("run-1:refund"), S("--reason"), S("fraud suspected")});
+        QCOMPARE(reject.exitCode, 0);
+        QCOMPARE(idempo({S("--json"), S("show"), S("run-1:refund")}).json.value(S("state")).toString(), S("failed_terminal"));
+
+        const Run list = idempo({S("--json"), S("audit"), S("list")});
+        const QJsonArray records = list.json.value(S("records")).toArray();
+        QCOMPARE(records.size(), 3);
+        QCOMPARE(records.at(2).toObject().value(S("action")).toString(), S("reject"));
+        QCOMPARE(records.at(2).toObject().value(S("after")).toObject().value(S("state")).toString(), S("failed_terminal"));
+        const Run verify = idempo({S("--json"), S("audit"), S("verify")});
+        QCOMPARE(verify.exitCode, 0);
+        QCOMPARE(verify.json.value(S("records")).toInt(), 3);
+        const Run csv = idempo({S("audit"), S("export"), S("--format"), S("csv")});
+        QCOMPARE(csv.exitCode, 0);
+        QCOMPARE(csv.out.count('\n'), 4);
+        QVERIFY(csv.out.startsWith("seq,at,who,role,action"));
+    }
+
+    void reconcileCountsFirstThenActs()
+    {
+        const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        int token = 0;
+        for (const char *key : {"run-2:a", "run-2:b"}) {
+            QCOMPARE(idempo({S("claim"), S(key), S("--payload"), S("{}")}).exitCode, 0);
+            QCOMPARE(idempo({S("fail"), S(key), S("--token"), QString::number(++token), S("--class"),
+                             S("unknown_outcome")})
+                         .exitCode,
+                     0);
+        }
+        const Run counted = idempo({S("--json"), S("reconcile"), S("--state"), S("unknown_outcome"), S("--reason"), S("outage")});
+        QCOMPARE(counted.exitCode, 0);
+        QCOMPARE(counted.json.value(S("preview")).toObject().value(S("count")).toInt(), 2);
+        QCOMPARE(idempo({S("--json"), S("show"), S("run-2:a")}).json.value(S("state")).toString(), S("unknown_outcome"));
+        const Run done = idempo({S("--json"), S("reconcile"), S("--state"), S("unknown_outcome"), S("--reason"),
+                                 S("outage"), S("--yes")});
+        QCOMPARE(done.exitCode, 0);
+        // The embedded ledger's journals hold no effect for these keys: not found, dispatch again.
+        QCOMPARE(done.json.value(S("result")).toObject().value(S("reconciled")).toArray().size(), 2);
+        QCOMPARE(idempo({S("--json"), S("show"), S("run-2:a")}).json.value(S("state")).toString(), S("received"));
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list")}).json.value(S("records")).toArray().size(), 2);
+    }
+
+    void dlqReplayNeedsADryRunsCount()
+    {
+        const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        QCOMPARE(idempo({S("queue"), S("create"), S("steps"), S("--max-reads"), S("1")}).exitCode, 0);
+        QCOMPARE(idempo({S("claim"), S("run-3:done"), S("--payload"), S("{\"n\":1}")}).exitCode, 0);
+        QCOMPARE(idempo({S("complete"), S("run-3:done"), S("--token"), S("1")}).exitCode, 0);
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        for (const char *key : {"run-3:done", "run-3:open"}) {
+            const QJsonObject envelope{{S("run_id"), S("run-3")},
+                                       {S("step_id"), S("s")},
+                                       {S("source_agent"), S("a")},
+                                       {S("target_agent"), S("b")},
+                                       {S("payload"), QJsonObject{{S("n"), 1}}},
+                                       {S("produced_at"), now},
+                                       {S("idempotency_key"), S(key)}};
+            const QString message = QString::fromUtf8(QJsonDocument(envelope).toJson(QJsonDocument::Compact));
+            QCOMPARE(idempo({S("queue"), S("send"), S("steps"), S("--message"), message}).exitCode, 0);
+        }
+        for (int i = 0; i < 3; ++i)
+            idempo({S("queue"), S("read"), S("steps"), S("--vt"), S("0"), S("--qty"), S("10")});
+        const Run dry = idempo({S("--json"), S("dlq"), S("replay"), S("steps"), S("--filter"), S("all"), S("--dry-run")});
+        QCOMPARE(dry.exitCode, 0);
+        const QJsonObject byClass = dry.json.value(S("preview")).toObject().value(S("by_class")).toObject();
+        QCOMPARE(byClass.value(S("already_completed")).toInt(), 1);
+        QCOMPARE(byClass.value(S("will_execute")).toInt(), 1);
+        const Run wrong = idempo({S("--json"), S("dlq"), S("replay"), S("steps"), S("--filter"), S("all"), S("--confirm"),
+                                  S("3"), S("--reason"), S("retry")});
+        QCOMPARE(wrong.exitCode, 65);
+        const Run replay = idempo({S("--json"), S("dlq"), S("replay"), S("--queue"), S("steps"), S("--filter"), S("all"),
+                                   S("--confirm"), S("2"), S("--reason"), S("retry"), S("--rate"), S("1000")});
+        QCOMPARE(replay.exitCode, 0);
+        QCOMPARE(replay.json.value(S("requeued")).toInt(), 2);
+        QCOMPARE(idempo({S("--json"), S("dlq"), S("list"), S("steps")}).json.value(S("messages")).toArray().size(), 0);
+        QCOMPARE(idempo({S("--json"), S("queue"), S("list"), S("steps")}).json.value(S("messages")).toArray().size(), 2);
+        QCOMPARE(idempo({S("--json"), S("audit"), S("verify")}).json.value(S("records")).toInt(), 2);
     }
 
     void helpDocumentsExitCodes()

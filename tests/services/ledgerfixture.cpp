@@ -4,7 +4,9 @@
 #include "cli/jsonview.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
+#include "postgresmessagequeue.h"
 #include "sqliteledgerstore.h"
+#include "sqlitemessagequeue.h"
 
 #include <QtTest>
 
@@ -31,7 +33,10 @@ void resetPostgresLedger(const std::string &url)
     PostgresLedgerStore(url).migrate();
     static PgConnection connection(url); // one for every reset: connecting costs more than emptying
     connection.execScript("empty the test ledger",
-                          "TRUNCATE operations, operation_events, suppressions RESTART IDENTITY; "
+                          "ALTER TABLE audit_log DISABLE TRIGGER USER; "
+                          "TRUNCATE operations, operation_events, suppressions, approvals, audit_log, "
+                          "guard_settings RESTART IDENTITY; "
+                          "ALTER TABLE audit_log ENABLE TRIGGER USER; "
                           "ALTER SEQUENCE fencing_sequence RESTART");
 }
 
@@ -70,6 +75,13 @@ std::shared_ptr<LedgerStore> LedgerFixture::openAnother()
     return store;
 }
 
+std::shared_ptr<MessageQueue> LedgerFixture::openQueue(const std::shared_ptr<LedgerStore> &store)
+{
+    if (auto sqlite = std::dynamic_pointer_cast<SqliteLedgerStore>(store))
+        return std::make_shared<SqliteMessageQueue>(sqlite);
+    return std::make_shared<PostgresMessageQueue>(std::dynamic_pointer_cast<PostgresLedgerStore>(store));
+}
+
 void LedgerFixture::open()
 {
     QVERIFY(m_dir.isValid());
@@ -102,10 +114,15 @@ QByteArray LedgerFixture::snapshot()
         nlohmann::json events = nlohmann::json::array();
         for (const OperationEvent &e : m_store->history(op.ns, op.key))
             events.push_back(cli::eventJson(e));
-        all.push_back({{"operation", cli::operationJson(op)}, {"history", events}});
+        nlohmann::json approvals = nlohmann::json::array();
+        for (const ApprovalRecord &a : m_store->approvals(op.ns, op.key))
+            approvals.push_back({a.approvalId, a.revision, a.decision, a.status, a.operatorName});
+        all.push_back({{"operation", cli::operationJson(op)}, {"history", events}, {"approvals", approvals}});
     }
     for (const Suppression &s : m_store->suppressions({}, 0, 100'000))
         all.push_back({s.id, s.key, claimOutcomeName(s.outcome)});
+    for (const AuditRecord &r : m_store->auditLog(0, 100'000))
+        all.push_back({r.seq, r.entry.action, r.entry.target, r.hash});
     return QByteArray::fromStdString(all.dump());
 }
 

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "ledgerstore.h"
+#include "messagequeue.h"
 
 #include <QTemporaryDir>
 
@@ -30,7 +31,14 @@ public:
     /// Drops the engine and store and opens the same ledger again (an engine restart).
     void reopen();
 
-    /// Every row the ledger holds, as text: operations, history and suppressions. Two equal
+    /// The message queues of `store` (one of this fixture's stores).
+    static std::shared_ptr<MessageQueue> openQueue(const std::shared_ptr<LedgerStore> &store);
+
+    /// The fixture's own store, shared.
+    std::shared_ptr<LedgerStore> sharedStore() { return m_store; }
+
+    /// Every row the ledger holds, as text: operations with their history and approvals,
+    /// suppressions and the audit log. Two equal
     /// snapshots mean nothing was written in between.
     QByteArray snapshot();
 

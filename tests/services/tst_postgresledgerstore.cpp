@@ -2,7 +2,11 @@
 // What only the PostgreSQL ledger has: notifications, the server's clock, connection strings and
 // their errors, explicit migrations and least-privilege roles. Runs under
 // tests/pg/with-postgres.sh.
+#include "approvecommand.h"
+#include "auditverify.h"
 #include "cli/jsonview.h"
+#include "guardsettingcommand.h"
+#include "reconcilecommand.h"
 #include "error.h"
 #include "ledgerfactory.h"
 #include "ledgerfixture.h"
@@ -119,7 +123,10 @@ private Q_SLOTS:
         // Login roles that must authenticate with a password (with-postgres.sh trusts only the
         // superuser), one per least-privilege group.
         admin.execScript("create login roles", R"SQL(
-            DROP ROLE IF EXISTS idempo_test_worker, idempo_test_viewer, idempo_test_approver;
+            DROP ROLE IF EXISTS idempo_test_worker, idempo_test_viewer, idempo_test_approver,
+                idempo_test_operator, idempo_test_admin;
+            CREATE ROLE idempo_test_operator LOGIN PASSWORD 'operator-secret' IN ROLE idempo_operator;
+            CREATE ROLE idempo_test_admin LOGIN PASSWORD 'admin-secret' IN ROLE idempo_admin;
             CREATE ROLE idempo_test_worker LOGIN PASSWORD 'worker-secret' IN ROLE idempo_worker;
             CREATE ROLE idempo_test_viewer LOGIN PASSWORD 'viewer-secret' IN ROLE idempo_viewer;
             CREATE ROLE idempo_test_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver;
@@ -429,14 +436,23 @@ private Q_SLOTS:
                      approverStore->claim({.ns = kNs, .key = "run-44:other", .fingerprint = "x"});
                  }).code(),
                  ErrorCode::LedgerUnavailable);
-        const Operation approved =
-            approverStore->transition({.ns = kNs,
-                                       .key = waiting.key,
-                                       .from = OperationState::AwaitingApproval,
-                                       .fencingToken = waiting.fencingToken,
-                                       .to = OperationState::Received,
-                                       .actor = "approver"});
-        QCOMPARE(approved.state, OperationState::Received);
+        // A bare UPDATE is not an approval: the database wants the approval's audit record.
+        QCOMPARE(errorOf([&] {
+                     approverStore->transition({.ns = kNs,
+                                                .key = waiting.key,
+                                                .from = OperationState::AwaitingApproval,
+                                                .fencingToken = waiting.fencingToken,
+                                                .to = OperationState::Received,
+                                                .actor = "approver"});
+                 }).code(),
+                 ErrorCode::LedgerUnavailable);
+        ApproveCommand::Request approval;
+        approval.key = waiting.key;
+        approval.reason = "within policy";
+        ApproveCommand approve(*approverStore, approverStore->actor(), approval);
+        QVERIFY(approve.validate().empty());
+        approve.execute();
+        QCOMPARE(approverStore->find(kNs, waiting.key)->state, OperationState::Received);
 
         Engine worker(
             std::make_shared<PostgresLedgerStore>(urlFor("idempo_test_worker", "idempo_test")));
@@ -450,7 +466,101 @@ private Q_SLOTS:
         qunsetenv("PGPASSFILE");
     }
 
+    /// The database itself enforces who may do what, whatever a client claims about itself.
+    void guardedRolesAreEnforcedByTheDatabase()
+    {
+        LedgerFixture f;
+        const auto unknownOutcome = [&](const std::string &key) {
+            const ClaimResult r = f.engine().claim(claimInput(key));
+            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome, "timeout");
+        };
+        const auto needsConfirmation = [&](const std::string &key) {
+            ClaimInput in = claimInput(key);
+            in.maxAttempts = 1;
+            const ClaimResult r = f.engine().claim(in);
+            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::Transient, "503");
+        };
+        needsConfirmation("run-50:refund");
+        unknownOutcome("run-50:booking");
+        writePasswordFile("idempo_test_viewer", "viewer-secret");
+        appendPassword("idempo_test_approver", "approver-secret");
+        appendPassword("idempo_test_operator", "operator-secret");
+        appendPassword("idempo_test_admin", "admin-secret");
+        const auto storeFor = [](const std::string &user) {
+            return std::make_shared<PostgresLedgerStore>(urlFor(user, "idempo_test"));
+        };
+        auto viewer = storeFor("idempo_test_viewer");
+        auto approver = storeFor("idempo_test_approver");
+        auto operatorStore = storeFor("idempo_test_operator");
+        auto admin = storeFor("idempo_test_admin");
+        QCOMPARE(viewer->actor().role, std::string("viewer"));
+        QCOMPARE(approver->actor().role, std::string("approver"));
+        QCOMPARE(operatorStore->actor().role, std::string("operator"));
+        QCOMPARE(admin->actor().role, std::string("admin"));
+        QCOMPARE(f.store().actor().role, std::string("owner"));
+
+        ApproveCommand::Request approval;
+        approval.key = "run-50:refund";
+        approval.reason = "customer confirmed";
+        const QByteArray before = f.snapshot();
+        // Each client lies about its role, skipping validate(): the server refuses all the same.
+        for (const auto &[store, name] : {std::pair{viewer, "idempo_test_viewer"},
+                                          std::pair{operatorStore, "idempo_test_operator"}}) {
+            ApproveCommand lying(*store, {name, "approver"}, approval);
+            QCOMPARE(errorOf([&] { lying.execute(); }).code(), ErrorCode::LedgerUnavailable);
+        }
+        ApproveCommand impostor(*approver, {"someone_else", "approver"}, approval);
+        QCOMPARE(errorOf([&] { impostor.execute(); }).code(), ErrorCode::LedgerUnavailable);
+        ScriptedFound lookup;
+        ReconcileCommand::Request reconcile;
+        reconcile.key = "run-50:booking";
+        reconcile.reason = "provider answered";
+        ReconcileCommand approverReconciling(*approver, lookup, {"idempo_test_approver", "operator"}, reconcile);
+        QCOMPARE(errorOf([&] { approverReconciling.execute(); }).code(), ErrorCode::LedgerUnavailable);
+        QCOMPARE(f.snapshot(), before);
+
+        ApproveCommand approve(*approver, approver->actor(), approval);
+        QCOMPARE(approve.execute().at("status").get<std::string>(), std::string("applied"));
+        ReconcileCommand reconciling(*operatorStore, lookup, operatorStore->actor(), reconcile);
+        QVERIFY(reconciling.validate().empty());
+        reconciling.execute();
+        QCOMPARE(f.store().find(kNs, "run-50:booking")->state, OperationState::Succeeded);
+        const auto audit = f.store().auditLog(0, 10);
+        QCOMPARE(audit.size(), std::size_t(2));
+        QCOMPARE(audit[0].entry.who, std::string("idempo_test_approver"));
+        QCOMPARE(audit[1].entry.who, std::string("idempo_test_operator"));
+        QCOMPARE(audit[1].entry.role, std::string("operator"));
+
+        // Nobody edits the audit log, the admin included; only an admin changes guard settings.
+        for (const auto &store : {approver, operatorStore, admin})
+            QCOMPARE(errorOf([&] {
+                         store->connection().exec("edit audit", "UPDATE audit_log SET reason = 'x' WHERE seq = 1");
+                     }).code(),
+                     ErrorCode::LedgerUnavailable);
+        GuardSettingCommand byOperator(*operatorStore, {"idempo_test_operator", "admin"}, FourEyesSetting, "10", "r");
+        QCOMPARE(errorOf([&] { byOperator.execute(); }).code(), ErrorCode::LedgerUnavailable);
+        GuardSettingCommand byAdmin(*admin, admin->actor(), FourEyesSetting, "10", "policy");
+        byAdmin.execute();
+        QCOMPARE(f.store().guardSetting(FourEyesSetting), std::optional<std::string>("10"));
+        QVERIFY(AuditVerify(f.store()).run().ok);
+        qunsetenv("PGPASSFILE");
+    }
+
 private:
+    /// A provider that has every effect.
+    class ScriptedFound final : public ProviderLookup
+    {
+    public:
+        ProviderEvidence lookup(const Operation &) override
+        {
+            ProviderEvidence e;
+            e.status = ProviderEvidence::Status::Found;
+            e.provider = "bank";
+            e.reference = "BK-1";
+            return e;
+        }
+    };
+
     /// Seeds `c` under `key`, claims it and compares with planClaim() and the SQLite store's
     /// writes.
     void checkClaim(LedgerStore &store, PgConnection &admin, std::int64_t now, const ClaimCase &c,

@@ -17,7 +17,7 @@ using namespace idempo;
 
 /// Guarded actions from the console over a prepared ledger, offscreen: which actions each
 /// state and role allows, and why the others are disabled.
-class TestGuardedActions final : public QObject
+class TestActionController final : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
@@ -39,7 +39,7 @@ private:
     ConfirmationsView *m_view = nullptr;
 };
 
-void TestGuardedActions::init()
+void TestActionController::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
@@ -57,14 +57,14 @@ void TestGuardedActions::init()
     QTRY_COMPARE(m_view->model()->rowCount(), test::ConsoleFixture::NeedsPerson);
 }
 
-void TestGuardedActions::cleanup()
+void TestActionController::cleanup()
 {
     m_window.reset();
     m_fixture.reset();
     m_view = nullptr;
 }
 
-OperationDetailPane *TestGuardedActions::select(const QString &key)
+OperationDetailPane *TestActionController::select(const QString &key)
 {
     OperationTableModel *model = m_view->model();
     for (int r = 0; r < model->rowCount(); ++r)
@@ -78,7 +78,7 @@ OperationDetailPane *TestGuardedActions::select(const QString &key)
     return nullptr;
 }
 
-void TestGuardedActions::stateRules_data()
+void TestActionController::stateRules_data()
 {
     QTest::addColumn<int>("state");
     QTest::addColumn<bool>("lapsed");
@@ -93,7 +93,7 @@ void TestGuardedActions::stateRules_data()
     QTest::newRow("received") << int(OperationState::Received) << false << QString();
 }
 
-void TestGuardedActions::stateRules()
+void TestActionController::stateRules()
 {
     QFETCH(int, state);
     QFETCH(bool, lapsed);
@@ -113,7 +113,7 @@ void TestGuardedActions::stateRules()
     }
 }
 
-void TestGuardedActions::unknownRoleDisablesEverything()
+void TestActionController::unknownRoleDisablesEverything()
 {
     OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
     QVERIFY(pane);
@@ -125,7 +125,7 @@ void TestGuardedActions::unknownRoleDisablesEverything()
     }
 }
 
-void TestGuardedActions::viewerRoleExplainsWhy()
+void TestActionController::viewerRoleExplainsWhy()
 {
     OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
     QVERIFY(pane);
@@ -144,7 +144,7 @@ void TestGuardedActions::viewerRoleExplainsWhy()
     QCOMPARE(requested.count(), 0);
 }
 
-void TestGuardedActions::buttonsFollowTheState()
+void TestActionController::buttonsFollowTheState()
 {
     OperationDetailPane *pane = select(QStringLiteral("run-7002:refund"));
     QVERIFY(pane);
@@ -168,5 +168,5 @@ void TestGuardedActions::buttonsFollowTheState()
         QVERIFY(pane->actionButton(a)->isEnabled());
 }
 
-QTEST_MAIN(TestGuardedActions)
-#include "tst_guardedactions.moc"
+QTEST_MAIN(TestActionController)
+#include "tst_actioncontroller.moc"

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dlqreplaycommand.h"
+
+#include "canonicaljson.h"
+#include "error.h"
+#include "ledgerrules.h"
+#include "queueenvelope.h"
+#include "queuename.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace idempo {
+namespace {
+
+bool replayable(ReplayClass c) { return c == ReplayClass::AlreadyCompleted || c == ReplayClass::WillExecute; }
+
+nlohmann::json itemJson(const ReplayItem &item)
+{
+    return {{"msg_id", item.msgId},
+            {"key", item.key},
+            {"class", replayClassName(item.replayClass)},
+            {"detail", item.detail},
+            {"generation", item.generation}};
+}
+
+nlohmann::json headersOf(const QueueMessage &m)
+{
+    if (m.headers.empty())
+        return nlohmann::json::object();
+    nlohmann::json h = nlohmann::json::parse(m.headers, nullptr, false);
+    return h.is_object() ? h : nlohmann::json::object();
+}
+
+} // namespace
+
+std::string_view replayClassName(ReplayClass c)
+{
+    switch (c) {
+    case ReplayClass::AlreadyCompleted: return "already_completed";
+    case ReplayClass::WillExecute: return "will_execute";
+    case ReplayClass::PayloadMismatch: return "payload_mismatch";
+    case ReplayClass::ExpiredByRetention: return "expired_by_retention";
+    case ReplayClass::Unreadable: return "unreadable";
+    }
+    return "unreadable";
+}
+
+DlqReplayCommand::DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor, Request request,
+                                   Options options)
+    : m_store(store), m_queue(queue), m_actor(std::move(actor)), m_request(std::move(request)),
+      m_options(std::move(options))
+{
+    std::sort(m_request.ids.begin(), m_request.ids.end());
+    m_request.ids.erase(std::unique(m_request.ids.begin(), m_request.ids.end()), m_request.ids.end());
+    if (!m_options.sleep)
+        m_options.sleep = [](std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); };
+    if (m_request.replayId.empty())
+        m_request.replayId = "rp-"
+                             + payloadFingerprint({{"queue", m_request.queue},
+                                                   {"ns", m_request.ns},
+                                                   {"ids", m_request.ids},
+                                                   {"operator", m_actor.name}})
+                                   .substr(0, 32);
+}
+
+std::vector<std::int64_t> DlqReplayCommand::resolveFilter(MessageQueue &queue, const std::string &queueName,
+                                                          const std::string &filter)
+{
+    const auto eq = filter.find('=');
+    const std::string field = filter.substr(0, eq);
+    const std::string value = eq == std::string::npos ? std::string() : filter.substr(eq + 1);
+    if (filter != "all" && !((field == "error_class" || field == "key_prefix") && eq != std::string::npos))
+        throw Error(ErrorCode::InvalidArgument, "unknown filter '" + filter
+                                                    + "': expected all, error_class=CLASS or key_prefix=PREFIX");
+    std::vector<std::int64_t> ids;
+    std::int64_t after = 0;
+    for (;;) {
+        const std::vector<DeadLetter> page = queue.deadLetters(queueName, after, 1000);
+        for (const DeadLetter &d : page) {
+            bool match = filter == "all";
+            if (field == "error_class")
+                match = d.provenance.lastErrorClass && errorClassName(*d.provenance.lastErrorClass) == value;
+            if (field == "key_prefix") {
+                const nlohmann::json body = nlohmann::json::parse(d.message.message, nullptr, false);
+                const auto key = body.is_object() ? body.find("idempotency_key") : body.end();
+                match = key != body.end() && key->is_string() && key->get<std::string>().starts_with(value);
+            }
+            if (match)
+                ids.push_back(d.message.msgId);
+        }
+        if (page.size() < 1000)
+            break;
+        after = page.back().message.msgId;
+    }
+    return ids;
+}
+
+std::vector<DeadLetter> DlqReplayCommand::frozenLetters()
+{
+    const std::set<std::int64_t> wanted(m_request.ids.begin(), m_request.ids.end());
+    std::vector<DeadLetter> letters;
+    if (wanted.empty())
+        return letters;
+    std::int64_t after = *wanted.begin() - 1;
+    while (after < *wanted.rbegin()) {
+        const std::vector<DeadLetter> page = m_queue.deadLetters(m_request.queue, after, 1000);
+        for (const DeadLetter &d : page)
+            if (wanted.count(d.message.msgId))
+                letters.push_back(d);
+        if (page.size() < 1000)
+            break;
+        after = page.back().message.msgId;
+    }
+    return letters;
+}
+
+ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t nowMs)
+{
+    ReplayItem item;
+    item.msgId = letter.message.msgId;
+    const nlohmann::json headers = headersOf(letter.message);
+    if (const auto r = headers.find("replay"); r != headers.end() && r->is_object() && r->contains("generation")
+                                               && (*r)["generation"].is_number_integer())
+        item.generation = (*r)["generation"].get<int>();
+    QueueEnvelope envelope;
+    try {
+        envelope = QueueEnvelope::fromJson(nlohmann::json::parse(letter.message.message));
+    } catch (const std::exception &e) {
+        item.replayClass = ReplayClass::Unreadable;
+        item.detail = e.what();
+        return item;
+    }
+    item.key = envelope.idempotencyKey;
+    const std::optional<Operation> op = m_store.find(m_request.ns, envelope.idempotencyKey);
+    if (op && !isExpired(*op, nowMs)) {
+        if (payloadFingerprint(envelope.payload, op->fingerprintFields) != op->fingerprint) {
+            item.replayClass = ReplayClass::PayloadMismatch;
+            item.detail = "the payload differs from the one operation " + op->key + " was recorded with";
+        } else if (isFinal(op->state)) {
+            item.replayClass = ReplayClass::AlreadyCompleted;
+            item.detail = "operation is " + std::string(stateName(op->state)) + ": the claim will replay its result";
+        } else {
+            item.replayClass = ReplayClass::WillExecute;
+            item.detail = "operation is " + std::string(stateName(op->state));
+        }
+        return item;
+    }
+    if (nowMs - envelope.producedAtMs >= m_options.retentionMs) {
+        item.replayClass = ReplayClass::ExpiredByRetention;
+        item.detail = "produced longer ago than the ledger's retention: a duplicate could no longer be recognised";
+        return item;
+    }
+    item.replayClass = ReplayClass::WillExecute;
+    item.detail = "no operation recorded yet";
+    return item;
+}
+
+std::vector<ReplayItem> DlqReplayCommand::dryRun()
+{
+    m_items.clear();
+    const std::int64_t now = m_store.nowMs();
+    for (const DeadLetter &letter : frozenLetters())
+        m_items.push_back(classify(letter, now));
+    m_classified = true;
+    return m_items;
+}
+
+std::vector<std::string> DlqReplayCommand::validate()
+{
+    std::vector<std::string> problems;
+    if (!roleMay(m_actor.role, Capability::Replay))
+        problems.push_back(roleRefusal(m_actor.role, Capability::Replay));
+    if (m_request.ids.empty())
+        problems.push_back("the replay set is empty: select messages or a filter that matches some");
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+        problems.push_back("the rate must be more than 0 and at most 10000 messages per second");
+    if (QueueName(m_request.queue).isDeadLetterName())
+        problems.push_back("'" + m_request.queue + "' is a dead-letter queue: name its source queue");
+    dryRun();
+    return problems;
+}
+
+ActionPreview DlqReplayCommand::describe()
+{
+    if (!m_classified)
+        dryRun();
+    std::map<std::string, int> byClass;
+    for (const ReplayClass c : {ReplayClass::AlreadyCompleted, ReplayClass::WillExecute, ReplayClass::PayloadMismatch,
+                                ReplayClass::ExpiredByRetention, ReplayClass::Unreadable})
+        byClass[std::string(replayClassName(c))] = 0;
+    nlohmann::json items = nlohmann::json::array();
+    std::int64_t count = 0;
+    for (const ReplayItem &item : m_items) {
+        ++byClass[std::string(replayClassName(item.replayClass))];
+        count += replayable(item.replayClass) ? 1 : 0;
+        items.push_back(itemJson(item));
+    }
+    const std::string sentence =
+        "Replay " + std::to_string(count) + " dead letter" + (count == 1 ? "" : "s") + " to " + m_request.queue + ": "
+        + std::to_string(byClass["will_execute"]) + " will execute, " + std::to_string(byClass["already_completed"])
+        + " will be suppressed as replays; "
+        + std::to_string(static_cast<std::int64_t>(m_items.size()) - count) + " stay in the dead-letter queue";
+    return {sentence,
+            {{"replay_id", m_request.replayId},
+             {"queue", m_request.queue},
+             {"set", m_request.ids.size()},
+             {"count", count},
+             {"by_class", byClass},
+             {"items", items}}};
+}
+
+nlohmann::json DlqReplayCommand::execute()
+{
+    if (!roleMay(m_actor.role, Capability::Replay))
+        throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Replay));
+    if (m_request.reason.empty())
+        throw Error(ErrorCode::Refused, "a reason is required");
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+        throw Error(ErrorCode::InvalidArgument, "the rate must be more than 0 and at most 10000 messages per second");
+    const ActionPreview preview = describe();
+    const std::int64_t count = preview.details.at("count").get<std::int64_t>();
+    if (!m_request.confirmCount || *m_request.confirmCount != count)
+        throw Error(ErrorCode::Refused, "confirm the count: " + std::to_string(count) + " message"
+                                            + (count == 1 ? "" : "s") + " would be replayed"
+                                            + (m_request.confirmCount
+                                                   ? ", not " + std::to_string(*m_request.confirmCount)
+                                                   : std::string()));
+
+    const auto audit = [&](const char *action, nlohmann::json detail) {
+        AuditEntry entry;
+        entry.who = m_actor.name;
+        entry.role = m_actor.role;
+        entry.action = action;
+        entry.target = "queue:" + m_request.queue;
+        entry.reason = m_request.reason;
+        detail["replay_id"] = m_request.replayId;
+        entry.detail = canonicalJson(detail);
+        return m_store.applyAction({m_request.ns, {}, {}}, [&](const ActionState &) {
+            ActionPlan plan;
+            plan.audit = entry;
+            return plan;
+        }).audit->seq;
+    };
+    const std::int64_t startSeq = audit("dlq_replay", {{"ids", m_request.ids},
+                                                       {"count", count},
+                                                       {"by_class", preview.details.at("by_class")},
+                                                       {"rate_per_s", m_request.ratePerSecond}});
+
+    const auto gap = std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 / m_request.ratePerSecond));
+    std::int64_t requeued = 0;
+    std::int64_t taken = 0;
+    std::int64_t done = 0;
+    bool cancelled = false;
+    const std::vector<DeadLetter> letters = frozenLetters();
+    for (const ReplayItem &item : m_items) {
+        if (!replayable(item.replayClass))
+            continue;
+        if (m_options.cancelled && m_options.cancelled()) {
+            cancelled = true;
+            break;
+        }
+        if (done > 0)
+            m_options.sleep(gap);
+        const auto letter = std::find_if(letters.begin(), letters.end(),
+                                         [&](const DeadLetter &d) { return d.message.msgId == item.msgId; });
+        std::optional<std::int64_t> sent;
+        if (letter != letters.end()) {
+            nlohmann::json headers = headersOf(letter->message);
+            const nlohmann::json provenance = headers.contains("dlq") ? headers["dlq"] : nlohmann::json();
+            headers.erase("dlq");
+            headers["replay"] = {{"replay_id", m_request.replayId},
+                                 {"of_msg_id", item.msgId},
+                                 {"generation", item.generation + 1},
+                                 {"dead_letter", provenance}};
+            sent = m_queue.requeueDeadLetter(m_request.queue, item.msgId, canonicalJson(headers));
+        }
+        ++(sent ? requeued : taken);
+        ++done;
+        if (m_options.progress)
+            m_options.progress(done, count);
+    }
+    const std::int64_t notReplayed = static_cast<std::int64_t>(m_items.size()) - count;
+    const std::int64_t endSeq = audit("dlq_replay_finished", {{"requeued", requeued},
+                                                              {"taken_by_other_replay", taken},
+                                                              {"not_replayed", notReplayed},
+                                                              {"cancelled", cancelled}});
+    return {{"replay_id", m_request.replayId},
+            {"requeued", requeued},
+            {"taken_by_other_replay", taken},
+            {"not_replayed", notReplayed},
+            {"cancelled", cancelled},
+            {"audit_seq", {startSeq, endSeq}}};
+}
+
+} // namespace idempo

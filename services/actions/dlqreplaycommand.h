@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "guardedaction.h"
+#include "ledgerstore.h"
+#include "messagequeue.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idempo {
+
+/// What replaying one dead letter would do, judged against the ledger.
+enum class ReplayClass {
+    AlreadyCompleted,   ///< its operation is final: the consumer's claim answers it as a replay (suppressed)
+    WillExecute,        ///< its operation is not final, or unknown and young: it will run
+    PayloadMismatch,    ///< its payload's fingerprint differs from the operation's: not replayed
+    ExpiredByRetention, ///< older than the retention, its record gone or expired: the ledger can no
+                        ///< longer suppress a duplicate, so it is not replayed
+    Unreadable,         ///< not a queue envelope (queueenvelope.h): not replayed
+};
+
+std::string_view replayClassName(ReplayClass c);
+
+/// One message of a replay set, classified.
+struct ReplayItem
+{
+    std::int64_t msgId = 0;   ///< in the dead-letter queue
+    std::string key;          ///< the envelope's idempotency key (empty when unreadable)
+    ReplayClass replayClass = ReplayClass::WillExecute;
+    std::string detail;
+    int generation = 0;       ///< how many replays the message went through already
+};
+
+/// DLQ replay: puts dead letters back on their queue after a dry run, keeping each message's
+/// idempotency key, so that the ledger suppresses the ones already done.
+///
+/// The set is explicit and frozen: the ids given, or a filter resolved to ids once
+/// (resolveFilter()). dryRun() classifies each message; execute() needs the typed confirmation
+/// of the count it will requeue (AlreadyCompleted + WillExecute) and a reason, writes a
+/// `dlq_replay` audit record with the frozen ids, then requeues them in id order at most
+/// `ratePerSecond` messages per second, reporting progress and stopping when `cancelled`
+/// answers true, and closes with a `dlq_replay_finished` record with the counts. Each requeued
+/// message carries the header "replay": {"replay_id", "of_msg_id", "generation"}; should it
+/// fail again, its new dead letter keeps that header, has a new msg_id outside the frozen set,
+/// and is never picked up by the same replay. MessageQueue::requeueDeadLetter() takes each dead
+/// letter exclusively, so two replays of the same set at once requeue each message once.
+class DlqReplayCommand final : public GuardedAction
+{
+public:
+    struct Request
+    {
+        std::string ns = "default";    ///< the namespace of the operations the envelopes name
+        std::string queue;             ///< the source queue; its dead letters are `<queue>_dlq`
+        std::vector<std::int64_t> ids; ///< the frozen set: msg_ids in the dead-letter queue
+        std::string reason;
+        std::optional<std::int64_t> confirmCount; ///< the count the operator typed; execute() requires it
+        double ratePerSecond = 50;     ///< at most this many messages per second (> 0)
+        std::string replayId;          ///< empty: derived from the queue, the set and the operator
+    };
+    struct Options
+    {
+        std::int64_t retentionMs = 24 * 3600'000; ///< the ledger's retention, milliseconds
+        /// Waits between messages to keep the rate (a fake in tests).
+        std::function<void(std::chrono::milliseconds)> sleep;
+        std::function<void(std::int64_t done, std::int64_t total)> progress;
+        std::function<bool()> cancelled;
+    };
+
+    DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor, Request request, Options options);
+
+    /// The msg_ids of `queue`'s dead letters that match `filter`, oldest first: "all",
+    /// "error_class=CLASS" (the last error before dead-lettering), "key_prefix=PREFIX" (the
+    /// envelope's key). Throws Error(InvalidArgument) for another filter.
+    static std::vector<std::int64_t> resolveFilter(MessageQueue &queue, const std::string &queueName,
+                                                   const std::string &filter);
+
+    /// Classifies every message of the set, in id order; ids no longer in the dead-letter queue
+    /// are left out. Writes nothing.
+    std::vector<ReplayItem> dryRun();
+
+    std::vector<std::string> validate() override;
+    /// details: {"replay_id", "queue", "count" (to requeue), "by_class": {class: n}, "items": [...]}.
+    ActionPreview describe() override;
+    /// {"replay_id", "requeued", "taken_by_other_replay", "not_replayed", "cancelled", "audit_seq": [start, end]}.
+    /// Throws Error(Refused) without the matching confirmation or a reason.
+    nlohmann::json execute() override;
+
+    const std::string &replayId() const { return m_request.replayId; }
+
+private:
+    ReplayItem classify(const DeadLetter &letter, std::int64_t nowMs);
+    std::vector<DeadLetter> frozenLetters();
+
+    LedgerStore &m_store;
+    MessageQueue &m_queue;
+    ActorIdentity m_actor;
+    Request m_request;
+    Options m_options;
+    std::vector<ReplayItem> m_items;
+    bool m_classified = false;
+};
+
+} // namespace idempo

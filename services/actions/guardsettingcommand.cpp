@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "guardsettingcommand.h"
+
+#include "approvecommand.h"
+#include "error.h"
+#include "money.h"
+
+namespace idempo {
+
+GuardSettingCommand::GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name, std::string value,
+                                         std::string reason)
+    : m_store(store), m_actor(std::move(actor)), m_name(std::move(name)), m_value(std::move(value)),
+      m_reason(std::move(reason))
+{
+}
+
+std::vector<std::string> GuardSettingCommand::validate()
+{
+    std::vector<std::string> problems;
+    if (!roleMay(m_actor.role, Capability::ChangeSettings))
+        problems.push_back(roleRefusal(m_actor.role, Capability::ChangeSettings));
+    if (m_name != FourEyesSetting)
+        problems.push_back("unknown guard setting '" + m_name + "'");
+    else if (!m_value.empty() && (!parseMajorAmount(m_value, {}) || *parseMajorAmount(m_value, {}) < 0))
+        problems.push_back("the four-eyes threshold must be a non-negative amount such as 1000.00, not '" + m_value + "'");
+    if (m_reason.empty())
+        problems.push_back("a reason is required");
+    return problems;
+}
+
+ActionPreview GuardSettingCommand::describe()
+{
+    const auto previous = m_store.guardSetting(m_name);
+    const std::string sentence = m_value.empty() ? "Turn four-eyes approval off"
+                                                 : "Require two approvers above " + m_value;
+    return {sentence, {{"name", m_name}, {"value", m_value}, {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()}}};
+}
+
+nlohmann::json GuardSettingCommand::execute()
+{
+    const std::vector<std::string> problems = validate();
+    if (!problems.empty())
+        throw Error(ErrorCode::Refused, problems.front());
+    const std::optional<std::string> previous = m_store.guardSetting(m_name);
+    const ActionResult result = m_store.applyAction({}, [&](const ActionState &) {
+        ActionPlan plan;
+        plan.setting = std::make_pair(m_name, m_value);
+        AuditEntry audit;
+        audit.who = m_actor.name;
+        audit.role = m_actor.role;
+        audit.action = "setting";
+        audit.target = "setting:" + m_name;
+        audit.reason = m_reason;
+        audit.beforeState = canonicalText(previous ? nlohmann::json(*previous) : nlohmann::json());
+        audit.afterState = canonicalText(m_value);
+        plan.audit = audit;
+        return plan;
+    });
+    return {{"name", m_name},
+            {"value", m_value},
+            {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()},
+            {"audit_seq", result.audit->seq}};
+}
+
+} // namespace idempo

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "guardedaction.h"
+#include "ledgerstore.h"
+
+#include <string>
+
+namespace idempo {
+
+/// Changes a guard setting stored in the ledger, so every console and CLI on it applies the
+/// same rule: today FourEyesSetting (approvecommand.h), a decimal amount in major units, or
+/// "" to turn four-eyes off. Admins and the owner only; audited like every guarded action.
+class GuardSettingCommand final : public GuardedAction
+{
+public:
+    GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name, std::string value,
+                        std::string reason);
+
+    std::vector<std::string> validate() override;
+    ActionPreview describe() override;
+    /// {"name", "value", "previous", "audit_seq"}.
+    nlohmann::json execute() override;
+
+private:
+    LedgerStore &m_store;
+    ActorIdentity m_actor;
+    std::string m_name;
+    std::string m_value;
+    std::string m_reason;
+};
+
+} // namespace idempo

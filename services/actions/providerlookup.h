@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "operation.h"
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+
+/// What a provider says about an operation, looked up by its key: the evidence a
+/// reconciliation records.
+struct ProviderEvidence
+{
+    enum class Status {
+        Found,       ///< the effect exists; `reference` names it
+        NotFound,    ///< the provider has no effect for the key
+        Pending,     ///< accepted, not confirmed yet
+        Unsupported, ///< the provider cannot be asked (no lookup by key)
+    };
+    Status status = Status::Unsupported;
+    std::string provider;  ///< who was asked
+    std::string reference; ///< the provider's reference of the effect (Found)
+    nlohmann::json raw;    ///< what the provider answered, kept as evidence
+};
+
+std::string_view evidenceStatusName(ProviderEvidence::Status status);
+
+/// Asks the provider of an operation what happened, by the operation's key.
+class ProviderLookup
+{
+public:
+    virtual ~ProviderLookup() = default;
+    /// Throws Error(LedgerUnavailable) when the provider cannot be reached.
+    virtual ProviderEvidence lookup(const Operation &op) = 0;
+};
+
+/// The lookup for ledgers without a provider to ask: every answer is Unsupported, so a
+/// reconciliation can only hand the operation to a person (confirmation_required).
+class NoProviderLookup final : public ProviderLookup
+{
+public:
+    ProviderEvidence lookup(const Operation &op) override;
+};
+
+} // namespace idempo

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "auditchain.h"
+
+#include "canonicaljson.h"
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+
+std::string auditHash(const AuditRecord &record)
+{
+    const AuditEntry &e = record.entry;
+    const nlohmann::json j = {{"seq", record.seq},
+                              {"at_ms", record.atMs},
+                              {"who", e.who},
+                              {"role", e.role},
+                              {"action", e.action},
+                              {"target", e.target},
+                              {"reason", e.reason},
+                              {"before_state", e.beforeState},
+                              {"after_state", e.afterState},
+                              {"approval_id", e.approvalId},
+                              {"detail", e.detail},
+                              {"prev_hash", record.prevHash}};
+    return payloadFingerprint(j);
+}
+
+AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs, const std::string &prevHash)
+{
+    AuditRecord record;
+    record.seq = seq;
+    record.atMs = atMs;
+    record.entry = entry;
+    record.prevHash = prevHash;
+    record.hash = auditHash(record);
+    return record;
+}
+
+std::string operationSnapshot(const Operation &op)
+{
+    return canonicalJson({{"state", stateName(op.state)},
+                          {"version", op.version},
+                          {"fencing_token", op.fencingToken},
+                          {"attempt", op.attempt},
+                          {"max_attempts", op.maxAttempts},
+                          {"receipt", op.receipt},
+                          {"error_class", op.errorClass ? nlohmann::json(errorClassName(*op.errorClass))
+                                                        : nlohmann::json()}});
+}
+
+void completeAuditEntry(AuditEntry &entry, const Operation *before, const Operation *after)
+{
+    if (entry.beforeState.empty() && before)
+        entry.beforeState = operationSnapshot(*before);
+    if (entry.afterState.empty() && after)
+        entry.afterState = operationSnapshot(*after);
+}
+
+bool AuditChainVerifier::add(const AuditRecord &record)
+{
+    if (m_firstBad)
+        return false;
+    const auto bad = [&](std::string problem) {
+        m_firstBad = record.seq;
+        m_problem = std::move(problem);
+        return false;
+    };
+    if (record.seq != m_lastSeq + 1)
+        return bad("record " + std::to_string(record.seq) + " follows record " + std::to_string(m_lastSeq)
+                   + ": records are missing or reordered");
+    if (record.prevHash != m_lastHash)
+        return bad("record " + std::to_string(record.seq)
+                   + " does not point at the previous record's hash: a record before it was removed, "
+                     "replaced or reordered");
+    if (auditHash(record) != record.hash)
+        return bad("record " + std::to_string(record.seq) + " does not match its hash: it was edited");
+    ++m_checked;
+    m_lastSeq = record.seq;
+    m_lastHash = record.hash;
+    return true;
+}
+
+} // namespace idempo

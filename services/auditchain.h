@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "actionrecords.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace idempo {
+
+/// The prev_hash of the first audit record: 64 zeros.
+inline constexpr const char *AuditGenesisHash = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The hash of an audit record: lowercase hex SHA-256 over the RFC 8785 canonical JSON of
+/// {seq, at_ms, who, role, action, target, reason, before_state, after_state, approval_id,
+/// detail, prev_hash} (every JSON-valued field as its text). Editing any field, or moving the
+/// record to another place in the chain, changes it.
+std::string auditHash(const AuditRecord &record);
+
+/// The record `entry` becomes as number `seq`, appended at `atMs` after a record whose hash is
+/// `prevHash`; its hash is computed.
+AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs, const std::string &prevHash);
+
+/// The parts of an operation an audit record keeps as before / after state, as canonical JSON
+/// text: {"state", "version", "fencing_token", "attempt", "max_attempts", "receipt", "error_class"}.
+std::string operationSnapshot(const Operation &op);
+
+/// Fills an entry's empty before / after state with operationSnapshot() of `before` and
+/// `after` (each may be null: left empty then).
+void completeAuditEntry(AuditEntry &entry, const Operation *before, const Operation *after);
+
+/// Walks the chain record by record (in seq order, from the first) and names the first record
+/// that breaks it: edited (hash), removed or reordered (seq not the next one, or prev_hash not
+/// the previous record's hash).
+class AuditChainVerifier final
+{
+public:
+    /// Checks the next record; false once the chain is broken (later records are not judged).
+    bool add(const AuditRecord &record);
+
+    bool ok() const { return !m_firstBad; }
+    std::int64_t checked() const { return m_checked; }
+    /// The seq of the first bad record.
+    std::optional<std::int64_t> firstBad() const { return m_firstBad; }
+    /// What is wrong with it, one sentence.
+    const std::string &problem() const { return m_problem; }
+
+private:
+    std::int64_t m_checked = 0;
+    std::int64_t m_lastSeq = 0;
+    std::string m_lastHash = AuditGenesisHash;
+    std::optional<std::int64_t> m_firstBad;
+    std::string m_problem;
+};
+
+} // namespace idempo

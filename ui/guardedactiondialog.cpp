@@ -135,7 +135,8 @@ bool GuardedActionDialog::complete() const
     if (m_expectedCount) {
         bool ok = false;
         const qint64 typed = m_count->text().trimmed().toLongLong(&ok);
-        if (!ok || typed != *m_expectedCount)
+        // Zero never confirms: there is nothing to apply.
+        if (!ok || typed != *m_expectedCount || typed == 0)
             return false;
     }
     return true;

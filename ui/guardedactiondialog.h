@@ -52,7 +52,8 @@ public:
     void addDetailWidget(const QString &title, QWidget *widget);
     /// Asks for the provider's reference as evidence (required, non-blank).
     void requireReference(const QString &label);
-    /// Asks the operator to type `count` (the number of items that will change) before OK.
+    /// Asks the operator to type `count` (the number of items that will change) before OK; with
+    /// a count of 0 OK stays disabled.
     void requireTypedCount(qint64 count);
     /// A line under the sentence, e.g. why a second approver is needed.
     void setNote(const QString &text);

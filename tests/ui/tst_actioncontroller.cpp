@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "actioncontroller.h"
+#include "approvecommand.h"
 #include "confirmationsview.h"
 #include "consolefixture.h"
+#include "deadlettertablemodel.h"
+#include "dlqview.h"
+#include "guardedactiondialog.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
 
+#include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -16,7 +23,8 @@
 using namespace idempo;
 
 /// Guarded actions from the console over a prepared ledger, offscreen: which actions each
-/// state and role allows, and why the others are disabled.
+/// state and role allows and why the others are disabled; an approval and a DLQ replay through
+/// the dialogs, checked in the ledger.
 class TestActionController final : public QObject
 {
     Q_OBJECT
@@ -29,6 +37,9 @@ private Q_SLOTS:
     void unknownRoleDisablesEverything();
     void viewerRoleExplainsWhy();
     void buttonsFollowTheState();
+    void approveFromThePane();
+    void blankReasonNeverExecutes();
+    void replayDeadLetters();
 
 private:
     /// Selects the operation `key` in the Confirmations view and waits for its history.
@@ -129,19 +140,21 @@ void TestActionController::viewerRoleExplainsWhy()
 {
     OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
     QVERIFY(pane);
-    pane->setRoleCheck([](OperationAction a) {
-        return a == OperationAction::Reconcile ? QStringLiteral("role 'viewer' may not reconcile operations")
-                                               : QStringLiteral("role 'viewer' may not approve or reject operations");
-    });
+    m_window->actions()->setActor({"vic", "viewer"});
     QSignalSpy requested(pane, &OperationDetailPane::actionRequested);
     for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm, OperationAction::Reject,
                               OperationAction::Reconcile}) {
         QPushButton *b = pane->actionButton(a);
         QVERIFY(!b->isEnabled());
-        QVERIFY(b->toolTip().startsWith(QLatin1String("role 'viewer' may not")));
+        QVERIFY2(b->toolTip().contains(QLatin1String("role 'viewer' may not")), qPrintable(b->toolTip()));
+        QVERIFY(b->toolTip().contains(QLatin1String("idempo_")));
         QTest::mouseClick(b, Qt::LeftButton);
     }
     QCOMPARE(requested.count(), 0);
+    auto *dlq = qobject_cast<DlqView *>(m_window->views().at(5));
+    QVERIFY(dlq);
+    QVERIFY(!dlq->replayButton()->isEnabled());
+    QVERIFY(dlq->replayButton()->toolTip().contains(QLatin1String("may not replay")));
 }
 
 void TestActionController::buttonsFollowTheState()
@@ -166,6 +179,104 @@ void TestActionController::buttonsFollowTheState()
     for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm, OperationAction::Reject,
                               OperationAction::Reconcile})
         QVERIFY(pane->actionButton(a)->isEnabled());
+}
+
+void TestActionController::approveFromThePane()
+{
+    OperationDetailPane *pane = select(QStringLiteral("run-7002:refund"));
+    QVERIFY(pane);
+    QTRY_VERIFY(m_window->actions()->actor().has_value());
+    QCOMPARE(m_window->actions()->actor()->role, std::string("owner"));
+    QPushButton *approve = pane->actionButton(OperationAction::Redispatch);
+    QTRY_VERIFY(approve->isEnabled());
+    QSignalSpy opened(m_window->actions(), &ActionController::dialogOpened);
+    approve->click();
+    QVERIFY(opened.wait());
+    GuardedActionDialog *dialog = m_window->actions()->dialog();
+    QVERIFY(dialog);
+    QVERIFY(dialog->cancelButton()->isDefault());
+    QVERIFY(!dialog->okButton()->isEnabled());
+    QVERIFY2(dialog->okButton()->text().startsWith(QLatin1String("Approve refund of ")), qPrintable(dialog->okButton()->text()));
+    QVERIFY(dialog->okButton()->text().contains(QLatin1String("EUR")));
+    dialog->reasonEdit()->setPlainText(QStringLiteral("refund agreed with the customer"));
+    QSignalSpy executed(m_window->actions(), &ActionController::executed);
+    QTest::mouseClick(dialog->okButton(), Qt::LeftButton);
+    QTest::mouseDClick(dialog->okButton(), Qt::LeftButton);
+    QVERIFY(executed.wait());
+    QVERIFY2(executed.at(0).at(0).toBool(), qPrintable(executed.at(0).at(1).toString()));
+    QVERIFY(executed.at(0).at(1).toString().startsWith(QLatin1String("Applied")));
+    QCOMPARE(executed.count(), 1);
+
+    LedgerStore &store = m_fixture->store();
+    QCOMPARE(store.find("default", "run-7002:refund")->state, OperationState::Received);
+    const auto approvals = store.approvals("default", "run-7002:refund");
+    QCOMPARE(approvals.size(), std::size_t{1});
+    QCOMPARE(QString::fromStdString(approvals.front().approvalId), dialog->submissionId());
+    QCOMPARE(approvals.front().reason, std::string("refund agreed with the customer"));
+    const auto audit = store.auditLog(0, 100);
+    QCOMPARE(audit.size(), std::size_t{1});
+    QCOMPARE(audit.front().entry.approvalId, approvals.front().approvalId);
+    QCOMPARE(audit.front().entry.target, std::string("default/run-7002:refund"));
+
+    // The same submission again (a second console, a retry) answers the first decision.
+    ApproveCommand::Request again{"default", "run-7002:refund", ApprovalDecision::Redispatch,
+                                  "refund agreed with the customer", "", dialog->submissionId().toStdString()};
+    const nlohmann::json replayed = ApproveCommand(store, *m_window->actions()->actor(), again).execute();
+    QCOMPARE(replayed.value("status", ""), std::string("replayed"));
+    QCOMPARE(store.approvals("default", "run-7002:refund").size(), std::size_t{1});
+    QCOMPARE(store.auditLog(0, 100).size(), std::size_t{1});
+}
+
+void TestActionController::blankReasonNeverExecutes()
+{
+    OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
+    QVERIFY(pane);
+    QPushButton *reject = pane->actionButton(OperationAction::Reject);
+    QTRY_VERIFY(reject->isEnabled());
+    QSignalSpy opened(m_window->actions(), &ActionController::dialogOpened);
+    reject->click();
+    QVERIFY(opened.wait());
+    GuardedActionDialog *dialog = m_window->actions()->dialog();
+    QSignalSpy submitted(dialog, &GuardedActionDialog::submitted);
+    dialog->reasonEdit()->setPlainText(QStringLiteral("  \n "));
+    QTest::mouseClick(dialog->okButton(), Qt::LeftButton);
+    QCOMPARE(submitted.count(), 0);
+    QTest::keyClick(dialog, Qt::Key_Escape);
+    QCOMPARE(dialog->result(), int(QDialog::Rejected));
+    QCOMPARE(m_fixture->store().find("default", "run-7004:send_invoice")->state, OperationState::ConfirmationRequired);
+    QVERIFY(m_fixture->store().approvals("default", "run-7004:send_invoice").empty());
+    QVERIFY(m_fixture->store().auditLog(0, 100).empty());
+}
+
+void TestActionController::replayDeadLetters()
+{
+    auto *dlq = qobject_cast<DlqView *>(m_window->views().at(5));
+    QVERIFY(dlq);
+    m_window->tabs()->setCurrentWidget(dlq);
+    QTRY_COMPARE(dlq->model()->rowCount(), 1);
+    QTRY_VERIFY(dlq->replayButton()->isEnabled());
+    m_window->actions()->setReplayRate(1000);
+    QSignalSpy opened(m_window->actions(), &ActionController::dialogOpened);
+    dlq->replayButton()->click();
+    QVERIFY(opened.wait());
+    GuardedActionDialog *dialog = m_window->actions()->dialog();
+    QVERIFY(dialog->cancelButton()->isDefault());
+    QVERIFY(dialog->countEdit()->isVisibleTo(dialog));
+    dialog->reasonEdit()->setPlainText(QStringLiteral("payments API back up"));
+    dialog->countEdit()->setText(QStringLiteral("2"));
+    QVERIFY(!dialog->okButton()->isEnabled());
+    dialog->countEdit()->setText(QStringLiteral("1"));
+    QVERIFY(dialog->okButton()->isEnabled());
+    QCOMPARE(dialog->okButton()->text(), QStringLiteral("Replay 1 message(s)"));
+    QSignalSpy executed(m_window->actions(), &ActionController::executed);
+    dialog->okButton()->click();
+    QVERIFY(executed.wait(10'000));
+    QVERIFY2(executed.at(0).at(0).toBool(), qPrintable(executed.at(0).at(1).toString()));
+    QVERIFY(executed.at(0).at(1).toString().contains(QLatin1String("1 requeued")));
+    QVERIFY(m_fixture->queues().deadLetters("payments", 0, 10).empty());
+    const auto audit = m_fixture->store().auditLog(0, 100);
+    QCOMPARE(audit.size(), std::size_t{2});
+    QCOMPARE(audit.front().entry.action, std::string("dlq_replay"));
 }
 
 QTEST_MAIN(TestActionController)

@@ -16,7 +16,10 @@
 #include "queuebench.h"
 #include "queuename.h"
 #include "queuerules.h"
+#include "sandboxjournal.h"
+#include "processsandboxrunner.h"
 #include "sandboxrunner.h"
+#include "sandboxworker.h"
 #include "sqliteledgerstore.h"
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include <spdlog/spdlog.h>
 
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QDateTime>
 #include <QFile>
 #include <QStringDecoder>
@@ -425,6 +429,12 @@ std::string sandboxNamespace(const Context &c)
 /// A one-line progress bar on stderr, redrawn in place.
 void drawProgress(const sandbox::SandboxProgress &p)
 {
+    if (p.realTime) {
+        std::fprintf(stderr, "\r%lld messages queued, %lld SIGKILLs, t+%llds ", static_cast<long long>(p.queued),
+                     static_cast<long long>(p.kills), static_cast<long long>(p.virtualMs / 1000));
+        std::fflush(stderr);
+        return;
+    }
     constexpr int Width = 30;
     const int filled = p.runs > 0 ? p.settled * Width / p.runs : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
@@ -461,6 +471,7 @@ int cmdSandbox(Context &c)
         options.workers = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("workers")), -1, 65));
     if (options.runs < 1 || options.workers < 1 || options.workers > 64)
         throw UsageError{"--runs must be positive and --workers 1..64"};
+    const bool processes = c.parser.isSet(QStringLiteral("processes"));
     const std::int64_t seed = c.parser.isSet(QStringLiteral("seed")) ? c.integerOption(QStringLiteral("seed")) : 1;
     if (seed < 0)
         throw UsageError{"--seed must not be negative"};
@@ -474,9 +485,19 @@ int cmdSandbox(Context &c)
     if (bar)
         options.progress = drawProgress;
 
-    auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
-    sandbox::SandboxRunner runner(sandbox::SandboxRunner::openLedger(c.ledgerUrl(), clock, c.openMode()), clock, options);
-    const nlohmann::json report = runner.run();
+    nlohmann::json report;
+    if (processes) {
+        sandbox::ProcessRunOptions process;
+        process.ledgerUrl = c.ledgerUrl();
+        process.openMode = c.openMode();
+        process.program = QCoreApplication::applicationFilePath();
+        report = sandbox::ProcessSandboxRunner(options, process).run();
+    } else {
+        auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
+        sandbox::SandboxRunner runner(sandbox::SandboxRunner::openLedger(c.ledgerUrl(), clock, c.openMode()), clock,
+                                      options);
+        report = runner.run();
+    }
     if (bar)
         std::fputs("\n", stderr);
     c.print(report, sandbox::SandboxRunner::reportText(report));
@@ -486,11 +507,9 @@ int cmdSandbox(Context &c)
 int cmdCheck(Context &c)
 {
     const std::string ns = sandboxNamespace(c);
-    const auto store = std::dynamic_pointer_cast<SqliteLedgerStore>(openLedger(c.ledgerUrl(), nullptr, c.openMode()));
-    if (!store)
-        throw Error(ErrorCode::InvalidArgument, "the providers' effect journals live in the embedded ledger: "
-                                                "check needs a sqlite:PATH ledger");
-    const auto results = sandbox::InvariantChecker(*store).check(ns);
+    const std::shared_ptr<LedgerStore> store = openLedger(c.ledgerUrl(), nullptr, c.openMode());
+    const auto journal = sandbox::SandboxJournal::open(*store);
+    const auto results = sandbox::InvariantChecker(*store, *journal).check(ns);
     nlohmann::json report = sandbox::InvariantChecker::toJson(results);
     report["ledger"] = store->describe();
     report["namespace"] = ns;
@@ -499,6 +518,59 @@ int cmdCheck(Context &c)
                         + (ok ? "all hold" : "VIOLATED") + "\n" + sandbox::InvariantChecker::toText(results)
                         + (ok ? "" : "exit 65: at least one invariant is violated"));
     return ok ? ExitOk : ExitRefused;
+}
+
+/// Set by SIGTERM and SIGINT: the worker stops after the message in hand.
+std::atomic<bool> g_stopWorker{false};
+
+void requestWorkerStop(int)
+{
+    g_stopWorker = true;
+}
+
+int cmdWorker(Context &c)
+{
+    sandbox::WorkerOptions options;
+    options.ns = sandboxNamespace(c);
+    if (c.parser.isSet(QStringLiteral("queue")))
+        options.queue = c.parser.value(QStringLiteral("queue")).toStdString();
+    options.owner = c.parser.isSet(QStringLiteral("owner")) ? c.parser.value(QStringLiteral("owner")).toStdString()
+                                                            : defaultOwner();
+    if (options.owner.empty())
+        throw UsageError{"--owner must not be empty"};
+    const auto bounded = [&](const char *name, std::int64_t low, std::int64_t high, std::int64_t fallback) {
+        const QString option = QString::fromLatin1(name);
+        if (!c.parser.isSet(option))
+            return fallback;
+        const std::int64_t v = c.integerOption(option);
+        if (v < low || v > high)
+            throw UsageError{"--" + std::string(name) + " must be " + std::to_string(low) + ".." + std::to_string(high)};
+        return v;
+    };
+    options.index = static_cast<int>(bounded("index", 0, 1'000'000, 0));
+    options.maxMessages = bounded("max-messages", 0, std::numeric_limits<std::int64_t>::max(), 0);
+    options.idleExitMs = bounded("idle-exit-ms", 0, 86'400'000, 0);
+    options.timings.leaseMs = bounded("lease-ms", 100, 3'600'000, options.timings.leaseMs);
+    options.timings.visibilityTimeoutMs = bounded("vt-ms", 100, 3'600'000, options.timings.visibilityTimeoutMs);
+    const std::int64_t seed = bounded("seed", 0, std::numeric_limits<std::int64_t>::max(), 1);
+    const std::string faults = c.parser.isSet(QStringLiteral("faults"))
+                                   ? c.parser.value(QStringLiteral("faults")).toStdString()
+                                   : std::string("none");
+    options.faults = sandbox::FaultPlan::parse(faults, static_cast<std::uint64_t>(seed));
+    options.naive = c.parser.isSet(QStringLiteral("naive"));
+
+    std::signal(SIGTERM, requestWorkerStop);
+    std::signal(SIGINT, requestWorkerStop);
+    // The event stream is the output, with or without --json: one JSON object per line.
+    const auto emit = [](const std::string &line) {
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+    };
+    sandbox::SandboxWorker worker(openLedger(c.ledgerUrl(), nullptr, c.openMode()),
+                                  openQueue(c.ledgerUrl(), nullptr, c.openMode()), options, emit);
+    worker.run(g_stopWorker);
+    return ExitOk;
 }
 
 /// `idempo bench queue`: send, read and delete throughput beside the same raw statements.
@@ -1266,18 +1338,40 @@ std::map<QString, Command> commands()
           {opt("above", "The threshold, e.g. 1000.00, or off.", "AMOUNT"), opt("reason", "Why (required).", "TEXT")},
           cmdFourEyes}},
         {QStringLiteral("sandbox"),
-         {1, "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--faults LIST|all] [--seed S] [--naive]",
-          "Run simulated multi-agent workflows under injected faults on the embedded ledger, with\n"
-          "worker threads on a virtual clock, then check the invariants (exit 65 when one fails).\n"
-          "Scenarios: kyc-onboarding, payment-refund, travel-booking, invoice-email. Namespace\n"
-          "'sandbox' unless --namespace is given. See docs/sandbox.md for faults and rates.",
+         {1,
+          "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--processes] [--faults LIST|all] [--seed S]\n"
+          "              [--naive]",
+          "Run simulated multi-agent workflows under injected faults, then check the invariants (exit 65\n"
+          "when one fails): worker threads on a virtual clock on the embedded ledger, or with --processes\n"
+          "'idempo worker' processes on the real clock, killed with SIGKILL at the crash points and\n"
+          "restarted (any ledger; PostgreSQL is the real thing). Scenarios: kyc-onboarding,\n"
+          "payment-refund, travel-booking, invoice-email. Namespace 'sandbox' unless --namespace is\n"
+          "given. See docs/sandbox.md for faults and rates.",
           {opt("scenario", "A scenario name, or all (default): runs are spread round-robin.", "NAME"),
            opt("runs", "Runs to start (default 100).", "N"),
-           opt("workers", "Worker threads (default 2).", "W"),
+           opt("workers", "Worker threads, or worker processes with --processes (default 2).", "W"),
+           opt("processes", "Run the workers as 'idempo worker' processes and SIGKILL them at crash points."),
            opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
            opt("seed", "Seed of every random choice (default 1): the same seed gives the same report.", "S"),
            opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes.")},
           cmdSandbox}},
+        {QStringLiteral("worker"),
+         {0, "worker [--queue NAME] [--owner ID] [--max-messages N] [--idle-exit-ms MS] [--faults LIST] [--seed S]",
+          "Consume sandbox envelopes from a queue of the ledger until SIGTERM or SIGINT (then finish the\n"
+          "message in hand): claim, act only on 'claimed', record the outcome and send the next step's\n"
+          "message in one transaction, ack last. At a crash point of --faults it prints a 'crash' line\n"
+          "and blocks until killed. stdout is one JSON object per line (events), with or without --json.",
+          {opt("queue", "The queue to consume (default sandbox).", "NAME"),
+           opt("owner", "Lease owner (default host:pid).", "ID"),
+           opt("index", "The worker's number, which picks its clock skew (default 0).", "N"),
+           opt("max-messages", "Stop after this many deliveries (default: no limit).", "N"),
+           opt("idle-exit-ms", "Stop after this many milliseconds without a visible message (default: never).", "MS"),
+           opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
+           opt("seed", "Seed of every fault decision (default 1).", "S"),
+           opt("lease-ms", "Lease length, milliseconds (default 2000).", "MS"),
+           opt("vt-ms", "Visibility timeout of a read, milliseconds (default 2000).", "MS"),
+           opt("naive", "Consume without the idempotency layer.")},
+          cmdWorker}},
         {QStringLiteral("check"),
          {0, "check",
           "Check the sandbox invariants of a namespace ('sandbox' unless --namespace is given) against\n"

@@ -4,6 +4,8 @@
 #include "error.h"
 #include "queueenvelope.h"
 
+#include <thread>
+
 namespace idempo::sandbox {
 
 EngineConsumer::EngineConsumer(SandboxContext &context) : m_ctx(context) {}
@@ -24,7 +26,7 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
     const int delivery = run.steps[static_cast<std::size_t>(a.stepIndex)].deliveries++;
     ++m_ctx.counters().deliveries;
     a.worker = m_ctx.virtualWorker(run, step.stepId, delivery);
-    a.owner = "w" + std::to_string(a.worker);
+    a.owner = m_ctx.owner(a.worker);
 
     ClaimInput claim;
     claim.ns = m_ctx.ns();
@@ -87,7 +89,7 @@ void EngineConsumer::twinPlanner(const Attempt &a, const ClaimInput &claim)
     ++m_ctx.counters().deliveries;
     ++m_ctx.counters().claimOutcomes[static_cast<std::size_t>(result.outcome)];
     timed(slot.queueNs, [&] {
-        return m_ctx.queue().send(SandboxContext::QueueName, a.message.message, {}, m_ctx.timings().twinDelayMs);
+        return m_ctx.queue().send(m_ctx.queueName(), a.message.message, {}, m_ctx.timings().twinDelayMs);
     });
 }
 
@@ -107,10 +109,17 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
         p.afterCall = afterCall;
         p.answer = answer;
         p.decision = decision;
-        m_ctx.park(std::move(p));
+        if (m_ctx.inWorkerProcess()) {
+            // A real process stalls for real, holding what it held, then carries on.
+            timed(m_ctx.slot(a.thread).stalledNs,
+                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
+            resume(a.thread, run, p);
+        } else {
+            m_ctx.park(std::move(p));
+        }
     };
     if (fault == Fault::CrashBeforeDispatch) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(*fault, run, a.stepIndex);
         return;
     }
     const bool pauseAfterCall = m_ctx.plan().uniform(run.runId, stepId + "#pause", 0) >= 0.5;
@@ -119,13 +128,13 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
         return;
     }
     if (fault == Fault::CrashDuringCall && m_ctx.plan().uniform(run.runId, stepId + "#in-flight", 0) < 0.5) {
-        ++m_ctx.counters().crashes; // the request died with the worker before reaching the provider
+        m_ctx.crash(*fault, run, a.stepIndex); // the request died with the worker before reaching the provider
         return;
     }
     std::string decision;
     const ProviderAnswer answer = callProvider(a, decision);
     if (fault == Fault::CrashDuringCall || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok)) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(*fault, run, a.stepIndex);
         return;
     }
     if (fault == Fault::PausedWorker) {
@@ -211,7 +220,7 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
             const std::string message = m_ctx.envelope(run, *next, result, step.agent,
                                                        m_ctx.workerNowMs(a.worker));
             timed(slot.engineNs, [&] {
-                return m_ctx.store().transitionAndSend(complete, SandboxContext::QueueName, message, {});
+                return m_ctx.store().transitionAndSend(complete, m_ctx.queueName(), message, {});
             });
         } else {
             timed(slot.engineNs, [&] { return engine.complete(m_ctx.ns(), a.key, a.token, result.dump(), receipt); });
@@ -225,7 +234,7 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
         return;
     }
     if (crashAfterRecord) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(Fault::CrashAfterRecord, run, a.stepIndex);
         return;
     }
     if (a.stepIndex + 1 == static_cast<int>(run.scenario->steps().size()))
@@ -285,17 +294,17 @@ void EngineConsumer::resume(int thread, RunState &run, const ParkedWorker &parke
 void EngineConsumer::ack(int thread, const QueueMessage &message)
 {
     timed(m_ctx.slot(thread).queueNs,
-          [&] { return m_ctx.queue().deleteMessage(SandboxContext::QueueName, message.msgId); });
+          [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
 }
 
 void EngineConsumer::redeliverAt(int thread, const QueueMessage &message, std::optional<std::int64_t> atMs)
 {
     const std::int64_t now = m_ctx.clock().nowMs();
-    // At least a second: a message must not come back within the same instant of virtual time.
-    const std::int64_t delay = std::max<std::int64_t>(1'000, atMs.value_or(now) - now);
+    // Never at once: a message must not come back within the same instant of virtual time.
+    const std::int64_t delay = std::max<std::int64_t>(m_ctx.timings().minRedeliveryMs, atMs.value_or(now) - now);
     try {
         timed(m_ctx.slot(thread).queueNs,
-              [&] { return m_ctx.queue().setVt(SandboxContext::QueueName, message.msgId, delay); });
+              [&] { return m_ctx.queue().setVt(m_ctx.queueName(), message.msgId, delay); });
     } catch (const Error &e) {
         if (e.code() != ErrorCode::NotFound)
             throw; // gone: another delivery of it settled the step

@@ -123,4 +123,18 @@ nlohmann::json FaultPlan::toJson() const
     return rates;
 }
 
+std::string FaultPlan::toList() const
+{
+    std::string list;
+    for (int i = 0; i < FaultCount; ++i) {
+        if (!enabled(static_cast<Fault>(i)))
+            continue;
+        char rate[32];
+        const auto [end, ec] = std::to_chars(rate, rate + sizeof rate, m_rates[static_cast<std::size_t>(i)]);
+        list += (list.empty() ? "" : ",") + std::string(kNames[static_cast<std::size_t>(i)]) + "="
+                + std::string(rate, ec == std::errc() ? end : rate);
+    }
+    return list.empty() ? std::string("none") : list;
+}
+
 } // namespace idempo::sandbox

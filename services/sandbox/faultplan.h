@@ -64,6 +64,8 @@ public:
 
     /// The enabled faults with their rates, by name.
     nlohmann::json toJson() const;
+    /// The `--faults` list parse() reads back into this plan ("none" when nothing is enabled).
+    std::string toList() const;
 
 private:
     std::uint64_t m_seed;

@@ -2,51 +2,18 @@
 #include "invariantchecker.h"
 
 #include "error.h"
+#include "ledgerstore.h"
 #include "sandboxjournal.h"
 #include "scenario.h"
-#include "sqliteledgerstore.h"
 
 #include <map>
 #include <set>
 #include <unordered_map>
 
-#include <QSqlError>
-#include <QSqlQuery>
-#include <QVariant>
-
 namespace idempo::sandbox {
 namespace {
 
-struct EventRow
-{
-    std::optional<OperationState> from;
-    OperationState to = OperationState::Received;
-    std::int64_t token = 0;
-};
-
-std::unordered_map<std::string, std::vector<EventRow>> readEvents(SqliteLedgerStore &store, const std::string &ns)
-{
-    QSqlQuery q(store.connection().db);
-    q.setForwardOnly(true);
-    q.prepare(QStringLiteral("SELECT o.operation_key, e.from_state, e.to_state, e.fencing_token "
-                             "FROM operation_events e JOIN operations o ON o.id = e.operation_id "
-                             "WHERE o.namespace = ? ORDER BY e.operation_id, e.id"));
-    q.bindValue(0, QString::fromStdString(ns));
-    if (!q.exec())
-        throw Error(ErrorCode::Internal, "read history: " + q.lastError().text().toStdString());
-    std::unordered_map<std::string, std::vector<EventRow>> events;
-    while (q.next()) {
-        EventRow row;
-        if (!q.value(1).isNull())
-            row.from = parseState(q.value(1).toString().toStdString());
-        row.to = parseState(q.value(2).toString().toStdString()).value_or(OperationState::Received);
-        row.token = q.value(3).toLongLong();
-        events[q.value(0).toString().toStdString()].push_back(row);
-    }
-    return events;
-}
-
-std::map<std::string, Operation> readOperations(SqliteLedgerStore &store, const std::string &ns)
+std::map<std::string, Operation> readOperations(LedgerStore &store, const std::string &ns)
 {
     std::map<std::string, Operation> ops;
     ListFilter filter;
@@ -79,15 +46,16 @@ bool settled(OperationState s)
 
 } // namespace
 
-InvariantChecker::InvariantChecker(SqliteLedgerStore &store) : m_store(store) {}
+InvariantChecker::InvariantChecker(LedgerStore &store, SandboxJournal &journal) : m_store(store), m_journal(journal) {}
 
 std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
 {
-    SandboxJournal journal(m_store);
-    const std::vector<RunRecord> runs = journal.runs(ns);
-    const std::vector<Effect> effects = journal.effects(ns);
+    const std::vector<RunRecord> runs = m_journal.runs(ns);
+    const std::vector<Effect> effects = m_journal.effects(ns);
     const std::map<std::string, Operation> ops = readOperations(m_store, ns);
-    const auto events = readEvents(m_store, ns);
+    std::unordered_map<std::string, std::vector<HistoryRow>> events;
+    for (HistoryRow &row : m_journal.history(ns))
+        events[row.operationKey].push_back(std::move(row));
     const std::int64_t now = m_store.nowMs();
 
     std::set<std::string> naiveRuns;
@@ -159,14 +127,15 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
         ++stale.checked;
         int approved = 0;
         std::int64_t newest = 0;
-        for (const EventRow &e : history->second) {
+        for (const HistoryRow &e : history->second) {
             if (e.from == OperationState::AwaitingApproval && e.to == OperationState::Received)
                 ++approved;
-            if (e.token < newest) {
+            if (e.fencingToken < newest) {
                 stale.violations.push_back({key, "a write to " + std::string(stateName(e.to)) + " carried token "
-                                                     + std::to_string(e.token) + " after token " + std::to_string(newest)});
+                                                     + std::to_string(e.fencingToken) + " after token "
+                                                     + std::to_string(newest)});
             }
-            newest = std::max(newest, e.token);
+            newest = std::max(newest, e.fencingToken);
         }
         if (approved > 1)
             approvals.violations.push_back({key, "approved " + std::to_string(approved) + " times"});

@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 namespace idempo {
-class SqliteLedgerStore;
+class LedgerStore;
 }
 
 namespace idempo::sandbox {
+
+class SandboxJournal;
 
 /// One broken promise, naming the business operation (operation key) it concerns.
 struct Violation
@@ -30,8 +32,8 @@ struct InvariantResult
     bool holds() const { return violations.empty(); }
 };
 
-/// Reads a namespace of the embedded ledger and the providers' effect journals kept beside it
-/// (SandboxJournal) and verifies what the sandbox promises:
+/// Reads a namespace of a ledger (embedded or PostgreSQL) and the providers' effect journals kept
+/// beside it (SandboxJournal) and verifies what the sandbox promises:
 /// - at_most_one_effect: no business operation has more than one provider effect;
 /// - receipt_matches_effect: every succeeded protected write has a receipt naming an effect
 ///   the provider performed for that operation;
@@ -48,9 +50,10 @@ struct InvariantResult
 class InvariantChecker final
 {
 public:
-    explicit InvariantChecker(SqliteLedgerStore &store);
+    /// `journal` must be the one in the database of `store`.
+    InvariantChecker(LedgerStore &store, SandboxJournal &journal);
 
-    /// Throws Error(Internal) on storage failure.
+    /// Throws Error(Internal) or Error(LedgerUnavailable) on storage failure.
     std::vector<InvariantResult> check(const std::string &ns);
 
     static bool allHold(const std::vector<InvariantResult> &results);
@@ -63,7 +66,8 @@ public:
     static std::string toText(const std::vector<InvariantResult> &results, std::size_t maxExamples = 20);
 
 private:
-    SqliteLedgerStore &m_store;
+    LedgerStore &m_store;
+    SandboxJournal &m_journal;
 };
 
 } // namespace idempo::sandbox

@@ -4,6 +4,8 @@
 #include "error.h"
 #include "queueenvelope.h"
 
+#include <thread>
+
 namespace idempo::sandbox {
 
 NaiveConsumer::NaiveConsumer(SandboxContext &context) : m_ctx(context) {}
@@ -21,11 +23,11 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
     if (stepIndex == 0 && delivery == 0 && m_ctx.fires(Fault::TwoPlanners, run, 0, 0)) {
         // Nothing tells the second planner the run is under way: it starts it again.
         timed(m_ctx.slot(thread).queueNs, [&] {
-            return m_ctx.queue().send(SandboxContext::QueueName, message.message, {}, m_ctx.timings().twinDelayMs);
+            return m_ctx.queue().send(m_ctx.queueName(), message.message, {}, m_ctx.timings().twinDelayMs);
         });
     }
     if (fault == Fault::CrashBeforeDispatch) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(*fault, run, stepIndex);
         return;
     }
     if (fault == Fault::PausedWorker) {
@@ -35,7 +37,13 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
         p.wakeAtMs = m_ctx.clock().nowMs() + m_ctx.timings().pauseMs;
         p.message = message;
         p.worker = worker;
-        m_ctx.park(std::move(p));
+        if (m_ctx.inWorkerProcess()) {
+            timed(m_ctx.slot(thread).stalledNs,
+                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
+            resume(thread, run, p);
+        } else {
+            m_ctx.park(std::move(p));
+        }
         return;
     }
     perform(thread, run, stepIndex, message, envelope.payload, worker, fault);
@@ -55,7 +63,7 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
     const WorkflowStep &step = run.scenario->steps()[static_cast<std::size_t>(stepIndex)];
     TimeSlot &slot = m_ctx.slot(thread);
     if (fault == Fault::CrashDuringCall && m_ctx.plan().uniform(run.runId, step.stepId + "#in-flight", 0) < 0.5) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(*fault, run, stepIndex);
         return;
     }
     const std::string decision = step.callsModel ? m_ctx.modelDecision(run, stepIndex) : std::string();
@@ -67,18 +75,18 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
     call.rejection = m_ctx.rejectionClass(run, stepIndex);
     const ProviderAnswer answer = m_ctx.provider(step.provider).call(call);
     if (fault == Fault::CrashDuringCall || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok)) {
-        ++m_ctx.counters().crashes;
+        m_ctx.crash(*fault, run, stepIndex);
         return;
     }
     switch (answer.status) {
     case ProviderAnswer::Status::NoAnswer:
         ++m_ctx.counters().retries;
-        redeliverAfter(thread, message, 1'000);
+        redeliverAfter(thread, message, m_ctx.timings().retryBaseMs);
         return;
     case ProviderAnswer::Status::Failed:
         if (answer.errorClass == ErrorClass::Transient || answer.errorClass == ErrorClass::RateLimited) {
             ++m_ctx.counters().retries;
-            redeliverAfter(thread, message, answer.retryAfterMs.value_or(1'000));
+            redeliverAfter(thread, message, answer.retryAfterMs.value_or(m_ctx.timings().retryBaseMs));
             return;
         }
         run.settled = true;
@@ -92,25 +100,25 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
                                               : nlohmann::json{{"effect_id", answer.effectId}};
             const std::string next = m_ctx.envelope(run, steps[static_cast<std::size_t>(stepIndex) + 1], result,
                                                     step.agent, m_ctx.workerNowMs(worker));
-            timed(slot.queueNs, [&] { return m_ctx.queue().send(SandboxContext::QueueName, next, {}, 0); });
+            timed(slot.queueNs, [&] { return m_ctx.queue().send(m_ctx.queueName(), next, {}, 0); });
         } else {
             run.settled = true;
         }
         if (fault == Fault::CrashAfterRecord) {
-            ++m_ctx.counters().crashes;
+            m_ctx.crash(*fault, run, stepIndex);
             return;
         }
         break;
     }
     }
-    timed(slot.queueNs, [&] { return m_ctx.queue().deleteMessage(SandboxContext::QueueName, message.msgId); });
+    timed(slot.queueNs, [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
 }
 
 void NaiveConsumer::redeliverAfter(int thread, const QueueMessage &message, std::int64_t delayMs)
 {
     try {
         timed(m_ctx.slot(thread).queueNs,
-              [&] { return m_ctx.queue().setVt(SandboxContext::QueueName, message.msgId, delayMs); });
+              [&] { return m_ctx.queue().setVt(m_ctx.queueName(), message.msgId, delayMs); });
     } catch (const Error &e) {
         if (e.code() != ErrorCode::NotFound)
             throw; // gone: another delivery of it was acked

@@ -122,7 +122,7 @@ void Reconciler::settle(const Operation &op, Pass &pass)
             nlohmann::json{{"effect_id", found.effectId}, {"provider", provider.name()}}.dump(), "receipt");
         if (next) {
             const std::string message = m_ctx.envelope(*run, *next, result, Actor, now);
-            timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, SandboxContext::QueueName, message, {}); });
+            timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {}); });
         } else {
             timed(engineNs, [&] { return m_ctx.store().transition(move); });
             run->settled = true;
@@ -135,7 +135,7 @@ void Reconciler::settle(const Operation &op, Pass &pass)
     move.to = OperationState::Received;
     move.detail = "reconciled: " + provider.name() + " has no effect for the key; dispatch again";
     const std::string message = m_ctx.envelope(*run, step, nlohmann::json::parse(op.payload), Actor, now);
-    timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, SandboxContext::QueueName, message, {}); });
+    timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {}); });
     ++m_ctx.counters().reconciledNoEffect;
     ++pass.actions;
 }

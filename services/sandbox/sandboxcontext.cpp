@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxcontext.h"
 
+#include "error.h"
 #include "queueenvelope.h"
+#include "sandboxjournal.h"
 
 #include <algorithm>
 
@@ -17,25 +19,87 @@ Engine::Settings engineSettings(const SandboxTimings &timings)
 
 /// Backoff without jitter: the jitter's random source would be shared by every thread, and
 /// the order threads draw from it would make reports differ between equal seeds.
-RetryPolicy steadyPolicy()
+RetryPolicy steadyPolicy(const SandboxTimings &timings)
 {
     RetryPolicy policy;
     policy.jitter = 0.0;
+    policy.baseDelayMs = timings.retryBaseMs;
     return policy;
+}
+
+constexpr const char *CounterNames[] = {"deliveries",        "crashes",          "fenced_writes",
+                                        "retries",           "model_calls",      "model_calls_after_write_boundary",
+                                        "leases_revoked",    "reconciled_found", "reconciled_no_effect",
+                                        "reconciled_to_confirmation"};
+
+/// The scalar counters in the order of CounterNames.
+template <typename C>
+auto scalars(C &c)
+{
+    return std::array{&c.deliveries,    &c.crashes,       &c.fencedWrites,    &c.retries,
+                      &c.modelCalls,    &c.modelCallsAfterBoundary, &c.leasesRevoked, &c.reconciledFound,
+                      &c.reconciledNoEffect, &c.reconciledToConfirmation};
 }
 
 } // namespace
 
-SandboxContext::SandboxContext(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock,
-                               FaultPlan plan, std::string ns, int workers, bool naive)
-    : m_store(std::move(store)), m_clock(std::move(clock)),
-      m_engine(m_store, engineSettings(SandboxTimings{}), steadyPolicy()), m_queue(m_store), m_plan(std::move(plan)),
+nlohmann::json Counters::toJson() const
+{
+    nlohmann::json j = nlohmann::json::object();
+    const auto values = scalars(*this);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        j[CounterNames[i]] = values[i]->load();
+    nlohmann::json outcomes = nlohmann::json::array();
+    for (const auto &v : claimOutcomes)
+        outcomes.push_back(v.load());
+    nlohmann::json fired = nlohmann::json::array();
+    for (const auto &v : faults)
+        fired.push_back(v.load());
+    j["claim_outcomes"] = outcomes;
+    j["faults"] = fired;
+    return j;
+}
+
+void Counters::add(const nlohmann::json &totals)
+{
+    const auto values = scalars(*this);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        *values[i] += totals.at(CounterNames[i]).get<std::int64_t>();
+    for (std::size_t i = 0; i < claimOutcomes.size(); ++i)
+        claimOutcomes[i] += totals.at("claim_outcomes").at(i).get<std::int64_t>();
+    for (std::size_t i = 0; i < faults.size(); ++i)
+        faults[i] += totals.at("faults").at(i).get<std::int64_t>();
+}
+
+SandboxTimings SandboxTimings::realTime()
+{
+    SandboxTimings t;
+    t.leaseMs = 2'000;
+    t.visibilityTimeoutMs = 2'000;
+    t.pauseMs = 3'000;
+    t.reorderDelayMs = 200;
+    t.twinDelayMs = 150;
+    t.confirmationDelayMs = 1'500;
+    t.retryAfterMs = 150;
+    t.retryBaseMs = 100;
+    t.minRedeliveryMs = 100;
+    return t;
+}
+
+SandboxContext::SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
+                               std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers,
+                               bool naive, SandboxTimings timings, std::string queueName)
+    : m_store(std::move(store)), m_queue(std::move(queue)), m_queueName(std::move(queueName)),
+      m_clock(std::move(clock)), m_timings(timings),
+      m_engine(m_store, engineSettings(m_timings), steadyPolicy(m_timings)), m_plan(std::move(plan)),
       m_ns(std::move(ns)), m_workers(workers), m_naive(naive), m_slots(static_cast<std::size_t>(workers) + 1)
 {
     for (const Scenario &scenario : Scenario::all())
         for (const WorkflowStep &step : scenario.steps())
-            m_providers.emplace(step.provider, std::make_unique<SimulatedProvider>(step.provider, step.capabilities,
-                                                                                   step.kind != ToolKind::Read));
+            m_providers.emplace(step.provider,
+                                std::make_unique<SimulatedProvider>(step.provider, step.capabilities,
+                                                                    step.kind != ToolKind::Read,
+                                                                    m_timings.confirmationDelayMs, m_timings.retryAfterMs));
     for (int w = 0; w < workers; ++w) {
         const double u = m_plan.uniform("worker-clock", std::to_string(w), 0);
         m_skewMs.push_back(m_plan.enabled(Fault::ClockSkew)
@@ -44,6 +108,59 @@ SandboxContext::SandboxContext(std::shared_ptr<SqliteLedgerStore> store, std::sh
         if (m_skewMs.back() != 0)
             ++m_counters.faults[static_cast<std::size_t>(Fault::ClockSkew)]; // one per skewed worker
     }
+}
+
+void SandboxContext::setWorkerProcess(WorkerProcess process)
+{
+    // One virtual worker: the process itself, with the clock skew of its index.
+    const double u = m_plan.uniform("worker-clock", std::to_string(process.index), 0);
+    m_skewMs.assign(1, m_plan.enabled(Fault::ClockSkew)
+                           ? static_cast<std::int64_t>((u * 2.0 - 1.0) * static_cast<double>(m_timings.maxSkewMs))
+                           : 0);
+    m_counters.faults[static_cast<std::size_t>(Fault::ClockSkew)] = m_skewMs.front() != 0 ? 1 : 0;
+    m_process = std::move(process);
+}
+
+void SandboxContext::crash(Fault fault, const RunState &run, int stepIndex)
+{
+    ++m_counters.crashes;
+    if (m_process)
+        m_process->crash(fault, run.runId + ":" + run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId);
+}
+
+std::string SandboxContext::owner(int worker) const
+{
+    return m_process ? m_process->owner : "w" + std::to_string(worker);
+}
+
+RunState &SandboxContext::runFor(const std::string &runId)
+{
+    if (RunState *known = run(runId))
+        return *known;
+    for (const Scenario &scenario : Scenario::all()) {
+        if (runId.size() > scenario.runPrefix().size() && runId.compare(0, scenario.runPrefix().size(), scenario.runPrefix()) == 0
+            && runId[scenario.runPrefix().size()] == '-') {
+            addRun(scenario, runId);
+            return m_runs.back();
+        }
+    }
+    throw Error(ErrorCode::InvalidArgument, "run id '" + runId + "' names no sandbox scenario");
+}
+
+bool SandboxContext::deliverable(RunState &run, const QueueMessage &message, std::int64_t &queueNs)
+{
+    const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(message.message));
+    const int stepIndex = run.scenario->stepIndex(envelope.stepId);
+    if (stepIndex < 0)
+        throw Error(ErrorCode::InvalidArgument, "no step '" + envelope.stepId + "' in " + run.scenario->name());
+    const int occasion = run.steps[static_cast<std::size_t>(stepIndex)].scheduled++;
+    if (fires(Fault::DuplicateDelivery, run, stepIndex, occasion))
+        timed(queueNs, [&] { return m_queue->send(m_queueName, message.message, {}, 0); });
+    if (fires(Fault::ReorderedDelivery, run, stepIndex, occasion)) {
+        timed(queueNs, [&] { return m_queue->setVt(m_queueName, message.msgId, m_timings.reorderDelayMs); });
+        return false;
+    }
+    return true;
 }
 
 RunState *SandboxContext::run(const std::string &runId)
@@ -64,6 +181,8 @@ void SandboxContext::addRun(const Scenario &scenario, std::string runId)
 
 int SandboxContext::virtualWorker(const RunState &run, const std::string &stepId, int delivery) const
 {
+    if (m_process)
+        return 0;
     const double u = m_plan.uniform(run.runId, stepId + "#worker", delivery);
     return std::min(m_workers - 1, static_cast<int>(u * m_workers));
 }
@@ -83,6 +202,10 @@ bool SandboxContext::fires(Fault fault, RunState &run, int stepIndex, std::int64
     if (!m_plan.draws(fault, run.runId, stepId, occasion))
         return false;
     step.fired |= bit;
+    // A restarted process forgets what its predecessor opened: the journal remembers.
+    if (m_process && m_process->journal
+        && !m_process->journal->openWindow(m_ns, run.runId + ":" + stepId, FaultPlan::name(fault)))
+        return false;
     ++m_counters.faults[static_cast<std::size_t>(fault)];
     return true;
 }

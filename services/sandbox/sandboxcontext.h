@@ -7,13 +7,12 @@
 #include "messagequeue.h"
 #include "scenario.h"
 #include "simulatedprovider.h"
-#include "sqliteledgerstore.h"
-#include "sqlitemessagequeue.h"
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 namespace idempo::sandbox {
+
+class SandboxJournal;
 
 /// Per step of one run: what happened to it so far. Touched only by the thread that holds the
 /// run in the current round, or by the scheduler between rounds.
@@ -77,6 +78,15 @@ struct Counters
     std::atomic<std::int64_t> reconciledToConfirmation{0};
     std::array<std::atomic<std::int64_t>, 6> claimOutcomes{};
     std::array<std::atomic<std::int64_t>, FaultCount> faults{};
+
+    /// {"deliveries", "crashes", "fenced_writes", "retries", "model_calls",
+    ///  "model_calls_after_write_boundary", "leases_revoked", "reconciled_found",
+    ///  "reconciled_no_effect", "reconciled_to_confirmation", "claim_outcomes": [6],
+    ///  "faults": [FaultCount]}: what a worker process reports to the driver.
+    nlohmann::json toJson() const;
+    /// Adds a toJson() object (a worker process's totals). Throws nlohmann::json::exception
+    /// when a field is missing or not a number.
+    void add(const nlohmann::json &totals);
 };
 
 /// Time one thread spent, nanoseconds; each slot is written by one thread only.
@@ -85,9 +95,11 @@ struct alignas(64) TimeSlot
     std::int64_t engineNs = 0; ///< inside the engine and the ledger store
     std::int64_t queueNs = 0;  ///< inside the message queue
     std::int64_t busyNs = 0;   ///< processing work at all
+    std::int64_t stalledNs = 0; ///< a worker process stalled on purpose (paused-worker), within busyNs
 };
 
-/// Timings (milliseconds of virtual time) the sandbox's workers and queue use.
+/// Timings (milliseconds) the sandbox's workers, providers and queue use: of virtual time in
+/// thread mode, of real time in process mode (realTime()).
 struct SandboxTimings
 {
     std::int64_t leaseMs = 30'000;
@@ -96,21 +108,57 @@ struct SandboxTimings
     std::int64_t reorderDelayMs = 3'000;  ///< how long a held-back message waits
     std::int64_t twinDelayMs = 2'000;     ///< the second planner retries after this
     std::int64_t maxSkewMs = 300'000;     ///< worker clock skew is within ±this
+    std::int64_t confirmationDelayMs = SimulatedProvider::ConfirmationDelayMs;
+    std::int64_t retryAfterMs = SimulatedProvider::RetryAfterMs; ///< a 429's Retry-After
+    std::int64_t retryBaseMs = 1'000;     ///< the first backoff (then ×4, ×16)
+    std::int64_t minRedeliveryMs = 1'000; ///< the shortest wait before a message comes back
+
+    /// The process mode's timings, on the real clock: the same proportions, about fifteen
+    /// times shorter, so that takeovers after a SIGKILL happen within seconds.
+    static SandboxTimings realTime();
+};
+
+/// How a worker process plays the worker-side windows (process mode). Absent in thread mode.
+struct WorkerProcess
+{
+    std::string owner;                  ///< this process's lease owner
+    int index = 0;                      ///< picks its clock skew
+    SandboxJournal *journal = nullptr;  ///< records opened windows, so each opens once across processes
+    /// Announces a crash window and does not return: the driver kills the process there.
+    std::function<void(Fault fault, const std::string &operationKey)> crash;
 };
 
 /// What the scheduler, the consumers and the reconciler share during one sandbox run.
 class SandboxContext final
 {
 public:
-    SandboxContext(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock, FaultPlan plan,
-                   std::string ns, int workers, bool naive);
+    /// `clock` is the one `store` judges time on (or, for PostgreSQL, the same host's clock).
+    SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
+                   std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers, bool naive,
+                   SandboxTimings timings = {}, std::string queueName = DefaultQueueName);
 
-    static constexpr const char *QueueName = "sandbox";
+    /// The queue the sandbox's envelopes travel on unless another is named.
+    static constexpr const char *DefaultQueueName = "sandbox";
+    const std::string &queueName() const { return m_queueName; }
 
-    SqliteLedgerStore &store() { return *m_store; }
+    LedgerStore &store() { return *m_store; }
     Engine &engine() { return m_engine; }
-    SqliteMessageQueue &queue() { return m_queue; }
-    ManualClock &clock() { return *m_clock; }
+    MessageQueue &queue() { return *m_queue; }
+    const Clock &clock() const { return *m_clock; }
+
+    /// Makes this context a worker process's (process mode).
+    void setWorkerProcess(WorkerProcess process);
+    bool inWorkerProcess() const { return m_process.has_value(); }
+    /// The worker dies at `fault`: counted; in a worker process, announced, and never returns.
+    void crash(Fault fault, const RunState &run, int stepIndex);
+    /// The lease owner name of virtual worker `worker` (this process's owner in a worker process).
+    std::string owner(int worker) const;
+    /// The run `runId` names, added on first sight from its run id's scenario prefix (a worker
+    /// process learns runs from the envelopes). Throws Error(InvalidArgument) for an unknown prefix.
+    RunState &runFor(const std::string &runId);
+    /// The delivery faults (duplicate, reordered) for a message just read; false when it is held
+    /// back. Queue time goes to `queueNs`.
+    bool deliverable(RunState &run, const QueueMessage &message, std::int64_t &queueNs);
     const FaultPlan &plan() const { return m_plan; }
     const std::string &ns() const { return m_ns; }
     bool naive() const { return m_naive; }
@@ -162,15 +210,17 @@ public:
     const std::vector<TimeSlot> &slots() const { return m_slots; }
 
 private:
-    std::shared_ptr<SqliteLedgerStore> m_store;
-    std::shared_ptr<ManualClock> m_clock;
+    std::shared_ptr<LedgerStore> m_store;
+    std::shared_ptr<MessageQueue> m_queue;
+    std::string m_queueName;
+    std::shared_ptr<const Clock> m_clock;
+    SandboxTimings m_timings;
     Engine m_engine;
-    SqliteMessageQueue m_queue;
     FaultPlan m_plan;
     std::string m_ns;
     int m_workers;
     bool m_naive;
-    SandboxTimings m_timings;
+    std::optional<WorkerProcess> m_process;
     Counters m_counters;
     std::map<std::string, std::unique_ptr<SimulatedProvider>> m_providers;
     std::vector<RunState> m_runs;

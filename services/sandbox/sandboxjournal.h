@@ -2,17 +2,22 @@
 #pragma once
 
 #include "simulatedprovider.h"
+#include "vocabulary.h"
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace idempo {
-class SqliteLedgerStore;
+class LedgerStore;
 }
 
 namespace idempo::sandbox {
 
-/// A run the sandbox started, as recorded in the ledger file.
+/// A run the sandbox started, as recorded beside the ledger.
 struct RunRecord
 {
     std::string ns;
@@ -21,28 +26,67 @@ struct RunRecord
     bool naive = false; ///< run by the consumer without an idempotency layer
 };
 
-/// The sandbox's own tables in the embedded ledger file (`sandbox_runs`, `sandbox_effects`),
-/// so that `idempo check` in another process reads the providers' effect journals beside the
-/// ledger. Created on first use; the engine's schema is not touched. Throws Error(Internal)
-/// on storage failure.
-class SandboxJournal final
+/// One event of an operation's history, as the invariant checker reads it.
+struct HistoryRow
+{
+    std::string operationKey;
+    std::optional<OperationState> from;
+    OperationState to = OperationState::Received;
+    std::int64_t fencingToken = 0;
+};
+
+/// What SandboxJournal::perform() did.
+struct Performed
+{
+    Effect effect;             ///< the new effect, or the original one a repeated key was answered with
+    bool deduplicated = false; ///< a provider that dedupes by key had seen the key: nothing new happened
+};
+
+/// The sandbox's own tables in the ledger's database, beside the engine's (whose schema is not
+/// touched): `sandbox_runs` (the runs started), `sandbox_effects` (the providers' effect
+/// journals), `sandbox_effect_keys` (the keys a deduplicating provider has seen, one row per
+/// (namespace, provider, key): its primary key is the dedupe) and `sandbox_fault_windows`
+/// (the fault windows opened, one row per (namespace, operation key, fault)). Because an
+/// effect is the provider's own commit to these tables, deduplication and lookup by key hold
+/// across worker processes and across SIGKILLs, and `idempo check` in another process reads
+/// what the providers did. Two implementations: the embedded SQLite file and PostgreSQL, both
+/// with bound parameters only. Safe to call from many threads when the store is (each thread
+/// uses the store's connection for that thread). Every method throws Error(Internal) or
+/// Error(LedgerUnavailable) on storage failure.
+class SandboxJournal
 {
 public:
-    explicit SandboxJournal(SqliteLedgerStore &store);
+    virtual ~SandboxJournal() = default;
 
-    void createTables();
-    void addRuns(const std::vector<RunRecord> &runs);
-    void addEffects(const std::vector<Effect> &effects);
+    /// The journal in the database of `store` (a SqliteLedgerStore or a PostgresLedgerStore),
+    /// which must outlive it. Throws Error(InvalidArgument) for any other store.
+    static std::unique_ptr<SandboxJournal> open(LedgerStore &store);
+
+    /// Creates the tables if missing; safe while other processes do the same.
+    virtual void createTables() = 0;
+    virtual void addRuns(const std::vector<RunRecord> &runs) = 0;
+    /// Appends effects performed in memory (the thread mode's providers), ids as given.
+    virtual void addEffects(const std::vector<Effect> &effects) = 0;
+
+    /// Performs `proposed` as the provider's own commit: with `dedupe` and a received key the
+    /// provider has seen, answers with the original effect and writes nothing; otherwise
+    /// journals a new effect whose id is "<provider>/<operation key>/<n>", n counting the
+    /// operation's effects from 1.
+    virtual Performed perform(const Effect &proposed, bool dedupe) = 0;
+    /// The first effect `provider` journaled for `receivedKey` in `ns`, if any.
+    virtual std::optional<Effect> lookup(const std::string &ns, const std::string &provider,
+                                         const std::string &receivedKey) = 0;
+    /// Records that the window `fault` opened for the operation; false when it had opened there
+    /// before (in this process or another), so that each window opens at most once per operation.
+    virtual bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) = 0;
 
     /// True when `ns` already holds sandbox runs (tables absent count as empty).
-    bool hasRuns(const std::string &ns);
-    std::vector<RunRecord> runs(const std::string &ns);
-    std::vector<Effect> effects(const std::string &ns);
-
-private:
-    bool tablesExist();
-
-    SqliteLedgerStore &m_store;
+    virtual bool hasRuns(const std::string &ns) = 0;
+    virtual std::vector<RunRecord> runs(const std::string &ns) = 0;
+    /// Every effect of `ns`, ordered by operation key and effect id.
+    virtual std::vector<Effect> effects(const std::string &ns) = 0;
+    /// The history of every operation of `ns` in the engine's tables, per operation oldest first.
+    virtual std::vector<HistoryRow> history(const std::string &ns) = 0;
 };
 
 } // namespace idempo::sandbox

@@ -3,21 +3,20 @@
 
 #include "engineconsumer.h"
 #include "error.h"
-#include "invariantchecker.h"
 #include "ledgerfactory.h"
 #include "naiveconsumer.h"
 #include "queueenvelope.h"
 #include "reconciler.h"
 #include "sandboxcontext.h"
 #include "sandboxjournal.h"
+#include "sandboxreport.h"
+#include "sqliteledgerstore.h"
+#include "sqlitemessagequeue.h"
 #include "workerpool.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-
-#include <QSqlQuery>
-#include <QVariant>
 
 namespace idempo::sandbox {
 namespace {
@@ -48,21 +47,6 @@ std::string runNumber(int i)
     return buffer;
 }
 
-nlohmann::json statesOf(SqliteLedgerStore &store, const std::string &ns)
-{
-    nlohmann::json states = nlohmann::json::object();
-    for (int i = 0; i < OperationStateCount; ++i)
-        states[std::string(stateName(static_cast<OperationState>(i)))] = 0;
-    QSqlQuery q(store.connection().db);
-    q.prepare(QStringLiteral("SELECT state, count(*) FROM operations WHERE namespace = ? GROUP BY state"));
-    q.bindValue(0, QString::fromStdString(ns));
-    if (!q.exec())
-        throw Error(ErrorCode::Internal, "count operations by state");
-    while (q.next())
-        states[q.value(0).toString().toStdString()] = q.value(1).toLongLong();
-    return states;
-}
-
 } // namespace
 
 SandboxRunner::SandboxRunner(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock,
@@ -89,22 +73,23 @@ nlohmann::json SandboxRunner::run()
     const SandboxOptions &o = m_options;
     if (o.scenarios.empty() || o.runs < 1 || o.workers < 1)
         throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs >= 1 and workers >= 1");
-    SandboxJournal journal(*m_store);
-    journal.createTables();
+    const auto journal = SandboxJournal::open(*m_store);
+    journal->createTables();
     ListFilter anyOperation;
     anyOperation.ns = o.ns;
     anyOperation.limit = 1;
-    if (journal.hasRuns(o.ns) || !m_store->list(anyOperation).empty()) {
+    if (journal->hasRuns(o.ns) || !m_store->list(anyOperation).empty()) {
         throw Error(ErrorCode::InvalidArgument, "namespace '" + o.ns + "' of " + m_store->describe()
                                                     + " already holds operations or sandbox runs; use a fresh "
                                                       "--ledger or another --namespace");
     }
 
-    SandboxContext ctx(m_store, m_clock, o.faults, o.ns, o.workers, o.naive);
+    SandboxContext ctx(m_store, std::make_shared<SqliteMessageQueue>(m_store), m_clock, o.faults, o.ns, o.workers,
+                       o.naive);
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
-    ctx.queue().createQueue(SandboxContext::QueueName, queueOptions);
-    if (ctx.queue().metrics(SandboxContext::QueueName).length > 0)
+    ctx.queue().createQueue(ctx.queueName(), queueOptions);
+    if (ctx.queue().metrics(ctx.queueName()).length > 0)
         throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
 
     std::vector<RunRecord> records;
@@ -114,14 +99,14 @@ nlohmann::json SandboxRunner::run()
         records.push_back({o.ns, runId, scenario.name(), o.naive});
         ctx.addRun(scenario, std::move(runId));
     }
-    journal.addRuns(records);
+    journal->addRuns(records);
     const std::int64_t startMs = m_clock->nowMs();
     TimeSlot &schedulerSlot = ctx.slot(o.workers);
     for (RunState &run : ctx.runs()) {
         const WorkflowStep &first = run.scenario->steps().front();
         const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner",
                                                  ctx.workerNowMs(0));
-        timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(SandboxContext::QueueName, message, {}, 0); });
+        timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
     }
 
     WorkerPool pool(o.workers);
@@ -135,23 +120,15 @@ nlohmann::json SandboxRunner::run()
         std::vector<WorkItem> items;
         for (;;) {
             const auto batch = timed(schedulerSlot.queueNs, [&] {
-                return ctx.queue().read(SandboxContext::QueueName, ctx.timings().visibilityTimeoutMs, 1000);
+                return ctx.queue().read(ctx.queueName(), ctx.timings().visibilityTimeoutMs, 1000);
             });
             for (const QueueMessage &m : batch) {
                 const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(m.message));
                 RunState *run = ctx.run(envelope.runId);
                 if (!run)
                     throw Error(ErrorCode::Internal, "the sandbox queue delivered a message of unknown run " + envelope.runId);
-                const int stepIndex = run->scenario->stepIndex(envelope.stepId);
-                const int occasion = run->steps[static_cast<std::size_t>(stepIndex)].scheduled++;
-                if (ctx.fires(Fault::DuplicateDelivery, *run, stepIndex, occasion))
-                    timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(SandboxContext::QueueName, m.message, {}, 0); });
-                if (ctx.fires(Fault::ReorderedDelivery, *run, stepIndex, occasion)) {
-                    timed(schedulerSlot.queueNs, [&] {
-                        return ctx.queue().setVt(SandboxContext::QueueName, m.msgId, ctx.timings().reorderDelayMs);
-                    });
+                if (!ctx.deliverable(*run, m, schedulerSlot.queueNs))
                     continue;
-                }
                 items.push_back({ctx.runIndex(*run), false, m.msgId, m, {}});
             }
             if (batch.size() < 1000)
@@ -189,7 +166,7 @@ nlohmann::json SandboxRunner::run()
         waitNs += nanosSince(waitStart);
 
         for (auto &[name, provider] : ctx.providers())
-            journal.addEffects(provider->takeNewEffects());
+            journal->addEffects(provider->takeNewEffects());
         const Reconciler::Pass pass = o.naive ? Reconciler::Pass{} : reconciler.run();
 
         if (o.progress) {
@@ -204,7 +181,7 @@ nlohmann::json SandboxRunner::run()
         const bool progressed = !items.empty() || pass.actions > 0;
         if (progressed && ++roundsThisInstant < MaxRoundsPerInstant)
             continue;
-        if (!progressed && ctx.queue().metrics(SandboxContext::QueueName).length == 0 && !ctx.hasParked()
+        if (!progressed && ctx.queue().metrics(ctx.queueName()).length == 0 && !ctx.hasParked()
             && pass.waiting == 0)
             break;
         if (now - startMs >= o.maxVirtualMs)
@@ -213,118 +190,26 @@ nlohmann::json SandboxRunner::run()
         roundsThisInstant = 0;
     }
 
-    const std::vector<InvariantResult> invariants = InvariantChecker(*m_store).check(o.ns);
-    std::int64_t duplicateEffects = 0;
-    {
-        std::map<std::string, int> perOperation;
-        for (const Effect &e : journal.effects(o.ns))
-            if (++perOperation[e.operationKey] > 1)
-                ++duplicateEffects;
-    }
-    const Counters &c = ctx.counters();
-    const auto outcome = [&](ClaimOutcome k) { return c.claimOutcomes[static_cast<std::size_t>(k)].load(); };
-    nlohmann::json effects = nlohmann::json::object();
     std::int64_t deduplicated = 0;
-    for (auto &[name, provider] : ctx.providers()) {
-        if (provider->effectCount() > 0)
-            effects[name] = provider->effectCount();
+    for (auto &[name, provider] : ctx.providers())
         deduplicated += provider->deduplicatedCount();
-    }
-    nlohmann::json injected = nlohmann::json::object();
-    for (int i = 0; i < FaultCount; ++i)
-        if (o.faults.enabled(static_cast<Fault>(i)))
-            injected[std::string(FaultPlan::name(static_cast<Fault>(i)))] = c.faults[static_cast<std::size_t>(i)].load();
-    const nlohmann::json states = statesOf(*m_store, o.ns);
-
-    const std::int64_t wallNs = nanosSince(wallStart);
-    std::int64_t engineNs = 0;
-    std::int64_t queueNs = 0;
-    std::int64_t busyNs = wallNs - waitNs; // the scheduler's own share
+    SandboxTiming timing;
+    timing.wallNs = nanosSince(wallStart);
+    timing.busyNs = timing.wallNs - waitNs; // the scheduler's own share
     for (const TimeSlot &slot : ctx.slots()) {
-        engineNs += slot.engineNs;
-        queueNs += slot.queueNs;
-        busyNs += slot.busyNs;
+        timing.engineNs += slot.engineNs;
+        timing.queueNs += slot.queueNs;
+        timing.busyNs += slot.busyNs;
     }
-    const double wallS = static_cast<double>(wallNs) / 1e9;
-    return {
-        {"scenario", o.scenarioLabel},
-        {"mode", o.naive ? "naive" : "engine"},
-        {"seed", o.faults.seed()},
-        {"runs", o.runs},
-        {"workers", o.workers},
-        {"faults", o.faults.toJson()},
-        {"faults_injected", injected},
-        {"deliveries", c.deliveries.load()},
-        {"duplicates_suppressed",
-         {{"replayed", outcome(ClaimOutcome::Replayed)},
-          {"in_progress", outcome(ClaimOutcome::InProgress)},
-          {"retry_later", outcome(ClaimOutcome::RetryLater)},
-          {"reconcile_required", outcome(ClaimOutcome::ReconcileRequired)},
-          {"payload_mismatch", outcome(ClaimOutcome::PayloadMismatch)},
-          {"provider_dedupe", deduplicated}}},
-        {"retries", c.retries.load()},
-        {"crashes", c.crashes.load()},
-        {"fenced_writes", c.fencedWrites.load()},
-        {"reconciliations",
-         {{"leases_revoked", c.leasesRevoked.load()},
-          {"effect_found", c.reconciledFound.load()},
-          {"no_effect_dispatched_again", c.reconciledNoEffect.load()},
-          {"to_confirmation_required", c.reconciledToConfirmation.load()}}},
-        {"model_calls", c.modelCalls.load()},
-        {"model_calls_after_write_boundary", c.modelCallsAfterBoundary.load()},
-        {"approvals_pending", states.value("awaiting_approval", 0)},
-        {"confirmations_pending", states.value("confirmation_required", 0)},
-        {"states", states},
-        {"provider_effects", effects},
-        {"duplicate_effects", duplicateEffects},
-        {"dead_letters", ctx.queue().metrics(std::string(SandboxContext::QueueName) + "_dlq").length},
-        {"virtual_seconds", (m_clock->nowMs() - startMs) / 1000},
-        {"invariants", InvariantChecker::toJson(invariants)},
-        {"timing",
-         {{"wall_s", wallS},
-          {"runs_per_s", static_cast<double>(o.runs) / std::max(wallS, 1e-9)},
-          {"engine_s", static_cast<double>(engineNs) / 1e9},
-          {"queue_s", static_cast<double>(queueNs) / 1e9},
-          {"busy_s", static_cast<double>(busyNs) / 1e9},
-          {"engine_share", busyNs > 0 ? static_cast<double>(engineNs) / static_cast<double>(busyNs) : 0.0}}},
-    };
+    nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
+    report["virtual_seconds"] = (m_clock->nowMs() - startMs) / 1000;
+    return report;
 }
 
-std::string SandboxRunner::reportText(const nlohmann::json &r)
+std::string SandboxRunner::reportText(const nlohmann::json &report)
 {
-    const auto n = [](const nlohmann::json &v) { return v.dump(); };
-    std::string s = "sandbox " + r.at("mode").get<std::string>() + " run: " + r.at("scenario").get<std::string>()
-                    + ", " + n(r.at("runs")) + " runs, " + n(r.at("workers")) + " workers, seed " + n(r.at("seed"))
-                    + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
-    s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
-    s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
-         + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes")) + ", virtual time "
-         + n(r.at("virtual_seconds")) + " s\n";
-    s += "  duplicates suppressed: " + r.at("duplicates_suppressed").dump() + '\n';
-    s += "  reconciliations: " + r.at("reconciliations").dump() + '\n';
-    s += "  model calls " + n(r.at("model_calls")) + " (after the write boundary: "
-         + n(r.at("model_calls_after_write_boundary")) + ")\n";
-    s += "  approvals pending " + n(r.at("approvals_pending")) + ", confirmations pending "
-         + n(r.at("confirmations_pending")) + ", dead letters " + n(r.at("dead_letters")) + '\n';
-    s += "  states: " + r.at("states").dump() + '\n';
-    s += "  provider effects: " + r.at("provider_effects").dump() + ", duplicate effects "
-         + n(r.at("duplicate_effects")) + '\n';
-    const nlohmann::json &t = r.at("timing");
-    char timing[160];
-    std::snprintf(timing, sizeof timing, "  %.2f s wall, %.0f runs/s, engine %.0f%% of the work\n",
-                  t.at("wall_s").get<double>(), t.at("runs_per_s").get<double>(),
-                  100.0 * t.at("engine_share").get<double>());
-    s += timing;
-    s += std::string("  invariants: ") + (r.at("invariants").at("ok").get<bool>() ? "all hold" : "VIOLATED") + '\n';
-    for (const nlohmann::json &i : r.at("invariants").at("invariants")) {
-        s += std::string(i.at("ok").get<bool>() ? "    ok    " : "    FAIL  ") + i.at("name").get<std::string>() + " ("
-             + n(i.at("checked")) + " checked, " + n(i.at("violations")) + " violations)\n";
-        for (const nlohmann::json &e : i.at("examples"))
-            s += "            " + e.at("operation").get<std::string>() + ": " + e.at("message").get<std::string>() + '\n';
-    }
-    if (!s.empty())
-        s.pop_back();
-    return s;
+    return sandboxReportText(report);
 }
+
 
 } // namespace idempo::sandbox

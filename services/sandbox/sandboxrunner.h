@@ -28,7 +28,10 @@ struct SandboxProgress
     int runs = 0;
     int settled = 0;              ///< runs whose last operation settled (or that ended early)
     std::int64_t deliveries = 0;
-    std::int64_t virtualMs = 0;   ///< virtual time elapsed, milliseconds
+    std::int64_t virtualMs = 0;   ///< virtual time elapsed, milliseconds (wall time in process mode)
+    bool realTime = false;        ///< process mode: `queued` and `kills` instead of `settled` and `deliveries`
+    std::int64_t queued = 0;      ///< messages in the queue, visible or not (process mode)
+    std::int64_t kills = 0;       ///< SIGKILLs sent so far (process mode)
 };
 
 /// What to run.
@@ -37,7 +40,7 @@ struct SandboxOptions
     std::vector<const Scenario *> scenarios; ///< runs are spread over these round-robin
     std::string scenarioLabel;               ///< "all" or the scenario's name, for the report
     int runs = 100;
-    int workers = 2;                         ///< worker threads (and virtual workers w0..w(N-1))
+    int workers = 2;                         ///< worker threads (and virtual workers w0..w(N-1)), or processes
     FaultPlan faults;
     bool naive = false;                      ///< the consumer without an idempotency layer
     std::string ns = "sandbox";

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "simulatedprovider.h"
 
+#include "sandboxjournal.h"
+
 #include <utility>
 
 namespace idempo::sandbox {
 
-SimulatedProvider::SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects)
-    : m_name(std::move(name)), m_capabilities(capabilities), m_performsEffects(performsEffects)
+SimulatedProvider::SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects,
+                                     std::int64_t confirmationDelayMs, std::int64_t retryAfterMs)
+    : m_name(std::move(name)), m_capabilities(capabilities), m_performsEffects(performsEffects),
+      m_confirmationDelayMs(confirmationDelayMs), m_retryAfterMs(retryAfterMs)
 {
 }
 
@@ -22,7 +26,7 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
     if (call.fault == Fault::Provider429) {
         answer.status = ProviderAnswer::Status::Failed;
         answer.errorClass = ErrorClass::RateLimited;
-        answer.retryAfterMs = RetryAfterMs;
+        answer.retryAfterMs = m_retryAfterMs;
         answer.detail = m_name + ": 429 too many requests";
         return answer;
     }
@@ -33,7 +37,22 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
         return answer;
     }
 
-    if (m_performsEffects) {
+    if (m_performsEffects && m_journal) {
+        const bool keyed = m_capabilities.acceptsKey && !call.key.empty();
+        Effect e;
+        e.ns = call.ns;
+        e.provider = m_name;
+        e.operationKey = call.operationKey;
+        e.receivedKey = keyed ? call.key : std::string();
+        e.fencingToken = keyed ? call.fencingToken : 0;
+        e.atMs = call.nowMs;
+        e.confirmedAtMs = call.fault == Fault::DelayedConfirmation ? call.nowMs + m_confirmationDelayMs : call.nowMs;
+        const Performed performed = m_journal->perform(e, m_capabilities.dedupeByKey);
+        answer.effectId = performed.effect.effectId;
+        answer.deduplicated = performed.deduplicated;
+        std::lock_guard lock(m_mutex);
+        ++(performed.deduplicated ? m_deduplicated : m_effects);
+    } else if (m_performsEffects) {
         std::lock_guard lock(m_mutex);
         const bool keyed = m_capabilities.acceptsKey && !call.key.empty();
         const auto seen = keyed ? m_byKey.find(call.key) : m_byKey.end();
@@ -53,7 +72,7 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
             e.fencingToken = keyed ? call.fencingToken : 0;
             e.effectId = m_name + "/" + call.operationKey + "/" + std::to_string(n);
             e.atMs = call.nowMs;
-            e.confirmedAtMs = call.fault == Fault::DelayedConfirmation ? call.nowMs + ConfirmationDelayMs : call.nowMs;
+            e.confirmedAtMs = call.fault == Fault::DelayedConfirmation ? call.nowMs + m_confirmationDelayMs : call.nowMs;
             if (keyed)
                 m_byKey[call.key] = e;
             m_unsaved.push_back(e);
@@ -73,6 +92,16 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
 
 LookupAnswer SimulatedProvider::lookup(const std::string &key, std::int64_t nowMs)
 {
+    if (m_journal) {
+        if (!m_capabilities.lookupByKey)
+            return {};
+        const std::optional<Effect> found = m_journal->lookup(m_ns, m_name, key);
+        if (!found)
+            return {};
+        if (found->confirmedAtMs > nowMs)
+            return {LookupAnswer::Status::Pending, {}};
+        return {LookupAnswer::Status::Found, found->effectId};
+    }
     std::lock_guard lock(m_mutex);
     const auto found = m_byKey.find(key);
     if (!m_capabilities.lookupByKey || found == m_byKey.end())

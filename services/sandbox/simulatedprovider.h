@@ -13,6 +13,8 @@
 
 namespace idempo::sandbox {
 
+class SandboxJournal;
+
 /// One effect a provider performed: an account opened, a refund paid, a seat booked, a mail
 /// sent. Times are milliseconds on the sandbox's clock.
 struct Effect
@@ -65,18 +67,30 @@ struct LookupAnswer
     std::string effectId;
 };
 
-/// An in-process provider with an effect journal, capability flags and scripted faults. Write
-/// providers journal every effect they perform; read providers (extraction, the model) have no
-/// effects to journal. Safe to call from many threads.
+/// A provider with an effect journal, capability flags and scripted faults. Write providers
+/// journal every effect they perform; read providers (extraction, the model) have no effects to
+/// journal. The journal is in memory (the thread mode saves it to the ledger between rounds) or,
+/// once setJournal() is called, the ledger's own `sandbox_effects` table: then every effect is
+/// the provider's commit there, and dedupe and lookup by key see what every worker process did.
+/// Safe to call from many threads.
 class SimulatedProvider final
 {
 public:
-    /// How long a delayed confirmation takes, milliseconds.
+    /// How long a delayed confirmation takes by default, milliseconds.
     static constexpr std::int64_t ConfirmationDelayMs = 20'000;
-    /// The Retry-After a 429 carries, milliseconds.
+    /// The Retry-After a 429 carries by default, milliseconds.
     static constexpr std::int64_t RetryAfterMs = 2'000;
 
-    SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects);
+    SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects,
+                      std::int64_t confirmationDelayMs = ConfirmationDelayMs, std::int64_t retryAfterMs = RetryAfterMs);
+
+    /// Journals effects in `journal` (which must outlive the provider) instead of in memory;
+    /// lookup() then reads the effects of namespace `ns` there.
+    void setJournal(SandboxJournal *journal, std::string ns)
+    {
+        m_journal = journal;
+        m_ns = std::move(ns);
+    }
 
     const std::string &name() const { return m_name; }
     const ProviderCapabilities &capabilities() const { return m_capabilities; }
@@ -89,7 +103,7 @@ public:
     /// Looks up the effect performed for `key` (providers with lookupByKey only).
     LookupAnswer lookup(const std::string &key, std::int64_t nowMs);
 
-    /// The effects performed since the last call, in the order they happened.
+    /// The effects performed in memory since the last call, in the order they happened.
     std::vector<Effect> takeNewEffects();
 
     std::int64_t effectCount();
@@ -99,6 +113,10 @@ private:
     std::string m_name;
     ProviderCapabilities m_capabilities;
     bool m_performsEffects;
+    std::int64_t m_confirmationDelayMs;
+    std::int64_t m_retryAfterMs;
+    SandboxJournal *m_journal = nullptr;
+    std::string m_ns;
     std::mutex m_mutex;
     std::unordered_map<std::string, Effect> m_byKey;          ///< by received key
     std::unordered_map<std::string, int> m_effectsPerOperation; ///< numbers effect ids per business operation

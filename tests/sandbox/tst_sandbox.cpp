@@ -256,13 +256,13 @@ private Q_SLOTS:
     {
         SandboxLedger ledger;
         QVERIFY(ledger.run("travel-booking", "none", 2, 9).at("invariants").at("ok").get<bool>());
-        InvariantChecker checker(*ledger.store);
-        SandboxJournal journal(*ledger.store);
-        const std::vector<Effect> effects = journal.effects("sandbox");
+        const auto journal = SandboxJournal::open(*ledger.store);
+        InvariantChecker checker(*ledger.store, *journal);
+        const std::vector<Effect> effects = journal->effects("sandbox");
         QCOMPARE(effects.size(), std::size_t(2));
         Effect again = effects.front();
         again.effectId += "-again";
-        journal.addEffects({again});
+        journal->addEffects({again});
         const auto results = checker.check("sandbox");
         QVERIFY(!InvariantChecker::allHold(results));
         QCOMPARE(results.at(0).name, std::string("at_most_one_effect"));

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "postgressandboxjournal.h"
+
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
+
+namespace idempo::sandbox {
+namespace {
+
+constexpr const char *CreateSql[] = {
+    "CREATE TABLE IF NOT EXISTS sandbox_runs (namespace text COLLATE \"C\" NOT NULL, run_id text COLLATE \"C\" NOT NULL, "
+    "scenario text NOT NULL, naive boolean NOT NULL, PRIMARY KEY (namespace, run_id))",
+    "CREATE TABLE IF NOT EXISTS sandbox_effects (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+    "namespace text COLLATE \"C\" NOT NULL, provider text NOT NULL, operation_key text COLLATE \"C\" NOT NULL, "
+    "received_key text COLLATE \"C\" NOT NULL, fencing_token bigint NOT NULL, effect_id text COLLATE \"C\" NOT NULL, "
+    "at_ms bigint NOT NULL, confirmed_at_ms bigint NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS sandbox_effects_operation ON sandbox_effects (namespace, operation_key)",
+    "CREATE INDEX IF NOT EXISTS sandbox_effects_received ON sandbox_effects (namespace, provider, received_key)",
+    "CREATE TABLE IF NOT EXISTS sandbox_effect_keys (namespace text COLLATE \"C\" NOT NULL, provider text NOT NULL, "
+    "received_key text COLLATE \"C\" NOT NULL, effect_id text COLLATE \"C\" NOT NULL, "
+    "PRIMARY KEY (namespace, provider, received_key))",
+    "CREATE TABLE IF NOT EXISTS sandbox_fault_windows (namespace text COLLATE \"C\" NOT NULL, "
+    "operation_key text COLLATE \"C\" NOT NULL, fault text NOT NULL, PRIMARY KEY (namespace, operation_key, fault))",
+};
+
+constexpr std::string_view EffectColumns =
+    "e.provider, e.operation_key, e.received_key, e.fencing_token, e.effect_id, e.at_ms, e.confirmed_at_ms";
+
+constexpr std::string_view InsertEffectSql =
+    "INSERT INTO sandbox_effects (namespace, provider, operation_key, received_key, fencing_token, effect_id, at_ms, "
+    "confirmed_at_ms) VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8::bigint)";
+
+/// A unit separator between namespace and key: neither can hold it ambiguously in a lock name.
+std::string lockName(const std::string &ns, const std::string &key) { return ns + '\x1f' + key; }
+
+Effect effectFrom(const PgResult &r, int row, const std::string &ns)
+{
+    Effect e;
+    e.ns = ns;
+    e.provider = r.text(row, 0);
+    e.operationKey = r.text(row, 1);
+    e.receivedKey = r.text(row, 2);
+    e.fencingToken = r.integer(row, 3);
+    e.effectId = r.text(row, 4);
+    e.atMs = r.integer(row, 5);
+    e.confirmedAtMs = r.integer(row, 6);
+    return e;
+}
+
+PgParams effectParams(const Effect &e)
+{
+    PgParams p;
+    p.text(e.ns).text(e.provider).text(e.operationKey).text(e.receivedKey).integer(e.fencingToken).text(e.effectId)
+        .integer(e.atMs).integer(e.confirmedAtMs);
+    return p;
+}
+
+} // namespace
+
+PostgresSandboxJournal::PostgresSandboxJournal(PostgresLedgerStore &store) : m_store(store) {}
+
+void PostgresSandboxJournal::createTables()
+{
+    PgConnection &c = m_store.connection();
+    PgTransaction tx(c);
+    // CREATE … IF NOT EXISTS races with itself in PostgreSQL: workers starting together take turns.
+    c.exec("lock the sandbox tables' creation", "SELECT pg_advisory_xact_lock(hashtext('idempo-sandbox-tables'))");
+    for (const char *sql : CreateSql)
+        c.exec("create the sandbox tables", sql);
+    tx.commit();
+}
+
+bool PostgresSandboxJournal::tablesExist()
+{
+    const PgResult r = m_store.connection().execPrepared(
+        "look for sandbox tables", "sandbox_tables",
+        "SELECT to_regclass('sandbox_runs') IS NOT NULL AND to_regclass('sandbox_effects') IS NOT NULL", {});
+    return r.text(0, 0) == "t";
+}
+
+void PostgresSandboxJournal::addRuns(const std::vector<RunRecord> &runs)
+{
+    PgConnection &c = m_store.connection();
+    PgTransaction tx(c);
+    for (const RunRecord &r : runs) {
+        PgParams p;
+        p.text(r.ns).text(r.runId).text(r.scenario).boolean(r.naive);
+        c.execPrepared("record sandbox run", "sandbox_add_run",
+                       "INSERT INTO sandbox_runs (namespace, run_id, scenario, naive) VALUES ($1, $2, $3, $4::boolean)", p);
+    }
+    tx.commit();
+}
+
+void PostgresSandboxJournal::addEffects(const std::vector<Effect> &effects)
+{
+    if (effects.empty())
+        return;
+    PgConnection &c = m_store.connection();
+    PgTransaction tx(c);
+    for (const Effect &e : effects)
+        c.execPrepared("record provider effect", "sandbox_add_effect", InsertEffectSql, effectParams(e));
+    tx.commit();
+}
+
+Performed PostgresSandboxJournal::perform(const Effect &proposed, bool dedupe)
+{
+    PgConnection &c = m_store.connection();
+    PgTransaction tx(c);
+    PgParams lock;
+    lock.text(lockName(proposed.ns, proposed.operationKey));
+    c.execPrepared("lock the operation's effects", "sandbox_effect_lock",
+                   "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lock);
+    PgParams op;
+    op.text(proposed.ns).text(proposed.operationKey);
+    const PgResult count = c.execPrepared(
+        "count an operation's effects", "sandbox_effect_count",
+        "SELECT count(*) FROM sandbox_effects WHERE namespace = $1 AND operation_key = $2", op);
+    Effect e = proposed;
+    e.effectId = e.provider + "/" + e.operationKey + "/" + std::to_string(count.integer(0, 0) + 1);
+    if (dedupe && !e.receivedKey.empty()) {
+        PgParams key;
+        key.text(e.ns).text(e.provider).text(e.receivedKey).text(e.effectId);
+        // The primary key is the dedupe: a key seen before inserts nothing, and the original
+        // effect answers (a concurrent insert of the same key is waited for, then conflicts).
+        const PgResult inserted = c.execPrepared(
+            "record a deduplicating key", "sandbox_effect_key",
+            "INSERT INTO sandbox_effect_keys (namespace, provider, received_key, effect_id) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT DO NOTHING RETURNING effect_id",
+            key);
+        if (inserted.rows() == 0) {
+            PgParams seen;
+            seen.text(e.ns).text(e.provider).text(e.receivedKey);
+            const PgResult original = c.execPrepared(
+                "look up a deduplicated key", "sandbox_effect_original",
+                "SELECT " + std::string(EffectColumns)
+                    + " FROM sandbox_effect_keys k JOIN sandbox_effects e ON e.namespace = k.namespace "
+                      "AND e.effect_id = k.effect_id WHERE k.namespace = $1 AND k.provider = $2 AND k.received_key = $3",
+                seen);
+            tx.commit();
+            return {effectFrom(original, 0, e.ns), true};
+        }
+    }
+    c.execPrepared("record provider effect", "sandbox_add_effect", InsertEffectSql, effectParams(e));
+    tx.commit();
+    return {std::move(e), false};
+}
+
+std::optional<Effect> PostgresSandboxJournal::lookup(const std::string &ns, const std::string &provider,
+                                                     const std::string &receivedKey)
+{
+    PgParams p;
+    p.text(ns).text(provider).text(receivedKey);
+    const PgResult r = m_store.connection().execPrepared(
+        "look up an effect by key", "sandbox_effect_lookup",
+        "SELECT " + std::string(EffectColumns)
+            + " FROM sandbox_effects e WHERE e.namespace = $1 AND e.provider = $2 AND e.received_key = $3 "
+              "ORDER BY e.id LIMIT 1",
+        p);
+    if (r.rows() == 0)
+        return std::nullopt;
+    return effectFrom(r, 0, ns);
+}
+
+bool PostgresSandboxJournal::openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault)
+{
+    PgParams p;
+    p.text(ns).text(operationKey).text(fault);
+    const PgResult r = m_store.connection().execPrepared(
+        "record a fault window", "sandbox_fault_window",
+        "INSERT INTO sandbox_fault_windows (namespace, operation_key, fault) VALUES ($1, $2, $3) "
+        "ON CONFLICT DO NOTHING RETURNING 1",
+        p);
+    return r.rows() == 1;
+}
+
+bool PostgresSandboxJournal::hasRuns(const std::string &ns)
+{
+    if (!tablesExist())
+        return false;
+    PgParams p;
+    p.text(ns);
+    const PgResult r = m_store.connection().execPrepared(
+        "count sandbox runs", "sandbox_has_runs", "SELECT EXISTS (SELECT 1 FROM sandbox_runs WHERE namespace = $1)", p);
+    return r.text(0, 0) == "t";
+}
+
+std::vector<RunRecord> PostgresSandboxJournal::runs(const std::string &ns)
+{
+    std::vector<RunRecord> rows;
+    if (!tablesExist())
+        return rows;
+    PgParams p;
+    p.text(ns);
+    const PgResult r = m_store.connection().execPrepared(
+        "read sandbox runs", "sandbox_runs",
+        "SELECT run_id, scenario, naive FROM sandbox_runs WHERE namespace = $1 ORDER BY run_id", p);
+    for (int i = 0; i < r.rows(); ++i)
+        rows.push_back({ns, r.text(i, 0), r.text(i, 1), r.text(i, 2) == "t"});
+    return rows;
+}
+
+std::vector<Effect> PostgresSandboxJournal::effects(const std::string &ns)
+{
+    std::vector<Effect> rows;
+    if (!tablesExist())
+        return rows;
+    PgParams p;
+    p.text(ns);
+    const PgResult r = m_store.connection().execPrepared(
+        "read provider effects", "sandbox_effects",
+        "SELECT " + std::string(EffectColumns)
+            + " FROM sandbox_effects e WHERE e.namespace = $1 ORDER BY e.operation_key, e.effect_id",
+        p);
+    for (int i = 0; i < r.rows(); ++i)
+        rows.push_back(effectFrom(r, i, ns));
+    return rows;
+}
+
+std::vector<HistoryRow> PostgresSandboxJournal::history(const std::string &ns)
+{
+    m_store.requireSchema();
+    PgParams p;
+    p.text(ns);
+    const PgResult r = m_store.connection().execPrepared(
+        "read history", "sandbox_history",
+        "SELECT o.operation_key, e.from_state, e.to_state, e.fencing_token "
+        "FROM operation_events e JOIN operations o ON o.id = e.operation_id "
+        "WHERE o.namespace = $1 ORDER BY e.operation_id, e.id",
+        p);
+    std::vector<HistoryRow> rows;
+    rows.reserve(static_cast<std::size_t>(r.rows()));
+    for (int i = 0; i < r.rows(); ++i) {
+        HistoryRow row;
+        row.operationKey = r.text(i, 0);
+        if (!r.isNull(i, 1))
+            row.from = parseState(r.text(i, 1));
+        row.to = parseState(r.text(i, 2)).value_or(OperationState::Received);
+        row.fencingToken = r.integer(i, 3);
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+} // namespace idempo::sandbox

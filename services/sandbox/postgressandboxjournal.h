@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "sandboxjournal.h"
+
+namespace idempo {
+class PostgresLedgerStore;
+}
+
+namespace idempo::sandbox {
+
+/// The sandbox journal in a PostgreSQL ledger, on the store's connection of the calling thread.
+/// An effect is one short transaction holding a transaction-level advisory lock on its
+/// operation, so two processes number an operation's effects without a gap or a clash; the
+/// primary key of `sandbox_effect_keys` is what makes a deduplicating provider answer a
+/// repeated key with the original effect.
+class PostgresSandboxJournal final : public SandboxJournal
+{
+public:
+    explicit PostgresSandboxJournal(PostgresLedgerStore &store);
+
+    void createTables() override;
+    void addRuns(const std::vector<RunRecord> &runs) override;
+    void addEffects(const std::vector<Effect> &effects) override;
+    Performed perform(const Effect &proposed, bool dedupe) override;
+    std::optional<Effect> lookup(const std::string &ns, const std::string &provider,
+                                 const std::string &receivedKey) override;
+    bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) override;
+    bool hasRuns(const std::string &ns) override;
+    std::vector<RunRecord> runs(const std::string &ns) override;
+    std::vector<Effect> effects(const std::string &ns) override;
+    std::vector<HistoryRow> history(const std::string &ns) override;
+
+private:
+    bool tablesExist();
+
+    PostgresLedgerStore &m_store;
+};
+
+} // namespace idempo::sandbox

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "processsandboxrunner.h"
+
+#include "error.h"
+#include "reconciler.h"
+#include "sandboxjournal.h"
+#include "sandboxreport.h"
+
+#include <chrono>
+#include <cstdio>
+#include <list>
+
+#include <spdlog/spdlog.h>
+
+#include <QEventLoop>
+#include <QProcess>
+#include <QTimer>
+
+#include <signal.h>
+
+namespace idempo::sandbox {
+namespace {
+
+std::int64_t nanosSince(std::chrono::steady_clock::time_point start)
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string runNumber(int i)
+{
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "%06d", i);
+    return buffer;
+}
+
+/// One worker process and the last status line it printed (cumulative for its lifetime).
+struct Worker
+{
+    int slot = 0;
+    QProcess *process = nullptr;
+    QByteArray pending; ///< output after the last complete line
+    nlohmann::json last;
+    bool killed = false;
+};
+
+} // namespace
+
+ProcessSandboxRunner::ProcessSandboxRunner(SandboxOptions options, ProcessRunOptions process)
+    : m_options(std::move(options)), m_process(std::move(process))
+{
+}
+
+nlohmann::json ProcessSandboxRunner::run()
+{
+    const auto wallStart = std::chrono::steady_clock::now();
+    const SandboxOptions &o = m_options;
+    if (o.scenarios.empty() || o.runs < 1 || o.workers < 1)
+        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs >= 1 and workers >= 1");
+    const std::shared_ptr<LedgerStore> store = openLedger(m_process.ledgerUrl, nullptr, m_process.openMode);
+    const std::shared_ptr<MessageQueue> queue = openQueue(m_process.ledgerUrl, nullptr, m_process.openMode);
+    const auto journal = SandboxJournal::open(*store);
+    journal->createTables();
+    ListFilter anyOperation;
+    anyOperation.ns = o.ns;
+    anyOperation.limit = 1;
+    if (journal->hasRuns(o.ns) || !store->list(anyOperation).empty()) {
+        throw Error(ErrorCode::InvalidArgument, "namespace '" + o.ns + "' of " + store->describe()
+                                                    + " already holds operations or sandbox runs; use a fresh "
+                                                      "ledger or another --namespace");
+    }
+    SandboxContext ctx(store, queue, std::make_shared<SystemClock>(), o.faults, o.ns, o.workers, o.naive,
+                       m_process.timings);
+    for (auto &[name, provider] : ctx.providers())
+        provider->setJournal(journal.get(), o.ns);
+    // Each worker process counts its own skewed clock: the driver has none.
+    ctx.counters().faults[static_cast<std::size_t>(Fault::ClockSkew)] = 0;
+    QueueOptions queueOptions;
+    queueOptions.maxReads = 20;
+    ctx.queue().createQueue(ctx.queueName(), queueOptions);
+    if (ctx.queue().metrics(ctx.queueName()).length > 0)
+        throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
+
+    std::vector<RunRecord> records;
+    for (int i = 0; i < o.runs; ++i) {
+        const Scenario &scenario = *o.scenarios[static_cast<std::size_t>(i) % o.scenarios.size()];
+        std::string runId = scenario.runPrefix() + "-" + std::to_string(o.faults.seed()) + "-" + runNumber(i);
+        records.push_back({o.ns, runId, scenario.name(), o.naive});
+        ctx.addRun(scenario, std::move(runId));
+    }
+    journal->addRuns(records);
+
+    std::list<Worker> workers;
+    int generation = 0;
+    std::int64_t kills = 0;
+    std::int64_t restarts = 0;
+    std::int64_t unexpectedExits = 0;
+    bool stopping = false;
+    std::string failure;
+    Counters &totals = ctx.counters();
+    std::int64_t deduplicated = 0;
+    SandboxTiming timing;
+    QEventLoop loop;
+
+    const auto readLines = [&](Worker &w) {
+        w.pending += w.process->readAllStandardOutput();
+        for (qsizetype end = w.pending.indexOf('\n'); end >= 0; end = w.pending.indexOf('\n')) {
+            const QByteArray line = w.pending.left(end);
+            w.pending.remove(0, end + 1);
+            nlohmann::json status = nlohmann::json::parse(line.toStdString(), nullptr, false);
+            if (!status.is_object() || !status.contains("event"))
+                continue;
+            w.last = status;
+            if (status.at("event") == "crash" && !w.killed && w.process->processId() > 0) {
+                // The real thing: no signal handler, no flush, no ack.
+                ::kill(static_cast<pid_t>(w.process->processId()), SIGKILL);
+                w.killed = true;
+                ++kills;
+            }
+        }
+    };
+    std::function<void(int)> start;
+    const auto finished = [&](Worker &w) {
+        readLines(w);
+        try {
+            if (w.last.is_object()) {
+                totals.add(w.last.at("counters"));
+                deduplicated += w.last.at("provider_dedupe").get<std::int64_t>();
+                timing.engineNs += w.last.at("engine_ns").get<std::int64_t>();
+                timing.queueNs += w.last.at("queue_ns").get<std::int64_t>();
+                // A stall is the fault's deliberate wait, not work: it stays out of the engine's share.
+                const std::int64_t stalled = w.last.at("stalled_ns").get<std::int64_t>();
+                timing.busyNs += w.last.at("busy_ns").get<std::int64_t>() - stalled;
+                timing.stalledNs += stalled;
+            }
+        } catch (const nlohmann::json::exception &e) {
+            failure = "a worker reported an unreadable status line (" + std::string(e.what()) + ")";
+        }
+        const bool expected = w.killed || stopping;
+        if (!expected) {
+            ++unexpectedExits;
+            spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot, w.process->exitCode());
+            // A worker that cannot work (an unreachable ledger, a broken binary) would be
+            // replaced forever: give up and say so.
+            if (unexpectedExits > 3 * static_cast<std::int64_t>(o.workers))
+                failure = "workers keep ending on their own (see their messages above)";
+        }
+        const int slot = w.slot;
+        QObject::disconnect(w.process, nullptr, &loop, nullptr);
+        w.process->deleteLater();
+        workers.remove_if([&](const Worker &other) { return &other == &w; });
+        if (!stopping && failure.empty()) {
+            ++restarts;
+            start(slot);
+        } else if (workers.empty()) {
+            loop.quit();
+        }
+    };
+    start = [&](int slot) {
+        Worker &w = workers.emplace_back();
+        w.slot = slot;
+        w.process = new QProcess();
+        w.process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        const QString owner = QStringLiteral("p%1.%2").arg(slot).arg(++generation);
+        QStringList args{QStringLiteral("--ledger"), m_process.ledgerUrl, QStringLiteral("--namespace"),
+                         QString::fromStdString(o.ns), QStringLiteral("worker"), QStringLiteral("--queue"),
+                         QString::fromStdString(ctx.queueName()), QStringLiteral("--owner"), owner,
+                         QStringLiteral("--index"), QString::number(slot), QStringLiteral("--faults"),
+                         QString::fromStdString(o.faults.toList()), QStringLiteral("--seed"),
+                         QString::number(o.faults.seed()), QStringLiteral("--lease-ms"),
+                         QString::number(m_process.timings.leaseMs), QStringLiteral("--vt-ms"),
+                         QString::number(m_process.timings.visibilityTimeoutMs)};
+        if (o.naive)
+            args << QStringLiteral("--naive");
+        QObject::connect(w.process, &QProcess::readyReadStandardOutput, &loop, [&w, &readLines] { readLines(w); });
+        QObject::connect(w.process, &QProcess::finished, &loop, [&w, &finished] { finished(w); });
+        QObject::connect(w.process, &QProcess::errorOccurred, &loop, [&, owner](QProcess::ProcessError error) {
+            if (error != QProcess::FailedToStart)
+                return;
+            failure = "cannot start worker " + owner.toStdString() + " (" + m_process.program.toStdString() + ")";
+            stopping = true;
+            loop.quit();
+        });
+        w.process->start(m_process.program, args);
+    };
+    for (int slot = 0; slot < o.workers; ++slot)
+        start(slot);
+    // Workers start on the first messages while the rest are still being sent.
+    const std::int64_t sendStart = nanosSince(wallStart);
+    for (RunState &run : ctx.runs()) {
+        const WorkflowStep &first = run.scenario->steps().front();
+        const std::string message =
+            ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner", ctx.workerNowMs(0));
+        ctx.queue().send(ctx.queueName(), message, {}, 0);
+    }
+    const std::int64_t driverSendNs = nanosSince(wallStart) - sendStart;
+
+    Reconciler reconciler(ctx);
+    std::int64_t driverBusyNs = 0;
+    int quietChecks = 0;
+    bool timedOut = false;
+    QTimer tick;
+    QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
+        if (stopping)
+            return;
+        try {
+            const auto passStart = std::chrono::steady_clock::now();
+            const Reconciler::Pass pass = o.naive ? Reconciler::Pass{} : reconciler.run();
+            const std::int64_t queued = ctx.queue().metrics(ctx.queueName()).length;
+            driverBusyNs += nanosSince(passStart);
+            quietChecks = queued == 0 && pass.actions == 0 && pass.waiting == 0 ? quietChecks + 1 : 0;
+            timedOut = nanosSince(wallStart) / 1'000'000 >= m_process.maxWallMs;
+            if (o.progress) {
+                SandboxProgress progress;
+                progress.runs = o.runs;
+                progress.queued = queued;
+                progress.kills = kills;
+                progress.realTime = true;
+                progress.virtualMs = nanosSince(wallStart) / 1'000'000;
+                o.progress(progress);
+            }
+            if (quietChecks < 2 && !timedOut && failure.empty())
+                return;
+        } catch (const std::exception &e) {
+            failure = e.what();
+        }
+        stopping = true;
+        for (Worker &w : workers)
+            w.process->terminate();
+        if (workers.empty())
+            loop.quit();
+    });
+    tick.start(static_cast<int>(m_process.checkEveryMs));
+    loop.exec();
+    tick.stop();
+    for (Worker &w : workers) {
+        // Only after a start failure can any be left: end them without waiting for more.
+        QObject::disconnect(w.process, nullptr, &loop, nullptr);
+        if (w.process->processId() > 0)
+            ::kill(static_cast<pid_t>(w.process->processId()), SIGKILL);
+        w.process->waitForFinished(5'000);
+        delete w.process;
+    }
+    if (!failure.empty())
+        throw Error(ErrorCode::Internal, "sandbox process run failed: " + failure);
+
+    timing.wallNs = nanosSince(wallStart);
+    timing.engineNs += ctx.slot(o.workers).engineNs; // the driver's reconciler
+    timing.busyNs += driverBusyNs + driverSendNs;
+    nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
+    report["processes"] = true;
+    report["kills"] = kills;
+    report["restarts"] = restarts;
+    report["unexpected_exits"] = unexpectedExits;
+    report["timed_out"] = timedOut;
+    return report;
+}
+
+} // namespace idempo::sandbox

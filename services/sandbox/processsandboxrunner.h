@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ledgerfactory.h"
+#include "sandboxcontext.h"
+#include "sandboxrunner.h"
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include <QString>
+
+namespace idempo::sandbox {
+
+/// How the process mode runs its workers.
+struct ProcessRunOptions
+{
+    QString ledgerUrl;          ///< the ledger every process opens (PostgreSQL, or sqlite:PATH)
+    OpenMode openMode = OpenMode::OpenExisting;
+    QString program;            ///< the `idempo` binary whose `worker` command the workers run
+    std::int64_t maxWallMs = 3600'000; ///< gives up after this long (the checker then names what is stuck)
+    std::int64_t checkEveryMs = 200;   ///< how often the driver reconciles and looks for the end
+    SandboxTimings timings = SandboxTimings::realTime();
+};
+
+/// The sandbox's process mode: `options.workers` `idempo worker` processes on a shared ledger,
+/// killed with SIGKILL at the crash points they announce and replaced at once.
+///
+/// The driver creates the sandbox tables and the queue, records the runs, starts the workers,
+/// sends each run's first envelope, and then, every checkEveryMs, runs the Reconciler (against
+/// the providers' journals in the ledger) until the queue is empty and the reconciler has had
+/// nothing to do twice in a row; then it stops the workers (SIGTERM: each finishes its
+/// message and reports) and checks the invariants. A worker's "crash" line gets a
+/// `kill(pid, SIGKILL)`; any worker that ends while the run goes on is replaced. Time is real:
+/// equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).
+class ProcessSandboxRunner final
+{
+public:
+    ProcessSandboxRunner(SandboxOptions options, ProcessRunOptions process);
+
+    /// Runs to the end and returns the report of SandboxRunner::run() without
+    /// "virtual_seconds", with "processes" (true), "kills" (SIGKILLs sent), "restarts"
+    /// (replacement workers started), "unexpected_exits" (workers that ended on their own) and
+    /// "timed_out". Counters are the workers' own, summed: a killed worker's last report is its
+    /// crash announcement, so nothing it counted is lost. Throws Error(InvalidArgument) when the
+    /// namespace already holds operations or sandbox runs, the queue is not empty or a worker
+    /// cannot be started; Error(LedgerUnavailable | Internal) on storage failure.
+    nlohmann::json run();
+
+private:
+    SandboxOptions m_options;
+    ProcessRunOptions m_process;
+};
+
+} // namespace idempo::sandbox

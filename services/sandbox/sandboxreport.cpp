@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sandboxreport.h"
+
+#include "invariantchecker.h"
+#include "sandboxcontext.h"
+#include "sandboxjournal.h"
+#include "sandboxrunner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace idempo::sandbox {
+namespace {
+
+nlohmann::json statesOf(LedgerStore &store, const std::string &ns)
+{
+    nlohmann::json states = nlohmann::json::object();
+    for (int i = 0; i < OperationStateCount; ++i)
+        states[std::string(stateName(static_cast<OperationState>(i)))] = 0;
+    for (const auto &[state, count] : store.metrics(ns).byState)
+        states[std::string(stateName(state))] = count;
+    return states;
+}
+
+} // namespace
+
+nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const SandboxOptions &o,
+                             std::int64_t deduplicated, const SandboxTiming &timing)
+{
+    const std::vector<InvariantResult> invariants = InvariantChecker(ctx.store(), journal).check(o.ns);
+    std::int64_t duplicateEffects = 0;
+    nlohmann::json effects = nlohmann::json::object();
+    {
+        std::map<std::string, int> perOperation;
+        std::map<std::string, std::int64_t> perProvider;
+        for (const Effect &e : journal.effects(o.ns)) {
+            ++perProvider[e.provider];
+            if (++perOperation[e.operationKey] > 1)
+                ++duplicateEffects;
+        }
+        for (const auto &[provider, count] : perProvider)
+            effects[provider] = count;
+    }
+    const Counters &c = ctx.counters();
+    const auto outcome = [&](ClaimOutcome k) { return c.claimOutcomes[static_cast<std::size_t>(k)].load(); };
+    nlohmann::json injected = nlohmann::json::object();
+    for (int i = 0; i < FaultCount; ++i)
+        if (o.faults.enabled(static_cast<Fault>(i)))
+            injected[std::string(FaultPlan::name(static_cast<Fault>(i)))] = c.faults[static_cast<std::size_t>(i)].load();
+    const nlohmann::json states = statesOf(ctx.store(), o.ns);
+    const double wallS = static_cast<double>(timing.wallNs) / 1e9;
+    return {
+        {"scenario", o.scenarioLabel},
+        {"mode", o.naive ? "naive" : "engine"},
+        {"seed", o.faults.seed()},
+        {"runs", o.runs},
+        {"workers", o.workers},
+        {"faults", o.faults.toJson()},
+        {"faults_injected", injected},
+        {"deliveries", c.deliveries.load()},
+        {"duplicates_suppressed",
+         {{"replayed", outcome(ClaimOutcome::Replayed)},
+          {"in_progress", outcome(ClaimOutcome::InProgress)},
+          {"retry_later", outcome(ClaimOutcome::RetryLater)},
+          {"reconcile_required", outcome(ClaimOutcome::ReconcileRequired)},
+          {"payload_mismatch", outcome(ClaimOutcome::PayloadMismatch)},
+          {"provider_dedupe", deduplicated}}},
+        {"retries", c.retries.load()},
+        {"crashes", c.crashes.load()},
+        {"fenced_writes", c.fencedWrites.load()},
+        {"reconciliations",
+         {{"leases_revoked", c.leasesRevoked.load()},
+          {"effect_found", c.reconciledFound.load()},
+          {"no_effect_dispatched_again", c.reconciledNoEffect.load()},
+          {"to_confirmation_required", c.reconciledToConfirmation.load()}}},
+        {"model_calls", c.modelCalls.load()},
+        {"model_calls_after_write_boundary", c.modelCallsAfterBoundary.load()},
+        {"approvals_pending", states.value("awaiting_approval", 0)},
+        {"confirmations_pending", states.value("confirmation_required", 0)},
+        {"states", states},
+        {"provider_effects", effects},
+        {"duplicate_effects", duplicateEffects},
+        {"dead_letters", ctx.queue().metrics(std::string(ctx.queueName()) + "_dlq").length},
+        {"invariants", InvariantChecker::toJson(invariants)},
+        {"timing",
+         {{"wall_s", wallS},
+          {"runs_per_s", static_cast<double>(o.runs) / std::max(wallS, 1e-9)},
+          {"engine_s", static_cast<double>(timing.engineNs) / 1e9},
+          {"queue_s", static_cast<double>(timing.queueNs) / 1e9},
+          {"busy_s", static_cast<double>(timing.busyNs) / 1e9},
+          {"stalled_s", static_cast<double>(timing.stalledNs) / 1e9},
+          {"engine_share",
+           timing.busyNs > 0 ? static_cast<double>(timing.engineNs) / static_cast<double>(timing.busyNs) : 0.0}}},
+    };
+}
+
+std::string sandboxReportText(const nlohmann::json &r)
+{
+    const auto n = [](const nlohmann::json &v) { return v.dump(); };
+    std::string s = "sandbox " + r.at("mode").get<std::string>() + " run: " + r.at("scenario").get<std::string>()
+                    + ", " + n(r.at("runs")) + " runs, " + n(r.at("workers"))
+                    + (r.contains("kills") ? " worker processes" : " workers") + ", seed " + n(r.at("seed"))
+                    + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
+    s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
+    s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
+         + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes"));
+    if (r.contains("kills"))
+        s += ", SIGKILLs " + n(r.at("kills")) + ", restarts " + n(r.at("restarts"));
+    if (r.contains("virtual_seconds"))
+        s += ", virtual time " + n(r.at("virtual_seconds")) + " s";
+    s += '\n';
+    s += "  duplicates suppressed: " + r.at("duplicates_suppressed").dump() + '\n';
+    s += "  reconciliations: " + r.at("reconciliations").dump() + '\n';
+    s += "  model calls " + n(r.at("model_calls")) + " (after the write boundary: "
+         + n(r.at("model_calls_after_write_boundary")) + ")\n";
+    s += "  approvals pending " + n(r.at("approvals_pending")) + ", confirmations pending "
+         + n(r.at("confirmations_pending")) + ", dead letters " + n(r.at("dead_letters")) + '\n';
+    s += "  states: " + r.at("states").dump() + '\n';
+    s += "  provider effects: " + r.at("provider_effects").dump() + ", duplicate effects "
+         + n(r.at("duplicate_effects")) + '\n';
+    const nlohmann::json &t = r.at("timing");
+    char timing[160];
+    std::snprintf(timing, sizeof timing, "  %.2f s wall, %.0f runs/s, engine %.0f%% of the work\n",
+                  t.at("wall_s").get<double>(), t.at("runs_per_s").get<double>(),
+                  100.0 * t.at("engine_share").get<double>());
+    s += timing;
+    s += std::string("  invariants: ") + (r.at("invariants").at("ok").get<bool>() ? "all hold" : "VIOLATED") + '\n';
+    for (const nlohmann::json &i : r.at("invariants").at("invariants")) {
+        s += std::string(i.at("ok").get<bool>() ? "    ok    " : "    FAIL  ") + i.at("name").get<std::string>() + " ("
+             + n(i.at("checked")) + " checked, " + n(i.at("violations")) + " violations)\n";
+        for (const nlohmann::json &e : i.at("examples"))
+            s += "            " + e.at("operation").get<std::string>() + ": " + e.at("message").get<std::string>() + '\n';
+    }
+    if (!s.empty())
+        s.pop_back();
+    return s;
+}
+
+} // namespace idempo::sandbox

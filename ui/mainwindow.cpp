@@ -2,6 +2,7 @@
 #include "mainwindow.h"
 
 #include "actioncontroller.h"
+#include "auditview.h"
 #include "confirmationsview.h"
 #include "guardedactiondialog.h"
 #include "connectiondialog.h"
@@ -43,9 +44,10 @@ MainWindow::MainWindow(QWidget *parent)
                new SuppressionsView(m_connection, m_tabs),
                new RunsView(m_connection, m_tabs),
                dlq,
-               new SandboxPanel(m_tabs)};
+               new SandboxPanel(m_tabs),
+               new AuditView(m_connection, m_tabs)};
     const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
-                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box")};
+                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box"), tr("A&udit")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);

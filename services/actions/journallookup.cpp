@@ -15,7 +15,7 @@ ProviderEvidence JournalLookup::lookup(const Operation &op)
     e.provider = "sandbox journal";
     const std::int64_t now = m_store.nowMs();
     nlohmann::json effects = nlohmann::json::array();
-    for (const sandbox::Effect &effect : sandbox::SandboxJournal(m_store).effects(op.ns)) {
+    for (const sandbox::Effect &effect : sandbox::SandboxJournal::open(m_store)->effects(op.ns)) {
         if (effect.operationKey != op.key)
             continue;
         effects.push_back({{"provider", effect.provider}, {"effect_id", effect.effectId}, {"at_ms", effect.atMs},

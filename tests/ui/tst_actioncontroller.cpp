@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actioncontroller.h"
 #include "approvecommand.h"
+#include "audittablemodel.h"
+#include "auditview.h"
 #include "confirmationsview.h"
 #include "consolefixture.h"
 #include "deadlettertablemodel.h"
@@ -12,7 +14,10 @@
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
 
+#include <QComboBox>
+#include <QFile>
 #include <QLineEdit>
+#include <QTemporaryDir>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -225,6 +230,39 @@ void TestActionController::approveFromThePane()
     QCOMPARE(replayed.value("status", ""), std::string("replayed"));
     QCOMPARE(store.approvals("default", "run-7002:refund").size(), std::size_t{1});
     QCOMPARE(store.auditLog(0, 100).size(), std::size_t{1});
+
+    // The Audit view lists it, filters it, exports it and verifies the chain.
+    auto *auditView = qobject_cast<AuditView *>(m_window->views().last());
+    QVERIFY(auditView);
+    QSignalSpy loaded(auditView, &AuditView::loaded);
+    m_window->tabs()->setCurrentWidget(auditView);
+    QVERIFY(loaded.wait());
+    QCOMPARE(auditView->model()->rowCount(), 1);
+    QCOMPARE(auditView->model()->index(0, AuditTableModel::ApprovalId).data().toString(), dialog->submissionId());
+    QCOMPARE(auditView->model()->index(0, AuditTableModel::Change).data().toString(),
+             QStringLiteral("awaiting_approval → received"));
+    QCOMPARE(auditView->actionFilter()->findText(QStringLiteral("approve")), 1);
+    auditView->actorFilter()->setText(QStringLiteral("nobody"));
+    QCOMPARE(auditView->model()->rowCount(), 0);
+    auditView->actorFilter()->clear();
+    auditView->targetFilter()->setText(QStringLiteral("default/run-7002"));
+    QCOMPARE(auditView->model()->rowCount(), 1);
+    auditView->targetFilter()->setText(QStringLiteral("default/run-7004"));
+    QCOMPARE(auditView->model()->rowCount(), 0);
+    auditView->targetFilter()->clear();
+    QTemporaryDir dir;
+    QVERIFY(auditView->exportTo(dir.filePath(QStringLiteral("audit.json"))));
+    QFile json(dir.filePath(QStringLiteral("audit.json")));
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    const auto exported = nlohmann::json::parse(json.readAll().toStdString());
+    QCOMPARE(exported.size(), std::size_t{1});
+    QCOMPARE(exported[0].value("approval_id", ""), approvals.front().approvalId);
+    QVERIFY(auditView->model()->csv().startsWith(QLatin1String("seq,at,who,role,action,target,reason")));
+    QSignalSpy verified(auditView, &AuditView::verified);
+    auditView->verifyButton()->click();
+    QVERIFY(verified.wait());
+    QVERIFY(verified.at(0).at(0).toBool());
+    QVERIFY(auditView->verdict().contains(QLatin1String("Chain intact: 1 records")));
 }
 
 void TestActionController::blankReasonNeverExecutes()

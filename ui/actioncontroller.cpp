@@ -102,7 +102,7 @@ QString historyText(const nlohmann::json &history)
 
 QString jsonText(const nlohmann::json &value)
 {
-    if (value.is_null())
+    if (value.is_null() || (value.is_string() && value.get<std::string>().empty()))
         return QObject::tr("(none recorded)");
     if (value.is_string())
         return prettyJson(value.get<std::string>());

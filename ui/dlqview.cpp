@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlqview.h"
 
+#include "actioncontroller.h"
+#include "guardedactiondialog.h"
 #include "deadlettertablemodel.h"
 #include "displayformat.h"
 #include "ledgerconnection.h"
+#include "dlqreplaycommand.h"
 #include "ledgertableview.h"
 
 #include <QComboBox>
+#include <QItemSelectionModel>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -16,6 +20,8 @@
 #include <QPushButton>
 #include <QSplitter>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace idempo {
 
@@ -28,6 +34,7 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     , m_note(new QLabel(this))
     , m_table(new LedgerTableView(this))
     , m_payload(new QPlainTextEdit(this))
+    , m_replay(new QPushButton(tr("&Replay…"), this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
@@ -37,14 +44,11 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     keyLabel->setBuddy(m_key);
     m_key->setPlaceholderText(tr("operation key prefix"));
     m_key->setClearButtonEnabled(true);
-    auto *replay = new QPushButton(tr("Replay…"), this);
-    replay->setEnabled(false);
-    replay->setToolTip(tr("coming with guarded actions"));
     top->addWidget(queueLabel);
     top->addWidget(m_queue, 1);
     top->addWidget(keyLabel);
     top->addWidget(m_key, 2);
-    top->addWidget(replay);
+    top->addWidget(m_replay);
     layout->addLayout(top);
     layout->addWidget(m_note);
     auto *split = new QSplitter(Qt::Vertical, this);
@@ -62,6 +66,12 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::LastError, 300);
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::Key, 260);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    connect(m_replay, &QPushButton::clicked, this, &DlqView::replaySelectionOrFilter);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &DlqView::updateReplay);
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, &DlqView::updateReplay);
+    connect(m_model, &QAbstractItemModel::rowsRemoved, this, &DlqView::updateReplay);
+    updateReplay();
     connect(m_queue, &QComboBox::currentIndexChanged, this, &DlqView::showQueue);
     connect(m_key, &QLineEdit::textChanged, this, &DlqView::showQueue);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
@@ -117,6 +127,55 @@ void DlqView::showQueue()
 {
     m_payload->clear();
     m_model->setQueue(m_queue->currentText().toStdString(), m_key->text().toStdString());
+}
+
+void DlqView::setActions(ActionController *actions)
+{
+    m_actions = actions;
+    connect(actions, &ActionController::actorChanged, this, &DlqView::updateReplay);
+    updateReplay();
+}
+
+void DlqView::updateReplay()
+{
+    QString why;
+    if (!m_actions)
+        why = tr("Your role on this ledger is not known yet.");
+    else
+        why = m_actions->refusal(Capability::Replay);
+    if (why.isEmpty() && m_model->rowCount() == 0)
+        why = tr("No dead letters to replay in this queue.");
+    m_replay->setEnabled(why.isEmpty());
+    m_replay->setToolTip(why.isEmpty() ? tr("Dry run first over the selected rows, or over every row the key "
+                                            "filter matches when none is selected.")
+                                       : why);
+}
+
+void DlqView::replaySelectionOrFilter()
+{
+    if (!m_actions || !m_replay->isEnabled())
+        return;
+    const std::string queue = m_queue->currentText().toStdString();
+    std::vector<std::int64_t> ids;
+    for (const QModelIndex &row : m_table->selectionModel()->selectedRows())
+        ids.push_back(m_model->deadLetterAt(row).message.msgId);
+    if (!ids.empty()) {
+        std::sort(ids.begin(), ids.end());
+        m_actions->replay(queue, ids);
+        return;
+    }
+    // No selection: the filter, resolved to ids once, is the frozen set.
+    const std::string prefix = m_key->text().toStdString();
+    const std::string filter = prefix.empty() ? std::string("all") : "key_prefix=" + prefix;
+    m_connection->query(
+        this,
+        [queue, filter](LedgerStore &, MessageQueue *queues) {
+            return queues ? DlqReplayCommand::resolveFilter(*queues, queue, filter) : std::vector<std::int64_t>{};
+        },
+        [this, queue](const std::vector<std::int64_t> &resolved) {
+            if (m_actions)
+                m_actions->replay(queue, resolved);
+        });
 }
 
 void DlqView::refresh()

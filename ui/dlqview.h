@@ -7,14 +7,17 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
+class QPushButton;
 
 namespace idempo {
 
+class ActionController;
 class DeadLetterTableModel;
 class LedgerConnection;
 
-/// Dead-lettered messages of a queue, read-only: read count, last error, payload. Browsing
-/// never counts as a read; replay comes with guarded actions.
+/// Dead-lettered messages of a queue: read count, last error, payload. Browsing never counts as
+/// a read. "Replay…" freezes the selected rows, or every row the key filter matches, into a set
+/// of ids and hands it to the DLQ replay command (dry run, typed count, reason, bounded rate).
 class DlqView final : public LedgerView
 {
     Q_OBJECT
@@ -25,12 +28,18 @@ public:
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
     DeadLetterTableModel *model() const { return m_model; }
+    /// Enables "Replay…" through `actions` (per the acting role).
+    void setActions(ActionController *actions);
+    QPushButton *replayButton() const { return m_replay; }
+    /// Starts a replay of the selected rows, or of the current filter when none is selected.
+    void replaySelectionOrFilter();
 
 Q_SIGNALS:
     void queuesLoaded();
 
 private:
     void showQueue();
+    void updateReplay();
 
     LedgerConnection *m_connection;
     DeadLetterTableModel *m_model;
@@ -39,6 +48,8 @@ private:
     QLabel *m_note;
     LedgerTableView *m_table;
     QPlainTextEdit *m_payload;
+    QPushButton *m_replay;
+    ActionController *m_actions = nullptr;
     quint64 m_generation = 0;
 };
 

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mainwindow.h"
 
+#include "actioncontroller.h"
+#include "auditview.h"
 #include "confirmationsview.h"
+#include "guardedactiondialog.h"
 #include "connectiondialog.h"
 #include "connectionprofiles.h"
 #include "dlqview.h"
 #include "filterbar.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "operationdetailpane.h"
 #include "leasesview.h"
 #include "overviewmodel.h"
 #include "overviewview.h"
@@ -26,20 +30,24 @@ namespace idempo {
 MainWindow::MainWindow(QWidget *parent)
     : QMainWindow(parent)
     , m_connection(new LedgerConnection(this))
+    , m_actions(new ActionController(m_connection, this))
     , m_tabs(new QTabWidget(this))
     , m_ledgerLabel(new QLabel(this))
     , m_liveLabel(new QLabel(this))
 {
     m_overview = new OverviewView(m_connection, m_tabs);
+    auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
+    auto *dlq = new DlqView(m_connection, m_tabs);
     m_views = {m_overview,
                new LeasesView(m_connection, m_tabs),
-               new ConfirmationsView(m_connection, m_tabs),
+               confirmations,
                new SuppressionsView(m_connection, m_tabs),
                new RunsView(m_connection, m_tabs),
-               new DlqView(m_connection, m_tabs),
-               new SandboxPanel(m_connection, m_tabs)};
+               dlq,
+               new SandboxPanel(m_connection, m_tabs),
+               new AuditView(m_connection, m_tabs)};
     const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
-                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box")};
+                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box"), tr("A&udit")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);
@@ -68,6 +76,18 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_connection, &LedgerConnection::changed, this, &MainWindow::refreshCurrent);
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrent);
     connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateTabCounts);
+    OperationDetailPane *pane = confirmations->detail();
+    connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
+    connect(m_actions, &ActionController::actorChanged, pane, [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+    dlq->setActions(m_actions);
+    connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
+        statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);
+    });
+    connect(m_actions, &ActionController::executed, this, [this](bool, const QString &outcome) {
+        statusBar()->showMessage(outcome, 15'000);
+        m_connection->pollNow();
+        refreshCurrent();
+    });
     updateTitle();
     resize(1400, 900);
 }

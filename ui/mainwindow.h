@@ -9,6 +9,7 @@ class QTabWidget;
 
 namespace idempo {
 
+class ActionController;
 class LedgerConnection;
 class LedgerView;
 class OverviewView;
@@ -26,6 +27,8 @@ public:
     void openLedger(const QString &url);
     void setInteractive(bool interactive) { m_interactive = interactive; }
     LedgerConnection *connection() const { return m_connection; }
+    /// The guarded actions of this window's ledger.
+    ActionController *actions() const { return m_actions; }
     QTabWidget *tabs() const { return m_tabs; }
     /// Every view in tab order.
     QList<LedgerView *> views() const { return m_views; }
@@ -47,6 +50,7 @@ private:
     void updateTabCounts();
 
     LedgerConnection *m_connection;
+    ActionController *m_actions;
     QTabWidget *m_tabs;
     OverviewView *m_overview = nullptr;
     QList<LedgerView *> m_views;

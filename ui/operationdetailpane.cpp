@@ -19,6 +19,26 @@
 
 namespace idempo {
 
+namespace {
+
+/// What an enabled action does, for its tooltip.
+QString purpose(OperationAction action)
+{
+    switch (action) {
+    case OperationAction::Redispatch:
+        return OperationDetailPane::tr("Dispatch it (again), with a fresh attempt budget.");
+    case OperationAction::Confirm:
+        return OperationDetailPane::tr("It happened: record the provider's reference and mark it succeeded.");
+    case OperationAction::Reject:
+        return OperationDetailPane::tr("It must not happen: mark it failed (policy denied).");
+    case OperationAction::Reconcile:
+        return OperationDetailPane::tr("Ask the provider by key and move the operation by its answer.");
+    }
+    return {};
+}
+
+} // namespace
+
 OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *parent)
     : QWidget(parent)
     , m_connection(connection)
@@ -55,17 +75,22 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     tabs->addTab(m_evidence, tr("&Errors and evidence"));
 
     auto *actions = new QHBoxLayout;
-    for (const QString &label : {tr("Approve…"), tr("Reject…"), tr("Reconcile…")}) {
+    const std::pair<OperationAction, QString> labels[] = {
+        {OperationAction::Redispatch, tr("&Approve re-dispatch…")},
+        {OperationAction::Confirm, tr("Confirm with re&ference…")},
+        {OperationAction::Reject, tr("Re&ject…")},
+        {OperationAction::Reconcile, tr("Reconc&ile…")},
+    };
+    for (const auto &[action, label] : labels) {
         auto *button = new QPushButton(label, this);
-        button->setEnabled(false);
-        button->setToolTip(tr("coming with guarded actions"));
+        connect(button, &QPushButton::clicked, this, [this, action] {
+            if (m_operation)
+                Q_EMIT actionRequested(action, *m_operation);
+        });
         actions->addWidget(button);
         m_actions << button;
     }
     actions->addStretch(1);
-    auto *note = new QLabel(tr("Read-only: decisions are recorded through guarded actions."), this);
-    note->setEnabled(false);
-    actions->addWidget(note);
 
     layout->addWidget(m_title);
     layout->addWidget(m_facts);
@@ -82,11 +107,75 @@ void OperationDetailPane::clear()
     m_payload->clear();
     m_evidence->clear();
     m_history->setEvents({});
+    m_operation.reset();
+    updateActions();
+}
+
+QString OperationDetailPane::stateRefusal(OperationAction action, const Operation &op, std::int64_t nowMs)
+{
+    const QString state = QString::fromLatin1(stateName(op.state).data());
+    switch (action) {
+    case OperationAction::Redispatch:
+    case OperationAction::Reject:
+        if (op.state == OperationState::AwaitingApproval || op.state == OperationState::ConfirmationRequired)
+            return {};
+        return tr("Only an operation awaiting approval or needing confirmation can be decided; this one is %1.")
+            .arg(state);
+    case OperationAction::Confirm:
+        if (op.state == OperationState::ConfirmationRequired)
+            return {};
+        if (op.state == OperationState::AwaitingApproval)
+            return tr("It was never dispatched, so there is no effect to confirm: approve or reject it.");
+        return tr("Only an operation needing confirmation can be confirmed; this one is %1.").arg(state);
+    case OperationAction::Reconcile:
+        if (op.state == OperationState::UnknownOutcome || op.state == OperationState::ConfirmationRequired)
+            return {};
+        if (op.state == OperationState::Dispatching && op.leaseExpiresAtMs && *op.leaseExpiresAtMs < nowMs)
+            return {};
+        if (op.state == OperationState::AwaitingApproval)
+            return tr("It was never dispatched, so the provider has nothing to look up.");
+        if (op.state == OperationState::Dispatching)
+            return tr("A worker holds a live lease: reconcile once it lapses.");
+        return tr("Its outcome is known (%1): there is nothing to reconcile.").arg(state);
+    }
+    return {};
+}
+
+void OperationDetailPane::setRoleCheck(RoleCheck check)
+{
+    m_roleCheck = std::move(check);
+    updateActions();
+}
+
+QPushButton *OperationDetailPane::actionButton(OperationAction action) const
+{
+    return m_actions.at(static_cast<int>(action));
+}
+
+void OperationDetailPane::updateActions()
+{
+    const std::int64_t now = QDateTime::currentMSecsSinceEpoch();
+    for (int i = 0; i < m_actions.size(); ++i) {
+        const auto action = static_cast<OperationAction>(i);
+        QString why;
+        if (!m_operation)
+            why = tr("Select an operation.");
+        else if (!m_roleCheck)
+            why = tr("Your role on this ledger is not known yet.");
+        else
+            why = m_roleCheck(action);
+        if (why.isEmpty())
+            why = stateRefusal(action, *m_operation, now);
+        m_actions[i]->setEnabled(why.isEmpty());
+        m_actions[i]->setToolTip(why.isEmpty() ? purpose(action) : why);
+    }
 }
 
 void OperationDetailPane::showOperation(const Operation &op)
 {
     ++m_generation;
+    m_operation = op;
+    updateActions();
     m_title->setText(displayText(op.key));
     const std::int64_t ageMs = QDateTime::currentMSecsSinceEpoch() - op.createdAtMs;
     m_facts->setText(tr("<b style='color:%1'>%2</b> · run %3 · step %4 · %5 · attempt %6 of %7 · token %8 · "

@@ -3,7 +3,12 @@
 
 #include "operation.h"
 
+#include <QString>
 #include <QWidget>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
 
 class QLabel;
 class QPlainTextEdit;
@@ -15,14 +20,35 @@ namespace idempo {
 class EventTableModel;
 class LedgerConnection;
 
+/// The guarded actions a person may take on one operation from its detail pane.
+enum class OperationAction { Redispatch, Confirm, Reject, Reconcile };
+
 /// One operation in full: identity, payload (formatted JSON), attempt history, errors and the
-/// provider's evidence. The guarded actions are visible but disabled until they exist as
-/// command objects, so nothing here can change the ledger.
+/// provider's evidence, with a button per guarded action. A button is enabled only when the
+/// operation's state allows the action and the connected role may take it; a disabled button's
+/// tooltip says why. The pane changes nothing itself: it emits actionRequested(), and the
+/// command re-checks everything under the ledger's locks (the server is the authority).
 class OperationDetailPane final : public QWidget
 {
     Q_OBJECT
 public:
+    /// Why the connected role may not take `action`; empty when it may.
+    using RoleCheck = std::function<QString(OperationAction action)>;
+
     explicit OperationDetailPane(LedgerConnection *connection, QWidget *parent = nullptr);
+
+    /// Why `op`'s state does not allow `action` at `nowMs` (ms since the epoch, for a lapsed
+    /// lease); empty when it does. Follows design.md "Guarded actions": approve / reject from
+    /// `awaiting_approval` or `confirmation_required`, confirm only from
+    /// `confirmation_required`, reconcile from `unknown_outcome`, `confirmation_required` or a
+    /// `dispatching` whose lease lapsed.
+    static QString stateRefusal(OperationAction action, const Operation &op, std::int64_t nowMs);
+
+    /// Sets who is acting; until then every action is disabled ("role not known yet").
+    void setRoleCheck(RoleCheck check);
+    QPushButton *actionButton(OperationAction action) const;
+    /// The operation shown, if any.
+    const std::optional<Operation> &operation() const { return m_operation; }
 
     /// Shows `op` and loads its history on the worker.
     void showOperation(const Operation &op);
@@ -31,8 +57,12 @@ public:
 
 Q_SIGNALS:
     void historyLoaded();
+    /// An enabled action button was clicked for the operation shown.
+    void actionRequested(idempo::OperationAction action, const idempo::Operation &op);
 
 private:
+    void updateActions();
+
     LedgerConnection *m_connection;
     EventTableModel *m_history;
     QLabel *m_title;
@@ -40,7 +70,9 @@ private:
     QPlainTextEdit *m_payload;
     QPlainTextEdit *m_evidence;
     QTableView *m_historyView;
-    QList<QPushButton *> m_actions;
+    QList<QPushButton *> m_actions; ///< indexed by OperationAction
+    RoleCheck m_roleCheck;
+    std::optional<Operation> m_operation;
     quint64 m_generation = 0;
 };
 

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "screenshottour.h"
 
+#include "actioncontroller.h"
+#include "confirmationsview.h"
+#include "dlqview.h"
+#include "guardedactiondialog.h"
 #include "ledgertableview.h"
 #include "ledgerview.h"
 #include "mainwindow.h"
+#include "operationtablemodel.h"
 
 #include <QDir>
 #include <QPixmap>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -33,7 +40,7 @@ void ScreenshotTour::visit(int tab)
 {
     QTabWidget *tabs = m_window->tabs();
     if (tab >= tabs->count()) {
-        Q_EMIT finished(m_ok);
+        dialogs(0);
         return;
     }
     tabs->setCurrentIndex(tab);
@@ -57,6 +64,56 @@ void ScreenshotTour::visit(int tab)
         m_ok = m_window->grab().save(path) && m_ok;
         visit(tab + 1);
     });
+}
+
+void ScreenshotTour::dialogs(int step)
+{
+    ActionController *actions = m_window->actions();
+    const auto grabWhenOpen = [this, actions, step](const QString &name, const QString &reason) {
+        auto conn = std::make_shared<QMetaObject::Connection>();
+        auto failed = std::make_shared<QMetaObject::Connection>();
+        *failed = connect(actions, &ActionController::refused, this, [this, conn, failed, step] {
+            disconnect(*conn);
+            disconnect(*failed);
+            m_ok = false;
+            dialogs(step + 1);
+        });
+        *conn = connect(actions, &ActionController::dialogOpened, this, [this, conn, failed, name, reason, step](GuardedActionDialog *d) {
+            disconnect(*conn);
+            disconnect(*failed);
+            d->reasonEdit()->setPlainText(reason);
+            QTimer::singleShot(PerTabMs, this, [this, d, name, step] {
+                m_ok = d->grab().save(QDir(m_directory).filePath(name)) && m_ok;
+                d->reject();
+                dialogs(step + 1);
+            });
+        });
+    };
+    if (step == 0) {
+        for (LedgerView *v : m_window->views())
+            if (auto *view = qobject_cast<ConfirmationsView *>(v)) {
+                m_window->tabs()->setCurrentWidget(view);
+                OperationTableModel *model = view->model();
+                for (int r = 0; r < model->rowCount(); ++r)
+                    if (model->operationAt(model->index(r, 0)).state == OperationState::AwaitingApproval) {
+                        grabWhenOpen(QStringLiteral("dialog-approve.png"), tr("Refund agreed with the customer"));
+                        actions->start(OperationAction::Redispatch, model->operationAt(model->index(r, 0)));
+                        return;
+                    }
+            }
+        dialogs(1);
+        return;
+    }
+    if (step == 1) {
+        for (LedgerView *v : m_window->views())
+            if (auto *view = qobject_cast<DlqView *>(v); view && view->replayButton()->isEnabled()) {
+                m_window->tabs()->setCurrentWidget(view);
+                grabWhenOpen(QStringLiteral("dialog-dlq-replay.png"), tr("Payments API is back after the outage"));
+                view->replaySelectionOrFilter();
+                return;
+            }
+    }
+    Q_EMIT finished(m_ok);
 }
 
 } // namespace idempo

@@ -9,8 +9,11 @@ namespace idempo {
 class MainWindow;
 
 /// Visits every tab of a loaded window, selects the first row where a detail pane depends on
-/// it, and saves QWidget::grab() of the window as DIR/NN-name.png; then emits finished().
-/// Used for the documentation's screenshots and to look at the views under xvfb.
+/// it, and saves QWidget::grab() of the window as DIR/NN-name.png; then opens the approve
+/// dialog of the first operation awaiting approval and the DLQ replay dry run, saves each as
+/// DIR/dialog-approve.png and DIR/dialog-dlq-replay.png, and cancels them (nothing is
+/// submitted); then emits finished(). Used for the documentation's screenshots and to look at
+/// the views under xvfb.
 class ScreenshotTour final : public QObject
 {
     Q_OBJECT
@@ -25,6 +28,7 @@ Q_SIGNALS:
 
 private:
     void visit(int tab);
+    void dialogs(int step);
 
     MainWindow *m_window;
     QString m_directory;

@@ -121,7 +121,8 @@ void ConsoleFixture::populate()
     m_queues->createQueue("payments", QueueOptions{1});
     const std::int64_t msg = m_queues->send(
         "payments",
-        R"({"run_id":"run-7009","step_id":"capture","source_agent":"planner","target_agent":"payments","payload":{"amount":250},"produced_at":"2026-11-29T12:00:00Z","idempotency_key":"run-7009:capture"})",
+        R"({"run_id":"run-7009","step_id":"capture","source_agent":"planner","target_agent":"payments","payload":{"amount":250},"produced_at":)"
+            + std::to_string(m_clock->nowMs()) + R"(,"idempotency_key":"run-7009:capture"})",
         "", 0);
     m_queues->read("payments", 30'000, 1);
     m_queues->nack("payments", msg, ErrorClass::Transient, "payments API 503", 0);

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actioncontroller.h"
+
+#include "approvecommand.h"
+#include "displayformat.h"
+#include "dlqreplaycommand.h"
+#include "guardedactiondialog.h"
+#include "journallookup.h"
+#include "ledgerconnection.h"
+#include "ledgerfactory.h"
+#include "reconcilecommand.h"
+#include "sqliteledgerstore.h"
+
+#include <QHeaderView>
+#include <QProgressDialog>
+#include <QTableWidget>
+#include <QThread>
+#include <QUuid>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+namespace idempo {
+
+namespace {
+
+/// What a job on the worker answered: a preview, an outcome, or the error it threw.
+struct Answer
+{
+    bool ok = true;
+    QString error;
+    std::optional<ActionPreview> preview;
+    nlohmann::json value;
+};
+
+QString joined(const std::vector<std::string> &problems)
+{
+    QStringList lines;
+    for (const std::string &p : problems)
+        lines << QString::fromStdString(p);
+    return lines.join(QLatin1String("; "));
+}
+
+/// validate() with the operator's input, then execute(); problems refuse without writing.
+Answer validateAndExecute(GuardedAction &action)
+{
+    Answer a;
+    try {
+        if (const auto problems = action.validate(); !problems.empty()) {
+            a.ok = false;
+            a.error = QObject::tr("Refused: %1").arg(joined(problems));
+            return a;
+        }
+        a.value = action.execute();
+    } catch (const std::exception &e) {
+        a.ok = false;
+        a.error = QString::fromStdString(e.what());
+    }
+    return a;
+}
+
+Answer describeOnly(GuardedAction &action)
+{
+    Answer a;
+    try {
+        a.preview = action.describe();
+    } catch (const std::exception &e) {
+        a.ok = false;
+        a.error = QString::fromStdString(e.what());
+    }
+    return a;
+}
+
+/// Where reconciliation asks, as the CLI does: the sandbox's journals on the embedded ledger.
+std::unique_ptr<ProviderLookup> lookupFor(LedgerStore &store)
+{
+    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(&store))
+        return std::make_unique<JournalLookup>(*sqlite);
+    return std::make_unique<NoProviderLookup>();
+}
+
+QString historyText(const nlohmann::json &history)
+{
+    QStringList lines;
+    for (const nlohmann::json &e : history) {
+        const auto str = [&e](const char *k) {
+            return e.contains(k) && e[k].is_string() ? QString::fromStdString(e[k].get<std::string>()) : QString();
+        };
+        QString line = QStringLiteral("%1  %2 → %3  attempt %4  by %5")
+                           .arg(str("at"), str("from").isEmpty() ? QStringLiteral("·") : str("from"), str("to"))
+                           .arg(e.value("attempt", 0))
+                           .arg(str("actor"));
+        if (!str("error_class").isEmpty())
+            line += QStringLiteral("  [%1]").arg(str("error_class"));
+        if (!str("detail").isEmpty())
+            line += QStringLiteral("  %1").arg(str("detail"));
+        lines << line;
+    }
+    return lines.isEmpty() ? QObject::tr("(no events)") : lines.join(QLatin1Char('\n'));
+}
+
+QString jsonText(const nlohmann::json &value)
+{
+    if (value.is_null() || (value.is_string() && value.get<std::string>().empty()))
+        return QObject::tr("(none recorded)");
+    if (value.is_string())
+        return prettyJson(value.get<std::string>());
+    return QString::fromStdString(value.dump(2));
+}
+
+} // namespace
+
+QString consequenceButtonText(const QString &sentence)
+{
+    QString text = sentence;
+    for (const QLatin1String cut : {QLatin1String(": "), QLatin1String(", evidence"), QLatin1String(" (needs")})
+        if (const int at = text.indexOf(cut); at > 0)
+            text.truncate(at);
+    if (text.size() > 48)
+        if (const int at = text.indexOf(QLatin1String(" to ")); at > 0)
+            text.truncate(at);
+    return text;
+}
+
+QString outcomeText(const nlohmann::json &o)
+{
+    if (o.contains("status") && o.contains("approval_id")) {
+        const std::string status = o.value("status", "");
+        const QString state = o.contains("operation") ? QString::fromStdString(o["operation"].value("state", "")) : QString();
+        const QString key = o.contains("operation") ? QString::fromStdString(o["operation"].value("key", "")) : QString();
+        const QString id = QString::fromStdString(o.value("approval_id", ""));
+        if (status == "pending")
+            return QObject::tr("Recorded, pending a second approver: %1 stays %2 (approval %3).").arg(key, state, id);
+        if (status == "replayed")
+            return QObject::tr("Already decided: approval %1 was submitted before; nothing applied again (%2 is %3).")
+                .arg(id, key, state);
+        return QObject::tr("Applied: %1 is now %2 (approval %3, audit record %4).")
+            .arg(key, state, id)
+            .arg(o.value("audit_seq", std::int64_t{0}));
+    }
+    if (o.contains("reconciled")) {
+        QStringList parts;
+        for (const auto &r : o["reconciled"])
+            parts << QObject::tr("%1: %2 → %3").arg(QString::fromStdString(r.value("key", "")),
+                                                    QString::fromStdString(r.value("from", "")),
+                                                    QString::fromStdString(r.value("to", "")));
+        for (const auto &s : o["skipped"])
+            parts << QObject::tr("%1 skipped: %2").arg(QString::fromStdString(s.value("key", "")),
+                                                       QString::fromStdString(s.value("why", "")));
+        return QObject::tr("Reconciled. %1").arg(parts.join(QLatin1String("; ")));
+    }
+    if (o.contains("replay_id"))
+        return QObject::tr("%1 %2 requeued, %3 not replayed, %4 taken by another replay (replay %5).")
+            .arg(o.value("cancelled", false) ? QObject::tr("Stopped:") : QObject::tr("Replayed:"))
+            .arg(o.value("requeued", std::int64_t{0}))
+            .arg(o.value("not_replayed", std::int64_t{0}))
+            .arg(o.value("taken_by_other_replay", std::int64_t{0}))
+            .arg(QString::fromStdString(o.value("replay_id", "")));
+    return QString::fromStdString(o.dump());
+}
+
+ActionController::ActionController(LedgerConnection *connection, QWidget *dialogParent)
+    : QObject(dialogParent)
+    , m_connection(connection)
+    , m_dialogParent(dialogParent)
+{
+    connect(m_connection, &LedgerConnection::opened, this, [this] {
+        m_actor.reset();
+        Q_EMIT actorChanged();
+        m_connection->query(
+            this, [](LedgerStore &s, MessageQueue *) { return s.actor(); },
+            [this](const ActorIdentity &actor) { setActor(actor); });
+    });
+}
+
+void ActionController::setActor(const ActorIdentity &actor)
+{
+    m_actor = actor;
+    Q_EMIT actorChanged();
+}
+
+QString ActionController::refusal(Capability capability) const
+{
+    if (!m_actor)
+        return tr("Your role on this ledger is not known yet.");
+    if (roleMay(m_actor->role, capability))
+        return {};
+    return tr("You are %1: %2. The ledger refuses it too.")
+        .arg(QString::fromStdString(m_actor->name), QString::fromStdString(roleRefusal(m_actor->role, capability)));
+}
+
+OperationDetailPane::RoleCheck ActionController::roleCheck() const
+{
+    if (!m_actor)
+        return {};
+    return [this](OperationAction action) {
+        return refusal(action == OperationAction::Reconcile ? Capability::Reconcile : Capability::Approve);
+    };
+}
+
+void ActionController::openDialog(const QString &title, const QString &okText, const ActionPreview &preview)
+{
+    if (m_dialog)
+        m_dialog->close();
+    auto *d = new GuardedActionDialog(title, QString::fromStdString(preview.sentence), okText, m_dialogParent);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    m_dialog = d;
+}
+
+void ActionController::finishExecute(bool ok, const QString &outcome)
+{
+    if (m_dialog)
+        m_dialog->finish(ok, outcome);
+    Q_EMIT executed(ok, outcome);
+}
+
+void ActionController::start(OperationAction action, const Operation &op)
+{
+    if (!m_actor)
+        return;
+    const ActorIdentity actor = *m_actor;
+    const QString submissionId = QStringLiteral("ap-") + QUuid::createUuid().toString(QUuid::Id128);
+    if (action == OperationAction::Reconcile) {
+        ReconcileCommand::Request req;
+        req.ns = op.ns;
+        req.key = op.key;
+        m_connection->query(
+            this,
+            [actor, req](LedgerStore &s, MessageQueue *) {
+                auto lookup = lookupFor(s);
+                ReconcileCommand cmd(s, *lookup, actor, req);
+                return describeOnly(cmd);
+            },
+            [this, actor, req](const Answer &a) {
+                if (!a.ok) {
+                    Q_EMIT refused(a.error);
+                    return;
+                }
+                openDialog(tr("Reconcile"), consequenceButtonText(QString::fromStdString(a.preview->sentence)),
+                           *a.preview);
+                const auto &ops = a.preview->details["operations"];
+                m_dialog->addDetail(tr("What the provider says"),
+                                    ops.empty() ? tr("(nothing)") : jsonText(ops.front().value("evidence", nlohmann::json())));
+                connect(m_dialog, &GuardedActionDialog::submitted, this,
+                        [this, actor, req](const GuardedActionDialog::Submission &sub) {
+                            ReconcileCommand::Request r = req;
+                            r.reason = sub.reason.toStdString();
+                            m_connection->query(
+                                this,
+                                [actor, r](LedgerStore &s, MessageQueue *) {
+                                    auto lookup = lookupFor(s);
+                                    ReconcileCommand cmd(s, *lookup, actor, r);
+                                    return validateAndExecute(cmd);
+                                },
+                                [this](const Answer &done) {
+                                    finishExecute(done.ok, done.ok ? outcomeText(done.value) : done.error);
+                                });
+                        });
+                m_dialog->open();
+                Q_EMIT dialogOpened(m_dialog);
+            });
+        return;
+    }
+
+    ApproveCommand::Request req;
+    req.ns = op.ns;
+    req.key = op.key;
+    req.decision = action == OperationAction::Confirm  ? ApprovalDecision::Confirm
+                   : action == OperationAction::Reject ? ApprovalDecision::Reject
+                                                       : ApprovalDecision::Redispatch;
+    req.approvalId = submissionId.toStdString();
+    ApproveCommand::Request preview = req;
+    if (action == OperationAction::Confirm)
+        preview.externalReference = tr("the reference entered below").toStdString();
+    m_connection->query(
+        this,
+        [actor, preview](LedgerStore &s, MessageQueue *) {
+            ApproveCommand cmd(s, actor, preview);
+            return describeOnly(cmd);
+        },
+        [this, actor, req, action, submissionId](const Answer &a) {
+            if (!a.ok) {
+                Q_EMIT refused(a.error);
+                return;
+            }
+            const ActionPreview &p = *a.preview;
+            const QString title = action == OperationAction::Reject    ? tr("Reject operation")
+                                  : action == OperationAction::Confirm ? tr("Confirm operation as succeeded")
+                                                                       : tr("Approve operation");
+            openDialog(title, consequenceButtonText(QString::fromStdString(p.sentence)), p);
+            m_dialog->setSubmissionId(submissionId);
+            m_dialog->setNote(tr("%1 → %2 · approval id %3%4")
+                                  .arg(QString::fromStdString(p.details.value("from", "")),
+                                       QString::fromStdString(p.details.value("to", "")), submissionId,
+                                       p.details.value("four_eyes", false) ? tr(" · above the four-eyes threshold: a "
+                                                                                "second approver must confirm")
+                                                                           : QString()));
+            m_dialog->addDetail(tr("Evidence"), jsonText(p.details.value("evidence", nlohmann::json())));
+            m_dialog->addDetail(tr("Attempt history"), historyText(p.details.value("history", nlohmann::json::array())));
+            if (p.details.contains("operation"))
+                m_dialog->addDetail(tr("Payload"),
+                                    jsonText(p.details["operation"].value("payload", nlohmann::json())));
+            if (action == OperationAction::Confirm)
+                m_dialog->requireReference(tr("External &reference"));
+            connect(m_dialog, &GuardedActionDialog::submitted, this,
+                    [this, actor, req](const GuardedActionDialog::Submission &sub) {
+                        ApproveCommand::Request r = req;
+                        r.reason = sub.reason.toStdString();
+                        r.externalReference = sub.externalReference.toStdString();
+                        r.approvalId = sub.submissionId.toStdString();
+                        m_connection->query(
+                            this,
+                            [actor, r](LedgerStore &s, MessageQueue *) {
+                                ApproveCommand cmd(s, actor, r);
+                                return validateAndExecute(cmd);
+                            },
+                            [this](const Answer &done) {
+                                finishExecute(done.ok, done.ok ? outcomeText(done.value) : done.error);
+                            });
+                    });
+            m_dialog->open();
+            Q_EMIT dialogOpened(m_dialog);
+        });
+}
+
+void ActionController::replay(const std::string &queue, const std::vector<std::int64_t> &ids)
+{
+    if (!m_actor)
+        return;
+    const ActorIdentity actor = *m_actor;
+    const QString replayId = QStringLiteral("rp-") + QUuid::createUuid().toString(QUuid::Id128);
+    DlqReplayCommand::Request req;
+    req.queue = queue;
+    req.ids = ids;
+    req.ratePerSecond = m_replayRate;
+    req.replayId = replayId.toStdString();
+    m_connection->query(
+        this,
+        [actor, req](LedgerStore &s, MessageQueue *q) {
+            Answer a;
+            if (!q) {
+                a.ok = false;
+                a.error = QObject::tr("This ledger has no message queues.");
+                return a;
+            }
+            DlqReplayCommand cmd(s, *q, actor, req, {});
+            return describeOnly(cmd);
+        },
+        [this, actor, req, replayId](const Answer &a) {
+            if (!a.ok) {
+                Q_EMIT refused(a.error);
+                return;
+            }
+            const ActionPreview &p = *a.preview;
+            const qint64 count = p.details.value("count", std::int64_t{0});
+            openDialog(tr("Replay dead letters"), tr("Replay %n message(s)", nullptr, int(count)), p);
+            m_dialog->setSubmissionId(replayId);
+            QStringList classes;
+            for (const auto &[name, n] : p.details["by_class"].items())
+                classes << QStringLiteral("%1: %2").arg(QString::fromStdString(name)).arg(n.get<std::int64_t>());
+            m_dialog->setNote(tr("Dry run over a frozen set of %1 message(s) — %2. At most %3 per second; "
+                                 "every message keeps its idempotency key.")
+                                  .arg(p.details.value("set", std::int64_t{0}))
+                                  .arg(classes.join(QLatin1String(", ")))
+                                  .arg(m_replayRate));
+            const auto &items = p.details["items"];
+            auto *table = new QTableWidget(int(items.size()), 4);
+            table->setHorizontalHeaderLabels({tr("Message"), tr("Operation key"), tr("Dry run"), tr("Detail")});
+            table->verticalHeader()->setVisible(false);
+            table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+            table->horizontalHeader()->setStretchLastSection(true);
+            int row = 0;
+            for (const auto &item : items) {
+                const auto cell = [&](int c, const QString &text) { table->setItem(row, c, new QTableWidgetItem(text)); };
+                cell(0, QString::number(item.value("msg_id", std::int64_t{0})));
+                cell(1, QString::fromStdString(item.value("key", "")));
+                cell(2, QString::fromStdString(item.value("class", "")));
+                cell(3, QString::fromStdString(item.value("detail", "")));
+                ++row;
+            }
+            table->resizeColumnsToContents();
+            m_dialog->addDetailWidget(tr("Dry run (%1)").arg(items.size()), table);
+            m_dialog->requireTypedCount(count);
+            connect(m_dialog, &GuardedActionDialog::submitted, this,
+                    [this, actor, req](const GuardedActionDialog::Submission &sub) {
+                        DlqReplayCommand::Request r = req;
+                        r.reason = sub.reason.toStdString();
+                        r.confirmCount = sub.typedCount;
+                        r.replayId = sub.submissionId.toStdString();
+                        runReplay(actor, r);
+                    });
+            m_dialog->open();
+            Q_EMIT dialogOpened(m_dialog);
+        });
+}
+
+void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayCommand::Request &request)
+{
+    // The replay waits between messages to keep its rate: it runs on its own thread and
+    // connection, so the views keep answering meanwhile.
+    auto cancelled = std::make_shared<std::atomic_bool>(false);
+    auto *progress = new QProgressDialog(tr("Replaying dead letters…"), tr("&Stop replay"), 0, 0, m_dialog);
+    progress->setAttribute(Qt::WA_DeleteOnClose);
+    progress->setMinimumDuration(0);
+    connect(progress, &QProgressDialog::canceled, this, [cancelled] { *cancelled = true; });
+    m_progress = progress;
+    QPointer<ActionController> self(this);
+    const QString url = m_connection->url();
+    QThread *thread = QThread::create([self, url, actor, request, cancelled] {
+        Answer a;
+        try {
+            const auto store = openLedger(url);
+            const auto queues = openQueue(url);
+            DlqReplayCommand::Options options;
+            options.sleep = [](std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); };
+            options.cancelled = [cancelled] { return cancelled->load(); };
+            options.progress = [self](std::int64_t done, std::int64_t total) {
+                QMetaObject::invokeMethod(
+                    self, [self, done, total] {
+                        if (self)
+                            self->reportProgress(done, total);
+                    },
+                    Qt::QueuedConnection);
+            };
+            DlqReplayCommand cmd(*store, *queues, actor, request, options);
+            a = validateAndExecute(cmd);
+        } catch (const std::exception &e) {
+            a.ok = false;
+            a.error = QString::fromStdString(e.what());
+        }
+        QMetaObject::invokeMethod(
+            self, [self, a] {
+                if (!self)
+                    return;
+                if (self->m_progress)
+                    self->m_progress->close();
+                self->finishExecute(a.ok, a.ok ? outcomeText(a.value) : a.error);
+            },
+            Qt::QueuedConnection);
+    });
+    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+    thread->start();
+}
+
+void ActionController::reportProgress(qint64 done, qint64 total)
+{
+    if (m_progress) {
+        m_progress->setMaximum(int(total));
+        m_progress->setValue(int(done));
+        m_progress->setLabelText(tr("Replaying dead letters: %1 of %2").arg(done).arg(total));
+    }
+    Q_EMIT replayProgress(done, total);
+}
+
+} // namespace idempo

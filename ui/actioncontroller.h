@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "actionrecords.h"
+#include "dlqreplaycommand.h"
+#include "guardedaction.h"
+#include "operation.h"
+#include "operationdetailpane.h"
+
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+class QProgressDialog;
+class QWidget;
+
+namespace idempo {
+
+class GuardedActionDialog;
+class LedgerConnection;
+
+/// Runs the console's guarded actions through the command objects the CLI uses
+/// (actions/guardedaction.h): describe() on the ledger's worker thread, the confirmation
+/// dialog on the GUI thread, then validate() and execute() on the worker again with what the
+/// operator typed, and the command's JSON outcome shown in the dialog. The identity acting is
+/// the ledger's (LedgerStore::actor()), read when the ledger opens; the buttons follow its role
+/// but the command decides.
+class ActionController final : public QObject
+{
+    Q_OBJECT
+public:
+    /// Dialogs open over `dialogParent`.
+    ActionController(LedgerConnection *connection, QWidget *dialogParent);
+
+    /// Who acts; unset until the open ledger answered.
+    const std::optional<ActorIdentity> &actor() const { return m_actor; }
+    /// Acts as `actor` from now on (the ledger's identity replaces it when a ledger opens).
+    void setActor(const ActorIdentity &actor);
+    /// Why the current actor may not use `capability`; empty when it may.
+    QString refusal(Capability capability) const;
+    /// The role check for the operation pane's buttons.
+    OperationDetailPane::RoleCheck roleCheck() const;
+
+    /// Opens the confirmation of `action` on `op` once the command described it.
+    void start(OperationAction action, const Operation &op);
+    /// Opens the DLQ replay of the dead letters `ids` of `queue` (a frozen set) with its dry run.
+    void replay(const std::string &queue, const std::vector<std::int64_t> &ids);
+
+    /// The dialog open now, if any (tests drive it).
+    GuardedActionDialog *dialog() const { return m_dialog; }
+
+    /// Messages per second of a DLQ replay (DlqReplayCommand::Request::ratePerSecond).
+    void setReplayRate(double perSecond) { m_replayRate = perSecond; }
+
+Q_SIGNALS:
+    void actorChanged();
+    /// A confirmation dialog opened (modeless for the event loop, modal for the operator).
+    void dialogOpened(idempo::GuardedActionDialog *dialog);
+    /// The command would not describe the action (nothing to act on, ledger error).
+    void refused(const QString &message);
+    /// An execute() finished: its JSON outcome, or the error it threw.
+    void executed(bool ok, const QString &outcome);
+    /// A DLQ replay advanced.
+    void replayProgress(qint64 done, qint64 total);
+
+private:
+    void openDialog(const QString &title, const QString &okText, const ActionPreview &preview);
+    void finishExecute(bool ok, const QString &outcome);
+    void runReplay(const ActorIdentity &actor, const DlqReplayCommand::Request &request);
+    void reportProgress(qint64 done, qint64 total);
+
+    LedgerConnection *m_connection;
+    QWidget *m_dialogParent;
+    std::optional<ActorIdentity> m_actor;
+    QPointer<GuardedActionDialog> m_dialog;
+    QPointer<QProgressDialog> m_progress;
+    double m_replayRate = 20;
+};
+
+/// "Approve refund of 1,250.00 EUR" from "Approve refund of 1,250.00 EUR to DE44…: dispatch it
+/// again": the consequence, short enough for a button.
+QString consequenceButtonText(const QString &sentence);
+
+/// A command's outcome JSON in words, e.g. "Applied: run-7002:refund is now received (approval
+/// ap-…, audit record 12)".
+QString outcomeText(const nlohmann::json &outcome);
+
+} // namespace idempo

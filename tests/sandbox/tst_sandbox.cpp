@@ -280,6 +280,11 @@ private Q_SLOTS:
         QCOMPARE(results.at(0).name, std::string("at_most_one_effect"));
         QCOMPARE(results.at(0).violations.size(), std::size_t(1));
         QCOMPARE(results.at(0).violations.at(0).operation, again.operationKey);
+        // The forged effect is not the one the ledger's receipt names: it was never recorded.
+        QCOMPARE(results.at(2).name, std::string("effect_recorded"));
+        QCOMPARE(results.at(2).violations.size(), std::size_t(1));
+        QCOMPARE(results.at(2).violations.at(0).operation, again.operationKey);
+        QVERIFY(results.at(2).violations.at(0).message.find(again.effectId) != std::string::npos);
         const QString text = QString::fromStdString(InvariantChecker::toText(results));
         QVERIFY(text.contains(QString::fromStdString(again.operationKey)));
     }

@@ -444,6 +444,18 @@ void drawProgress(const sandbox::SandboxProgress &p)
     std::fflush(stderr);
 }
 
+/// Set by the first SIGTERM or SIGINT during `sandbox run`: the run stops its workers, checks
+/// what ran and reports it as cancelled. Only a lock-free atomic store and signal() happen in the
+/// handler (both async-signal-safe); a second signal ends the process the default way.
+std::atomic<bool> g_stopSandbox{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void requestSandboxStop(int signal)
+{
+    g_stopSandbox = true;
+    std::signal(signal, SIG_DFL);
+}
+
 int cmdSandbox(Context &c)
 {
     const QString what = c.positional(1, "sandbox subcommand (run)");
@@ -466,11 +478,15 @@ int cmdSandbox(Context &c)
         throw UsageError{"unknown scenario '" + scenario + "'; known: all" + known};
     }
     if (c.parser.isSet(QStringLiteral("runs")))
-        options.runs = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("runs")), -1, 10'000'000));
+        options.runs = static_cast<int>(
+            std::clamp<std::int64_t>(c.integerOption(QStringLiteral("runs")), -1, sandbox::SandboxOptions::MaxRuns + 1));
     if (c.parser.isSet(QStringLiteral("workers")))
         options.workers = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("workers")), -1, 65));
-    if (options.runs < 1 || options.workers < 1 || options.workers > 64)
-        throw UsageError{"--runs must be positive and --workers 1..64"};
+    if (options.runs < 1 || options.runs > sandbox::SandboxOptions::MaxRuns)
+        throw UsageError{"--runs must be 1.." + std::to_string(sandbox::SandboxOptions::MaxRuns)
+                         + " (the sandbox keeps every run in memory)"};
+    if (options.workers < 1 || options.workers > 64)
+        throw UsageError{"--workers must be 1..64"};
     const bool processes = c.parser.isSet(QStringLiteral("processes"));
     const std::int64_t seed = c.parser.isSet(QStringLiteral("seed")) ? c.integerOption(QStringLiteral("seed")) : 1;
     if (seed < 0)
@@ -484,6 +500,9 @@ int cmdSandbox(Context &c)
     const bool bar = !c.json && isatty(STDERR_FILENO);
     if (bar)
         options.progress = drawProgress;
+    options.cancelled = [] { return g_stopSandbox.load(); };
+    std::signal(SIGTERM, requestSandboxStop);
+    std::signal(SIGINT, requestSandboxStop);
 
     nlohmann::json report;
     if (processes) {
@@ -501,7 +520,10 @@ int cmdSandbox(Context &c)
     if (bar)
         std::fputs("\n", stderr);
     c.print(report, sandbox::SandboxRunner::reportText(report));
-    return report.at("invariants").at("ok").get<bool>() ? ExitOk : ExitRefused;
+    if (!report.at("invariants").at("ok").get<bool>())
+        return ExitRefused;
+    // Stopped by a signal: the run did not finish, though nothing it did broke a promise.
+    return report.value("cancelled", false) ? ExitTempFail : ExitOk;
 }
 
 int cmdCheck(Context &c)
@@ -509,6 +531,14 @@ int cmdCheck(Context &c)
     const std::string ns = sandboxNamespace(c);
     const std::shared_ptr<LedgerStore> store = openLedger(c.ledgerUrl(), nullptr, c.openMode());
     const auto journal = sandbox::SandboxJournal::open(*store);
+    ListFilter anyOperation;
+    anyOperation.ns = ns;
+    anyOperation.limit = 1;
+    if (!journal->hasRuns(ns) && store->list(anyOperation).empty()) {
+        // Nothing checked is not a pass: a mistyped namespace must not read as "all hold".
+        throw Error(ErrorCode::NotFound, "namespace '" + ns + "' of " + store->describe()
+                                             + " holds no sandbox runs and no operations: nothing to check");
+    }
     const auto results = sandbox::InvariantChecker(*store, *journal).check(ns);
     nlohmann::json report = sandbox::InvariantChecker::toJson(results);
     report["ledger"] = store->describe();
@@ -1346,9 +1376,10 @@ std::map<QString, Command> commands()
           "'idempo worker' processes on the real clock, killed with SIGKILL at the crash points and\n"
           "restarted (any ledger; PostgreSQL is the real thing). Scenarios: kyc-onboarding,\n"
           "payment-refund, travel-booking, invoice-email. Namespace 'sandbox' unless --namespace is\n"
-          "given. See docs/sandbox.md for faults and rates.",
+          "given. SIGTERM or SIGINT stops the run: workers finish the message in hand, the report says\n"
+          "cancelled and covers what ran, exit 75. See docs/sandbox.md for faults and rates.",
           {opt("scenario", "A scenario name, or all (default): runs are spread round-robin.", "NAME"),
-           opt("runs", "Runs to start (default 100).", "N"),
+           opt("runs", "Runs to start, 1..1000000 (default 100).", "N"),
            opt("workers", "Worker threads, or worker processes with --processes (default 2).", "W"),
            opt("processes", "Run the workers as 'idempo worker' processes and SIGKILL them at crash points."),
            opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
@@ -1375,7 +1406,8 @@ std::map<QString, Command> commands()
         {QStringLiteral("check"),
          {0, "check",
           "Check the sandbox invariants of a namespace ('sandbox' unless --namespace is given) against\n"
-          "the providers' effect journals; each violation names its operation; exit 65 when one fails.",
+          "the providers' effect journals; each violation names its operation; exit 65 when one fails,\n"
+          "and when the namespace holds no sandbox runs and no operations (nothing to check).",
           {},
           cmdCheck}},
         {QStringLiteral("bench"),

@@ -133,7 +133,9 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
     }
     std::string decision;
     const ProviderAnswer answer = callProvider(a, decision);
-    if (fault == Fault::CrashDuringCall || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok)) {
+    if (fault == Fault::CrashDuringCall
+        || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok
+            && m_ctx.open(*fault, run, a.stepIndex))) {
         m_ctx.crash(*fault, run, a.stepIndex);
         return;
     }
@@ -233,7 +235,7 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
         ++m_ctx.counters().fencedWrites;
         return;
     }
-    if (crashAfterRecord) {
+    if (crashAfterRecord && m_ctx.open(Fault::CrashAfterRecord, run, a.stepIndex)) {
         m_ctx.crash(Fault::CrashAfterRecord, run, a.stepIndex);
         return;
     }

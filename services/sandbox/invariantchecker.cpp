@@ -101,9 +101,16 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
         }
         const OperationState s = op->second.state;
         const std::string receipt = receiptEffect(op->second.receipt);
-        const bool matches = s == OperationState::Succeeded
-                             && std::any_of(list.begin(), list.end(), [&](const Effect *e) { return e->effectId == receipt; });
-        if (!matches && s != OperationState::ConfirmationRequired) {
+        if (s == OperationState::Succeeded) {
+            // The receipt accounts for one effect: any other effect of the operation is unrecorded.
+            for (const Effect *e : list) {
+                if (e->effectId != receipt)
+                    recorded.violations.push_back({key, "effect " + e->effectId + " performed, but the ledger's receipt "
+                                                            + (receipt.empty() ? "is empty" : "names " + receipt)});
+            }
+            continue;
+        }
+        if (s != OperationState::ConfirmationRequired) {
             recorded.violations.push_back({key, "effect " + list.front()->effectId + " performed, but the ledger says "
                                                     + std::string(stateName(s))
                                                     + (receipt.empty() ? "" : " with receipt " + receipt)});

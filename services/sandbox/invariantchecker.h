@@ -37,8 +37,9 @@ struct InvariantResult
 /// - at_most_one_effect: no business operation has more than one provider effect;
 /// - receipt_matches_effect: every succeeded protected write has a receipt naming an effect
 ///   the provider performed for that operation;
-/// - effect_recorded: every effect of an engine run is either recorded (succeeded with its
-///   receipt) or handed to a person (confirmation_required);
+/// - effect_recorded: every effect of an engine run is either recorded (succeeded with a
+///   receipt naming that very effect) or handed to a person (confirmation_required); an effect
+///   of a succeeded operation whose id differs from the receipt's is a violation;
 /// - no_request_lost: every accepted run's steps exist and settled (succeeded, failed_terminal,
 ///   confirmation_required, awaiting_approval); nothing is left in received, failed_retryable,
 ///   unknown_outcome or dispatching (a lapsed lease is named as such);

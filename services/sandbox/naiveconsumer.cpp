@@ -74,7 +74,9 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
     call.fault = m_ctx.providerFault(run, stepIndex, run.steps[static_cast<std::size_t>(stepIndex)].providerCalls++);
     call.rejection = m_ctx.rejectionClass(run, stepIndex);
     const ProviderAnswer answer = m_ctx.provider(step.provider).call(call);
-    if (fault == Fault::CrashDuringCall || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok)) {
+    if (fault == Fault::CrashDuringCall
+        || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok
+            && m_ctx.open(*fault, run, stepIndex))) {
         m_ctx.crash(*fault, run, stepIndex);
         return;
     }
@@ -104,7 +106,7 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
         } else {
             run.settled = true;
         }
-        if (fault == Fault::CrashAfterRecord) {
+        if (fault == Fault::CrashAfterRecord && m_ctx.open(*fault, run, stepIndex)) {
             m_ctx.crash(*fault, run, stepIndex);
             return;
         }

@@ -91,6 +91,19 @@ void PostgresSandboxJournal::addRuns(const std::vector<RunRecord> &runs)
     tx.commit();
 }
 
+void PostgresSandboxJournal::removeRuns(const std::string &ns, const std::vector<std::string> &runIds)
+{
+    PgConnection &c = m_store.connection();
+    PgTransaction tx(c);
+    for (const std::string &runId : runIds) {
+        PgParams p;
+        p.text(ns).text(runId);
+        c.execPrepared("withdraw sandbox run", "sandbox_remove_run",
+                       "DELETE FROM sandbox_runs WHERE namespace = $1 AND run_id = $2", p);
+    }
+    tx.commit();
+}
+
 void PostgresSandboxJournal::addEffects(const std::vector<Effect> &effects)
 {
     if (effects.empty())

@@ -21,6 +21,7 @@ public:
 
     void createTables() override;
     void addRuns(const std::vector<RunRecord> &runs) override;
+    void removeRuns(const std::string &ns, const std::vector<std::string> &runIds) override;
     void addEffects(const std::vector<Effect> &effects) override;
     Performed perform(const Effect &proposed, bool dedupe) override;
     std::optional<Effect> lookup(const std::string &ns, const std::string &provider,

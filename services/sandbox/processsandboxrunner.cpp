@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <list>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,8 @@
 #include <QTimer>
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 namespace idempo::sandbox {
 namespace {
@@ -54,8 +57,9 @@ nlohmann::json ProcessSandboxRunner::run()
 {
     const auto wallStart = std::chrono::steady_clock::now();
     const SandboxOptions &o = m_options;
-    if (o.scenarios.empty() || o.runs < 1 || o.workers < 1)
-        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs >= 1 and workers >= 1");
+    if (o.scenarios.empty() || o.runs < 1 || o.runs > SandboxOptions::MaxRuns || o.workers < 1)
+        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.."
+                                                    + std::to_string(SandboxOptions::MaxRuns) + " and workers >= 1");
     const std::shared_ptr<LedgerStore> store = openLedger(m_process.ledgerUrl, nullptr, m_process.openMode);
     const std::shared_ptr<MessageQueue> queue = openQueue(m_process.ledgerUrl, nullptr, m_process.openMode);
     const auto journal = SandboxJournal::open(*store);
@@ -95,6 +99,12 @@ nlohmann::json ProcessSandboxRunner::run()
     std::int64_t restarts = 0;
     std::int64_t unexpectedExits = 0;
     bool stopping = false;
+    bool cancelled = false;
+    const auto cancelRequested = [&] {
+        if (!cancelled && o.cancelled && o.cancelled())
+            cancelled = true;
+        return cancelled;
+    };
     std::string failure;
     Counters &totals = ctx.counters();
     std::int64_t deduplicated = 0;
@@ -135,6 +145,14 @@ nlohmann::json ProcessSandboxRunner::run()
         } catch (const nlohmann::json::exception &e) {
             failure = "a worker reported an unreadable status line (" + std::string(e.what()) + ")";
         }
+        // A stop signal sent to the whole process group (Ctrl-C) reaches the workers too: their
+        // clean exit is then part of the stop, not a reason to replace them.
+        if (cancelRequested() && !stopping) {
+            stopping = true;
+            for (Worker &other : workers)
+                if (&other != &w)
+                    other.process->terminate();
+        }
         const bool expected = w.killed || stopping;
         if (!expected) {
             ++unexpectedExits;
@@ -160,6 +178,14 @@ nlohmann::json ProcessSandboxRunner::run()
         w.slot = slot;
         w.process = new QProcess();
         w.process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        // A worker must not outlive its driver and go on consuming the shared queue: it gets
+        // SIGTERM (finish the message in hand, then exit) when the driver ends, however it ends.
+        const pid_t driver = ::getpid();
+        w.process->setChildProcessModifier([driver] {
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (::getppid() != driver) // the driver ended before the line above
+                ::raise(SIGTERM);
+        });
         const QString owner = QStringLiteral("p%1.%2").arg(slot).arg(++generation);
         QStringList args{QStringLiteral("--ledger"), m_process.ledgerUrl, QStringLiteral("--namespace"),
                          QString::fromStdString(o.ns), QStringLiteral("worker"), QStringLiteral("--queue"),
@@ -218,7 +244,7 @@ nlohmann::json ProcessSandboxRunner::run()
                 progress.virtualMs = nanosSince(wallStart) / 1'000'000;
                 o.progress(progress);
             }
-            if (quietChecks < 2 && !timedOut && failure.empty())
+            if (quietChecks < 2 && !timedOut && failure.empty() && !cancelRequested())
                 return;
         } catch (const std::exception &e) {
             failure = e.what();
@@ -242,6 +268,24 @@ nlohmann::json ProcessSandboxRunner::run()
     }
     if (!failure.empty())
         throw Error(ErrorCode::Internal, "sandbox process run failed: " + failure);
+    std::int64_t withdrawn = 0;
+    if (cancelled) {
+        // Every worker has ended. Let the reconciler settle what it can, waiting at most until
+        // the leases of killed workers have lapsed and late confirmations have come, then
+        // leave an empty queue and withdraw the runs that did not settle.
+        const auto passStart = std::chrono::steady_clock::now();
+        const std::int64_t waitNs =
+            (m_process.timings.leaseMs + m_process.timings.confirmationDelayMs + m_process.checkEveryMs) * 1'000'000;
+        while (!o.naive) {
+            const Reconciler::Pass pass = reconciler.run();
+            if ((pass.actions == 0 && pass.waiting == 0) || nanosSince(passStart) >= waitNs)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(m_process.checkEveryMs));
+        }
+        ctx.emptyQueue();
+        withdrawn = withdrawUnsettledRuns(*store, *journal, o.ns);
+        driverBusyNs += nanosSince(passStart);
+    }
 
     timing.wallNs = nanosSince(wallStart);
     timing.engineNs += ctx.slot(o.workers).engineNs; // the driver's reconciler
@@ -252,6 +296,8 @@ nlohmann::json ProcessSandboxRunner::run()
     report["restarts"] = restarts;
     report["unexpected_exits"] = unexpectedExits;
     report["timed_out"] = timedOut;
+    report["cancelled"] = cancelled;
+    report["runs_withdrawn"] = withdrawn;
     return report;
 }
 

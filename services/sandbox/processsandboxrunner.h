@@ -32,7 +32,12 @@ struct ProcessRunOptions
 /// the providers' journals in the ledger) until the queue is empty and the reconciler has had
 /// nothing to do twice in a row; then it stops the workers (SIGTERM: each finishes its
 /// message and reports) and checks the invariants. A worker's "crash" line gets a
-/// `kill(pid, SIGKILL)`; any worker that ends while the run goes on is replaced. Time is real:
+/// `kill(pid, SIGKILL)`; any worker that ends while the run goes on is replaced. When
+/// SandboxOptions::cancelled answers true (asked every checkEveryMs and whenever a worker ends)
+/// the driver stops the workers the same way, waits for every one, runs the reconciler once,
+/// empties the queue and reports "cancelled": true with the invariants over what ran. Each
+/// worker gets SIGTERM from the kernel when its driver ends (PR_SET_PDEATHSIG), so none is
+/// left consuming the shared queue. Time is real:
 /// equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).
 class ProcessSandboxRunner final
 {
@@ -42,7 +47,7 @@ public:
     /// Runs to the end and returns the report of SandboxRunner::run() without
     /// "virtual_seconds", with "processes" (true), "kills" (SIGKILLs sent), "restarts"
     /// (replacement workers started), "unexpected_exits" (workers that ended on their own) and
-    /// "timed_out". Counters are the workers' own, summed: a killed worker's last report is its
+    /// "timed_out" and "cancelled". Counters are the workers' own, summed: a killed worker's last report is its
     /// crash announcement, so nothing it counted is lost. Throws Error(InvalidArgument) when the
     /// namespace already holds operations or sandbox runs, the queue is not empty or a worker
     /// cannot be started; Error(LedgerUnavailable | Internal) on storage failure.

@@ -86,6 +86,13 @@ SandboxTimings SandboxTimings::realTime()
     return t;
 }
 
+void SandboxContext::emptyQueue()
+{
+    for (auto left = m_queue->browse(m_queueName, 0, 1000); !left.empty(); left = m_queue->browse(m_queueName, 0, 1000))
+        for (const QueueMessage &m : left)
+            m_queue->deleteMessage(m_queueName, m.msgId);
+}
+
 SandboxContext::SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
                                std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers,
                                bool naive, SandboxTimings timings, std::string queueName)
@@ -194,13 +201,30 @@ std::int64_t SandboxContext::workerNowMs(int worker) const
 
 bool SandboxContext::fires(Fault fault, RunState &run, int stepIndex, std::int64_t occasion)
 {
+    return drawn(fault, run, stepIndex, occasion) && open(fault, run, stepIndex);
+}
+
+bool SandboxContext::drawn(Fault fault, const RunState &run, int stepIndex, std::int64_t occasion) const
+{
+    const StepState &step = run.steps[static_cast<std::size_t>(stepIndex)];
+    if (step.fired & (1u << static_cast<unsigned>(fault)))
+        return false;
+    const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
+    return m_plan.draws(fault, run.runId, stepId, occasion);
+}
+
+bool SandboxContext::conditional(Fault fault)
+{
+    return fault == Fault::CrashAfterEffect || fault == Fault::CrashAfterRecord;
+}
+
+bool SandboxContext::open(Fault fault, RunState &run, int stepIndex)
+{
     StepState &step = run.steps[static_cast<std::size_t>(stepIndex)];
     const std::uint32_t bit = 1u << static_cast<unsigned>(fault);
     if (step.fired & bit)
         return false;
     const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
-    if (!m_plan.draws(fault, run.runId, stepId, occasion))
-        return false;
     step.fired |= bit;
     // A restarted process forgets what its predecessor opened: the journal remembers.
     if (m_process && m_process->journal
@@ -229,7 +253,7 @@ std::optional<Fault> SandboxContext::workerFault(RunState &run, int stepIndex, i
     // One window per delivery at most: a worker cannot crash twice in one attempt.
     for (const Fault f : {Fault::CrashBeforeDispatch, Fault::CrashDuringCall, Fault::CrashAfterEffect,
                           Fault::CrashAfterRecord, Fault::PausedWorker})
-        if (fires(f, run, stepIndex, delivery))
+        if (conditional(f) ? drawn(f, run, stepIndex, delivery) : fires(f, run, stepIndex, delivery))
             return f;
     return std::nullopt;
 }

@@ -144,6 +144,9 @@ public:
     LedgerStore &store() { return *m_store; }
     Engine &engine() { return m_engine; }
     MessageQueue &queue() { return *m_queue; }
+    /// Deletes every message left on the sandbox queue, so that a later run starts on an empty
+    /// one after a cancelled run. Throws what MessageQueue throws.
+    void emptyQueue();
     const Clock &clock() const { return *m_clock; }
 
     /// Makes this context a worker process's (process mode).
@@ -182,10 +185,22 @@ public:
     std::int64_t workerNowMs(int worker) const;
 
     /// Opens the window `fault` for this occasion of (run, step) if the plan draws it and it has
-    /// not opened there before; counts it.
+    /// not opened there before; counts it. Same as drawn() followed by open().
     bool fires(Fault fault, RunState &run, int stepIndex, std::int64_t occasion);
+    /// True when the plan draws `fault` at this occasion of (run, step) and its window has not
+    /// opened there yet (in this process); records nothing.
+    bool drawn(Fault fault, const RunState &run, int stepIndex, std::int64_t occasion) const;
+    /// Opens the window `fault` of (run, step): marks it, records it in the journal (process
+    /// mode) and counts it in faults_injected. False when it had opened there before (another
+    /// process), and then nothing is counted.
+    bool open(Fault fault, RunState &run, int stepIndex);
+    /// True for the crash points that exist only when the provider call went a certain way:
+    /// crash-after-effect (the call succeeded) and crash-after-record (the result was recorded).
+    static bool conditional(Fault fault);
 
-    /// The worker-side window (a crash point or a pause) that opens at this delivery, if any.
+    /// The worker-side window (a crash point or a pause) drawn for this delivery, if any. Every
+    /// window is opened (counted) here except a conditional() one: the consumer opens that with
+    /// open() only where its condition holds, so that each counted crash window is a crash.
     std::optional<Fault> workerFault(RunState &run, int stepIndex, int delivery);
     /// The provider fault scripted for this call of the step, if any.
     std::optional<Fault> providerFault(RunState &run, int stepIndex, int call);

@@ -65,6 +65,10 @@ public:
     /// Creates the tables if missing; safe while other processes do the same.
     virtual void createTables() = 0;
     virtual void addRuns(const std::vector<RunRecord> &runs) = 0;
+    /// Withdraws runs of `ns` that a cancelled sandbox run stopped before they settled: the
+    /// invariant checker then no longer expects them to finish (their operations and effects
+    /// stay, and are checked like any other).
+    virtual void removeRuns(const std::string &ns, const std::vector<std::string> &runIds) = 0;
     /// Appends effects performed in memory (the thread mode's providers), ids as given.
     virtual void addEffects(const std::vector<Effect> &effects) = 0;
 

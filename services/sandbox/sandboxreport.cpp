@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace idempo::sandbox {
 namespace {
@@ -95,6 +96,17 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
     };
 }
 
+std::int64_t withdrawUnsettledRuns(LedgerStore &store, SandboxJournal &journal, const std::string &ns)
+{
+    std::set<std::string> unsettled;
+    for (const InvariantResult &r : InvariantChecker(store, journal).check(ns))
+        if (r.name == "no_request_lost")
+            for (const Violation &v : r.violations)
+                unsettled.insert(v.operation.substr(0, v.operation.find(':')));
+    journal.removeRuns(ns, {unsettled.begin(), unsettled.end()});
+    return static_cast<std::int64_t>(unsettled.size());
+}
+
 std::string sandboxReportText(const nlohmann::json &r)
 {
     const auto n = [](const nlohmann::json &v) { return v.dump(); };
@@ -103,7 +115,8 @@ std::string sandboxReportText(const nlohmann::json &r)
                     + (r.contains("kills") ? " worker processes" : " workers") + ", seed " + n(r.at("seed"))
                     + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
     if (r.value("cancelled", false))
-        s += "  CANCELLED before every run settled: the figures and invariants cover what ran\n";
+        s += "  CANCELLED before every run settled: the figures and invariants cover what ran ("
+             + n(r.value("runs_withdrawn", 0)) + " unsettled runs withdrawn)\n";
     s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
     s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
          + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes"));

@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace idempo {
+class LedgerStore;
+}
+
 namespace idempo::sandbox {
 
 class SandboxContext;
@@ -28,6 +32,11 @@ struct SandboxTiming
 /// the original effect. Throws like InvariantChecker::check().
 nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const SandboxOptions &options,
                              std::int64_t deduplicated, const SandboxTiming &timing);
+
+/// After a cancelled run: withdraws (SandboxJournal::removeRuns) every run of `ns` that the
+/// invariant checker finds unsettled, so that the namespace is checked over what ran, and
+/// returns how many it withdrew. Throws like InvariantChecker::check().
+std::int64_t withdrawUnsettledRuns(LedgerStore &store, SandboxJournal &journal, const std::string &ns);
 
 /// The report as text.
 std::string sandboxReportText(const nlohmann::json &report);

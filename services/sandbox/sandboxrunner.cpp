@@ -59,7 +59,9 @@ std::shared_ptr<SqliteLedgerStore> SandboxRunner::openLedger(const QString &url,
                                                             OpenMode mode)
 {
     if (!url.startsWith(QLatin1String("sqlite:")))
-        throw Error(ErrorCode::InvalidArgument, "the sandbox runs on the embedded ledger only (sqlite:PATH)");
+        throw Error(ErrorCode::InvalidArgument,
+                    "the thread mode of the sandbox runs on the embedded ledger only (sqlite:PATH); a PostgreSQL "
+                    "ledger needs --processes (worker processes on the real clock)");
     QString withOptions = url;
     if (!url.contains(QLatin1String("synchronous=")))
         withOptions += (url.contains(QLatin1Char('?')) ? QStringLiteral("&") : QStringLiteral("?"))
@@ -71,8 +73,9 @@ nlohmann::json SandboxRunner::run()
 {
     const auto wallStart = std::chrono::steady_clock::now();
     const SandboxOptions &o = m_options;
-    if (o.scenarios.empty() || o.runs < 1 || o.workers < 1)
-        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs >= 1 and workers >= 1");
+    if (o.scenarios.empty() || o.runs < 1 || o.runs > SandboxOptions::MaxRuns || o.workers < 1)
+        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.."
+                                                    + std::to_string(SandboxOptions::MaxRuns) + " and workers >= 1");
     const auto journal = SandboxJournal::open(*m_store);
     journal->createTables();
     ListFilter anyOperation;
@@ -195,12 +198,10 @@ nlohmann::json SandboxRunner::run()
         roundsThisInstant = 0;
     }
 
+    std::int64_t withdrawn = 0;
     if (cancelled) {
-        // The next run in this namespace must start on an empty sandbox queue.
-        for (auto left = ctx.queue().browse(ctx.queueName(), 0, 1000); !left.empty();
-             left = ctx.queue().browse(ctx.queueName(), 0, 1000))
-            for (const QueueMessage &m : left)
-                ctx.queue().deleteMessage(ctx.queueName(), m.msgId);
+        ctx.emptyQueue(); // the next run must start on an empty sandbox queue
+        withdrawn = withdrawUnsettledRuns(ctx.store(), *journal, o.ns);
     }
     std::int64_t deduplicated = 0;
     for (auto &[name, provider] : ctx.providers())
@@ -216,6 +217,7 @@ nlohmann::json SandboxRunner::run()
     nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
     report["virtual_seconds"] = (m_clock->nowMs() - startMs) / 1000;
     report["cancelled"] = cancelled;
+    report["runs_withdrawn"] = withdrawn;
     return report;
 }
 

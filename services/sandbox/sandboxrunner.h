@@ -39,7 +39,9 @@ struct SandboxOptions
 {
     std::vector<const Scenario *> scenarios; ///< runs are spread over these round-robin
     std::string scenarioLabel;               ///< "all" or the scenario's name, for the report
-    int runs = 100;
+    int runs = 100;                          ///< 1..MaxRuns
+    /// Every run's state is kept in memory (a few KiB each): more is refused.
+    static constexpr int MaxRuns = 1'000'000;
     int workers = 2;                         ///< worker threads (and virtual workers w0..w(N-1)), or processes
     FaultPlan faults;
     bool naive = false;                      ///< the consumer without an idempotency layer

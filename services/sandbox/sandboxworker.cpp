@@ -29,6 +29,8 @@ SandboxWorker::SandboxWorker(std::shared_ptr<LedgerStore> store, std::shared_ptr
     m_journal->createTables();
     m_ctx = std::make_unique<SandboxContext>(store, std::move(queue), std::make_shared<SystemClock>(), m_options.faults,
                                              m_options.ns, 1, m_options.naive, m_options.timings, m_options.queue);
+    // A worker announces readiness only when it can work: a missing queue fails here, before "start".
+    m_ctx->queue().metrics(m_options.queue);
     WorkerProcess process;
     process.owner = m_options.owner;
     process.index = m_options.index;

@@ -56,7 +56,8 @@ struct WorkerOptions
 class SandboxWorker final
 {
 public:
-    /// Throws Error(InvalidArgument) for an empty owner.
+    /// Throws Error(InvalidArgument) for an empty owner, Error(NotFound) naming the queue when
+    /// `options.queue` does not exist, and what the store throws when the ledger is unreachable.
     SandboxWorker(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue, WorkerOptions options,
                   std::function<void(const std::string &line)> emit);
     ~SandboxWorker();

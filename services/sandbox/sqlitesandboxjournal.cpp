@@ -143,6 +143,21 @@ void SqliteSandboxJournal::addRuns(const std::vector<RunRecord> &runs)
     batch.commit();
 }
 
+void SqliteSandboxJournal::removeRuns(const std::string &ns, const std::vector<std::string> &runIds)
+{
+    QSqlDatabase db = m_store.connection().db;
+    Batch batch(db);
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("DELETE FROM sandbox_runs WHERE namespace = ? AND run_id = ?"));
+    for (const std::string &runId : runIds) {
+        q.bindValue(0, text(ns));
+        q.bindValue(1, text(runId));
+        exec(q, "withdraw sandbox run");
+    }
+    q.finish();
+    batch.commit();
+}
+
 void SqliteSandboxJournal::addEffects(const std::vector<Effect> &effects)
 {
     if (effects.empty())

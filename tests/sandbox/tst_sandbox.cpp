@@ -250,6 +250,18 @@ private Q_SLOTS:
         QVERIFY(revoked);
     }
 
+    /// A crash window counted in faults_injected is a worker that died: a crash-after-effect
+    /// window that opens on a provider call that failed (here a 503) must not be counted as a
+    /// crash fault that never happened.
+    void crashFaultsCountedAreCrashes()
+    {
+        SandboxLedger ledger;
+        const nlohmann::json report = ledger.run("payment-refund", "crash-after-effect=1,provider-5xx=0.5", 40, 1);
+        QVERIFY2(report.at("invariants").at("ok").get<bool>(), failing(report).constData());
+        QVERIFY(report.at("faults_injected").at("provider-5xx").get<int>() > 0);
+        QCOMPARE(report.at("faults_injected").at("crash-after-effect").get<int>(), report.at("crashes").get<int>());
+    }
+
     /// The checker reads what is on disk: a forged second effect and a forged receipt are
     /// named by operation.
     void checkerNamesForgedViolations()
@@ -268,6 +280,11 @@ private Q_SLOTS:
         QCOMPARE(results.at(0).name, std::string("at_most_one_effect"));
         QCOMPARE(results.at(0).violations.size(), std::size_t(1));
         QCOMPARE(results.at(0).violations.at(0).operation, again.operationKey);
+        // The forged effect is not the one the ledger's receipt names: it was never recorded.
+        QCOMPARE(results.at(2).name, std::string("effect_recorded"));
+        QCOMPARE(results.at(2).violations.size(), std::size_t(1));
+        QCOMPARE(results.at(2).violations.at(0).operation, again.operationKey);
+        QVERIFY(results.at(2).violations.at(0).message.find(again.effectId) != std::string::npos);
         const QString text = QString::fromStdString(InvariantChecker::toText(results));
         QVERIFY(text.contains(QString::fromStdString(again.operationKey)));
     }

@@ -13,6 +13,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cerrno>
+#include <csignal>
+#include <vector>
+
+#include <QDir>
+#include <QFile>
+
 namespace {
 
 struct Run
@@ -29,6 +36,51 @@ QString ledgerUrl() { return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL"); }
 const QString CrashFaults = QStringLiteral(
     "crash-before-dispatch=0.15,crash-during-call=0.15,crash-after-effect=0.3,crash-after-record=0.15,"
     "duplicate-delivery,provider-timeout=0.1,provider-5xx,delayed-confirmation=0.1,two-planners=0.1");
+
+/// Processes whose parent is `parent`, from /proc.
+std::vector<pid_t> childrenOf(pid_t parent)
+{
+    std::vector<pid_t> children;
+    for (const QString &entry : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+        bool numeric = false;
+        const pid_t pid = static_cast<pid_t>(entry.toInt(&numeric));
+        if (!numeric)
+            continue;
+        QFile stat(QStringLiteral("/proc/%1/stat").arg(entry));
+        if (!stat.open(QIODevice::ReadOnly))
+            continue;
+        // "pid (comm) state ppid ...": comm may hold spaces, so read after its closing bracket.
+        const QByteArray line = stat.readAll();
+        const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
+        if (fields.size() > 1 && fields.at(1).toInt() == parent)
+            children.push_back(pid);
+    }
+    return children;
+}
+
+/// True while `pid` exists and is not a zombie.
+bool alive(pid_t pid)
+{
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray line = stat.readAll();
+    return line.mid(line.lastIndexOf(')') + 2, 1) != "Z";
+}
+
+/// Live `idempo worker` processes of namespace `ns`, whoever their parent is now (the driver
+/// starts them with "--namespace NS worker").
+int workersIn(const QString &ns)
+{
+    const QByteArray marker = QByteArray("--namespace") + '\0' + ns.toUtf8() + '\0' + "worker" + '\0';
+    int found = 0;
+    for (const QString &entry : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+        QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(entry));
+        if (cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().contains(marker) && alive(entry.toInt()))
+            ++found;
+    }
+    return found;
+}
 
 } // namespace
 
@@ -76,6 +128,39 @@ private:
         for (int i = 0; i < r.rows(); ++i)
             counts[r.text(i, 0)] = static_cast<int>(r.integer(i, 1));
         return counts;
+    }
+
+    /// Effects journaled in `ns` so far.
+    int effectCount(const std::string &ns)
+    {
+        int total = 0;
+        try {
+            for (const auto &[operation, count] : effectsPerOperation(ns))
+                total += count;
+        } catch (const std::exception &) {
+            return 0; // the driver has not created the sandbox tables yet
+        }
+        return total;
+    }
+
+    /// Starts `idempo sandbox run --processes` in `ns` and returns once its workers have made
+    /// effects, with the pids of the workers running then.
+    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns)
+    {
+        driver.start(QStringLiteral(IDEMPO_CLI_PATH),
+                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("--json"), QStringLiteral("--namespace"), ns,
+                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"),
+                      QStringLiteral("400"), QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
+                      QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
+                      QStringLiteral("5")});
+        if (!driver.waitForStarted(10'000))
+            return {};
+        QDeadlineTimer deadline(60'000);
+        while (effectCount(ns.toStdString()) < 10 && !deadline.hasExpired()
+               && driver.state() == QProcess::Running)
+            QThread::msleep(50);
+        return childrenOf(static_cast<pid_t>(driver.processId()));
     }
 
 private Q_SLOTS:
@@ -148,6 +233,43 @@ private Q_SLOTS:
         QCOMPARE(once.value(QStringLiteral("violations")).toInt(), duplicated);
     }
 
+    /// SIGTERM to the driver stops the run the documented way: its workers finish the message in
+    /// hand and are reaped, the report says cancelled, the invariants hold over what ran, the
+    /// exit status is 75, and the next run finds an empty queue.
+    void stopSignalEndsTheRunCleanly()
+    {
+        QProcess driver;
+        const std::vector<pid_t> workers = startBusyDriver(driver, QStringLiteral("stopped"));
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        QCOMPARE(driver.state(), QProcess::Running);
+        QVERIFY(::kill(static_cast<pid_t>(driver.processId()), SIGTERM) == 0);
+        QVERIFY(driver.waitForFinished(60'000));
+        const QByteArray err = driver.readAllStandardError();
+        QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(driver.exitCode() == 75, err.constData());
+        // Exactly one JSON object: trailing output would make it a parse error.
+        QJsonParseError parse;
+        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput(), &parse).object();
+        QCOMPARE(parse.error, QJsonParseError::NoError);
+        QVERIFY(r.value(QStringLiteral("cancelled")).toBool());
+        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QVERIFY(r.value(QStringLiteral("runs_withdrawn")).toInt() > 0);
+        QVERIFY(r.value(QStringLiteral("runs_withdrawn")).toInt() < 400);
+        for (const pid_t pid : workers)
+            QVERIFY2(!alive(pid), qPrintable(QStringLiteral("worker %1 outlived its driver").arg(pid)));
+        QCOMPARE(workersIn(QStringLiteral("stopped")), 0);
+
+        const QStringList ns{QStringLiteral("--namespace"), QStringLiteral("stopped")};
+        const Run check = idempo(ns + QStringList{QStringLiteral("check")});
+        QVERIFY2(check.exitCode == 0, QJsonDocument(check.json).toJson().constData());
+        const Run next = idempo({QStringLiteral("--namespace"), QStringLiteral("after-stop"), QStringLiteral("sandbox"),
+                                 QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
+                                 QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
+        QVERIFY2(next.exitCode == 0, next.err.constData());
+        QVERIFY(!next.json.value(QStringLiteral("cancelled")).toBool());
+    }
+
     /// `idempo worker` alone: SIGTERM ends it cleanly with an exit line; --idle-exit-ms ends it
     /// on an empty queue.
     void workerStopsOnSigtermAndWhenIdle()
@@ -179,6 +301,23 @@ private Q_SLOTS:
         QCOMPARE(idleLines.size(), 2);
         QCOMPARE(QJsonDocument::fromJson(idleLines.last()).object().value(QStringLiteral("event")).toString(),
                  QStringLiteral("exit"));
+    }
+
+    /// A driver that dies without a word (SIGKILL) takes its workers with it. Last: the dead
+    /// driver leaves messages on the queue.
+    void workersEndWithTheirDriver()
+    {
+        QProcess driver;
+        const std::vector<pid_t> workers = startBusyDriver(driver, QStringLiteral("orphans"));
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        driver.kill();
+        QVERIFY(driver.waitForFinished(10'000));
+        QDeadlineTimer deadline(30'000);
+        const auto anyAlive = [&] { return std::any_of(workers.begin(), workers.end(), alive); };
+        while (anyAlive() && !deadline.hasExpired())
+            QThread::msleep(50);
+        QVERIFY2(!anyAlive(), "a worker outlived its SIGKILLed driver");
+        QCOMPARE(workersIn(QStringLiteral("orphans")), 0);
     }
 };
 

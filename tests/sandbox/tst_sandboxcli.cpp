@@ -104,6 +104,49 @@ private Q_SLOTS:
                          QStringLiteral("meteor")}).exitCode, 64);
         QCOMPARE(idempo({QStringLiteral("sandbox"), QStringLiteral("walk")}).exitCode, 64);
     }
+
+    /// More runs than the sandbox holds in memory are refused up front, naming the limit.
+    void tooManyRunsAreRefused()
+    {
+        for (const QString &runs : {QStringLiteral("2000000000"), QStringLiteral("1000001")}) {
+            const Run r = idempo({QStringLiteral("--namespace"), QStringLiteral("huge"), QStringLiteral("sandbox"),
+                                  QStringLiteral("run"), QStringLiteral("--runs"), runs});
+            QCOMPARE(r.exitCode, 64);
+            QVERIFY2(r.json.value(QStringLiteral("message")).toString().contains(QLatin1String("1..1000000")),
+                     r.err.constData());
+        }
+        // Nothing was recorded: the namespace is still empty.
+        QCOMPARE(idempo({QStringLiteral("--namespace"), QStringLiteral("huge"), QStringLiteral("check")}).exitCode, 65);
+    }
+
+    /// A namespace with nothing in it (a typo) is not a pass: refused, naming the namespace.
+    void checkRefusesAnEmptyNamespace()
+    {
+        const Run r = idempo({QStringLiteral("--namespace"), QStringLiteral("sandbx"), QStringLiteral("check")});
+        QCOMPARE(r.exitCode, 65);
+        QCOMPARE(r.json.value(QStringLiteral("error")).toString(), QStringLiteral("not_found"));
+        const QString message = r.json.value(QStringLiteral("message")).toString();
+        QVERIFY2(message.contains(QLatin1String("'sandbx'")), qPrintable(message));
+        QVERIFY2(message.contains(QLatin1String("nothing to check")), qPrintable(message));
+        QVERIFY(!r.json.contains(QStringLiteral("invariants")));
+    }
+
+    /// A worker on a queue that does not exist fails before it announces readiness.
+    void workerOnAMissingQueueNeverStarts()
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("IDEMPO_LEDGER"));
+        env.insert(QStringLiteral("HOME"), m_dir.path());
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(IDEMPO_CLI_PATH), {QStringLiteral("--ledger"), m_ledger, QStringLiteral("worker"),
+                                                  QStringLiteral("--queue"), QStringLiteral("nosuch"),
+                                                  QStringLiteral("--idle-exit-ms"), QStringLiteral("100")});
+        QVERIFY(p.waitForFinished(30'000));
+        QCOMPARE(p.exitCode(), 65);
+        QVERIFY(!p.readAllStandardOutput().contains("\"event\""));
+        QVERIFY(p.readAllStandardError().contains("'nosuch'"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSandboxCli)

@@ -7,28 +7,21 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/io.idempo.Console.metainfo.xml
 set(IDEMPO_ICON_SVG ${PROJECT_SOURCE_DIR}/resources/icons/io.idempo.Console.svg)
 install(FILES ${IDEMPO_ICON_SVG} DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/scalable/apps)
 
-# hicolor PNGs rendered from the SVG at build time when a rasteriser is there.
-find_program(IDEMPO_RSVG rsvg-convert)
-find_program(IDEMPO_MAGICK convert)
+# hicolor PNGs rendered from the SVG at build time by our own tool over Qt Svg (a declared
+# build dependency), never by whatever rasteriser happens to be on PATH.
+find_package(Qt6 REQUIRED COMPONENTS Svg)
+qt_add_executable(idempo_iconrender ${CMAKE_CURRENT_LIST_DIR}/iconrender/main.cpp)
+target_link_libraries(idempo_iconrender PRIVATE idempo_common Qt6::Gui Qt6::Svg)
 foreach(size 16 32 48 64 128 256)
     set(png ${CMAKE_BINARY_DIR}/icons/${size}x${size}/io.idempo.Console.png)
-    if(IDEMPO_RSVG)
-        set(render ${IDEMPO_RSVG} -w ${size} -h ${size} -o ${png} ${IDEMPO_ICON_SVG})
-    elseif(IDEMPO_MAGICK)
-        set(render ${IDEMPO_MAGICK} -background none -density 384 ${IDEMPO_ICON_SVG} -resize ${size}x${size} ${png})
-    else()
-        continue()
-    endif()
     add_custom_command(OUTPUT ${png}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/icons/${size}x${size}
-        COMMAND ${render}
-        DEPENDS ${IDEMPO_ICON_SVG} VERBATIM)
+        COMMAND idempo_iconrender ${IDEMPO_ICON_SVG} ${size} ${png}
+        DEPENDS ${IDEMPO_ICON_SVG} idempo_iconrender VERBATIM)
     list(APPEND IDEMPO_ICON_PNGS ${png})
     install(FILES ${png} DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps)
 endforeach()
-if(IDEMPO_ICON_PNGS)
-    add_custom_target(idempo_icons ALL DEPENDS ${IDEMPO_ICON_PNGS})
-endif()
+add_custom_target(idempo_icons ALL DEPENDS ${IDEMPO_ICON_PNGS})
 
 set(CPACK_PACKAGE_NAME idempo)
 set(CPACK_PACKAGE_VENDOR "Idempo")

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerfixture.h"
 
-#include "cli/jsonview.h"
+#include "jsonview.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"

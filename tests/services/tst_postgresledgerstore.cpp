@@ -4,7 +4,7 @@
 // tests/pg/with-postgres.sh.
 #include "approvecommand.h"
 #include "auditverify.h"
-#include "cli/jsonview.h"
+#include "jsonview.h"
 #include "dlqreplaycommand.h"
 #include "guardsettingcommand.h"
 #include "reconcilecommand.h"

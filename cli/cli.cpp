@@ -11,7 +11,7 @@
 #include "engine.h"
 #include "error.h"
 #include "invariantchecker.h"
-#include "jsonview.h"
+#include "recordjson.h"
 #include "ledgerfactory.h"
 #include "queuebench.h"
 #include "queuename.h"

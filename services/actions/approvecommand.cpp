@@ -3,7 +3,7 @@
 
 #include "canonicaljson.h"
 #include "error.h"
-#include "jsonview.h"
+#include "recordjson.h"
 
 #include <algorithm>
 
@@ -159,9 +159,9 @@ ActionPreview ApproveCommand::describe()
         sentence += " (needs a second approver)";
     nlohmann::json history = nlohmann::json::array();
     for (const OperationEvent &e : m_history)
-        history.push_back(cli::eventJson(e));
+        history.push_back(eventJson(e));
     return {sentence,
-            {{"operation", cli::operationJson(op)},
+            {{"operation", operationJson(op)},
              {"decision", decisionName(m_request.decision)},
              {"from", stateName(op.state)},
              {"to", stateName(targetState(m_request.decision))},
@@ -298,7 +298,7 @@ nlohmann::json ApproveCommand::execute()
                           {"decision", approval.decision},
                           {"revision", approval.revision},
                           {"operator", approval.operatorName},
-                          {"operation", result.operation ? cli::operationJson(*result.operation) : nlohmann::json()},
+                          {"operation", result.operation ? operationJson(*result.operation) : nlohmann::json()},
                           {"audit_seq", result.audit ? nlohmann::json(result.audit->seq) : nlohmann::json()}};
     return out;
 }

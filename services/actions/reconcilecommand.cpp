@@ -2,7 +2,7 @@
 #include "reconcilecommand.h"
 
 #include "error.h"
-#include "jsonview.h"
+#include "recordjson.h"
 
 namespace idempo {
 namespace {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerfixture.h"
 
-#include "jsonview.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
+#include "recordjson.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 
@@ -113,11 +113,11 @@ QByteArray LedgerFixture::snapshot()
     for (const Operation &op : m_store->list(filter)) {
         nlohmann::json events = nlohmann::json::array();
         for (const OperationEvent &e : m_store->history(op.ns, op.key))
-            events.push_back(cli::eventJson(e));
+            events.push_back(eventJson(e));
         nlohmann::json approvals = nlohmann::json::array();
         for (const ApprovalRecord &a : m_store->approvals(op.ns, op.key))
             approvals.push_back({a.approvalId, a.revision, a.decision, a.status, a.operatorName});
-        all.push_back({{"operation", cli::operationJson(op)}, {"history", events}, {"approvals", approvals}});
+        all.push_back({{"operation", operationJson(op)}, {"history", events}, {"approvals", approvals}});
     }
     for (const Suppression &s : m_store->suppressions({}, 0, 100'000))
         all.push_back({s.id, s.key, claimOutcomeName(s.outcome)});

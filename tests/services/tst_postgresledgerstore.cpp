@@ -4,7 +4,7 @@
 // tests/pg/with-postgres.sh.
 #include "approvecommand.h"
 #include "auditverify.h"
-#include "jsonview.h"
+#include "recordjson.h"
 #include "dlqreplaycommand.h"
 #include "guardsettingcommand.h"
 #include "reconcilecommand.h"
@@ -614,7 +614,7 @@ private:
                                    .requiresApproval = c.requiresApproval};
         const ClaimResult r = store.claim(request);
         const ClaimPlan plan = planClaim(&existing, request, now);
-        const std::string where = key + " " + cli::operationJson(existing).dump();
+        const std::string where = key + " " + operationJson(existing).dump();
         QVERIFY2(r.outcome == plan.outcome, where.c_str());
 
         Operation expected = existing;
@@ -641,8 +641,8 @@ private:
                               plan.write == ClaimWrite::Revoke ||
                               (plan.write == ClaimWrite::Create && !c.requiresApproval);
         QVERIFY2(!newToken || token > existing.fencingToken, where.c_str());
-        QCOMPARE(cli::operationJson(r.operation), cli::operationJson(expected));
-        QCOMPARE(cli::operationJson(*store.find(kNs, key)), cli::operationJson(expected));
+        QCOMPARE(operationJson(r.operation), operationJson(expected));
+        QCOMPARE(operationJson(*store.find(kNs, key)), operationJson(expected));
 
         const std::size_t events = store.history(kNs, key).size();
         if (plan.write == ClaimWrite::Create)

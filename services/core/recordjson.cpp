@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "jsonview.h"
+#include "recordjson.h"
 
 #include <QDateTime>
 
-namespace idempo::cli {
+namespace idempo {
 namespace {
 
 nlohmann::json embedded(const std::string &canonical)
@@ -122,4 +122,4 @@ nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs)
     };
 }
 
-} // namespace idempo::cli
+} // namespace idempo

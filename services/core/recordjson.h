@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-namespace idempo::cli {
+namespace idempo {
 
 /// ISO 8601 UTC with milliseconds ("2026-11-29T12:00:00.000Z"), or null.
 nlohmann::json timestampJson(std::optional<std::int64_t> ms);
 
-/// An operation record as the CLI prints it (snake_case fields of design.md; JSON-valued
-/// fields embedded as JSON, absent ones null).
+/// An operation record as the CLI and the guarded actions show it (snake_case fields of
+/// design.md; JSON-valued fields embedded as JSON, absent ones null).
 nlohmann::json operationJson(const Operation &op);
 
 nlohmann::json eventJson(const OperationEvent &event);
@@ -25,4 +25,4 @@ nlohmann::json claimJson(const ClaimResult &result);
 
 nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs);
 
-} // namespace idempo::cli
+} // namespace idempo

@@ -4,7 +4,6 @@
 #include "engine.h"
 #include "error.h"
 #include "pgbench.h"
-#include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 
 #include <QElapsedTimer>
@@ -144,9 +143,9 @@ struct RawStatements
 
 nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
 {
-    if (auto *postgres = dynamic_cast<PostgresLedgerStore *>(&engine.store()))
-        return benchClaimPostgres(engine, *postgres, options);
-    if (!dynamic_cast<SqliteLedgerStore *>(&engine.store()))
+    if (engine.store().dialect() == "postgresql")
+        return benchClaimPostgres(engine, options);
+    if (engine.store().dialect() != "sqlite")
         throw Error(ErrorCode::InvalidArgument, "bench claim needs an sqlite: or postgresql:// ledger");
     // A fresh ledger of the same kind, so the figures do not depend on (or pollute) the user's.
     QTemporaryDir dir;

@@ -6,7 +6,7 @@
 #include "bench.h"
 #include "dlqreplaycommand.h"
 #include "guardsettingcommand.h"
-#include "journallookup.h"
+#include "providerlookup.h"
 #include "reconcilecommand.h"
 #include "engine.h"
 #include "error.h"
@@ -20,7 +20,6 @@
 #include "processsandboxrunner.h"
 #include "sandboxrunner.h"
 #include "sandboxworker.h"
-#include "sqliteledgerstore.h"
 
 #include <algorithm>
 #include <atomic>
@@ -974,15 +973,6 @@ int cmdApprove(Context &c)
 
 int cmdReject(Context &c) { return runApproval(c, ApprovalDecision::Reject); }
 
-/// Where reconciliation asks: the sandbox's effect journals on the embedded ledger; no
-/// provider to ask elsewhere (the operation then goes to a person).
-std::unique_ptr<ProviderLookup> providerLookup(Context &c)
-{
-    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(&c.engine().store()))
-        return std::make_unique<JournalLookup>(*sqlite);
-    return std::make_unique<NoProviderLookup>();
-}
-
 int cmdReconcile(Context &c)
 {
     ReconcileCommand::Request request;
@@ -1003,7 +993,7 @@ int cmdReconcile(Context &c)
         throw UsageError{"missing KEY, or a filter: --state, --key-prefix or --run"};
     request.reason = requiredReason(c);
     LedgerStore &store = c.engine().store();
-    const auto lookup = providerLookup(c);
+    const auto lookup = store.providerLookup();
     ReconcileCommand command(store, *lookup, store.actor(), request, {.retentionMs = c.engine().settings().retentionMs});
     requireValid(command.validate());
     const ActionPreview preview = command.describe();

@@ -174,7 +174,7 @@ double measurePgbench(const QString &program, const QString &conninfo, const QSt
     return cyclesPerS;
 }
 
-nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options)
+nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
 {
     const QString program = QStandardPaths::findExecutable(QStringLiteral("pgbench"));
     if (program.isEmpty())
@@ -182,7 +182,7 @@ nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, co
                     "bench claim on PostgreSQL compares against pgbench, which is not on PATH "
                     "(Debian: apt install postgresql-client)");
     // Without its password: pgbench and the check connection find it as idempo does (.pgpass).
-    const std::string conninfo = store.describe();
+    const std::string conninfo = engine.store().describe();
     PgConnection admin(conninfo);
 
     const int workers = options.workers;

@@ -8,10 +8,6 @@
 #include <string>
 #include <vector>
 
-namespace idempo {
-class PostgresLedgerStore;
-}
-
 namespace idempo::cli {
 
 /// `idempo bench claim` on a PostgreSQL ledger: claim → complete → duplicate-claim cycles
@@ -19,10 +15,10 @@ namespace idempo::cli {
 /// same statements (PostgresLedgerStore::pgbenchCycle()) with as many clients
 /// (`pgbench -n -M prepared -c W -j W -t N`), alternating rounds and keeping each side's best.
 /// Both rates leave out connection set-up. The rounds write to namespaces `bench-<ms>-…` of
-/// `store`'s ledger and delete them afterwards when the ledger's role may (a worker role may
+/// the engine's ledger and delete them afterwards when the ledger's role may (a worker role may
 /// not; "cleanup" says which). Report JSON as benchClaim(), plus "baseline" and "cleanup".
 /// Throws Error(LedgerUnavailable) (exit 69) when pgbench is not on PATH.
-nlohmann::json benchClaimPostgres(Engine &engine, PostgresLedgerStore &store, const BenchOptions &options);
+nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options);
 
 /// Runs `program` (pgbench) as `pgbench -n -M prepared -c W -j W -t N -f scriptPath [-D NAME=VALUE]…
 /// conninfo` with W = `workers` and N = `perWorker`; returns its rate without initial connection

@@ -1,25 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerworker.h"
 
+#include "changefeed.h"
 #include "error.h"
 #include "ledgerfactory.h"
-#include "pgconnection.h"
-#include "postgresledgerstore.h"
-#include "sqliteledgerstore.h"
 
-#include <utility>
 
 #include <QSocketNotifier>
-#include <QSqlError>
-#include <QSqlQuery>
 #include <QTimer>
 
 namespace idempo {
 
 namespace {
 
-/// The channel PostgresLedgerStore notifies on every write.
-constexpr char NotifyChannel[] = "idempo_operations";
 /// Notifications arriving within this many ms make one refresh: a busy ledger sends hundreds
 /// a second, and each refresh re-reads the visible rows.
 constexpr int CoalesceMs = 100;
@@ -77,15 +70,12 @@ void LedgerWorker::open(const QString &url)
         m_coalesceTimer->setInterval(CoalesceMs);
         connect(m_coalesceTimer, &QTimer::timeout, this, &LedgerWorker::changed);
     }
-    m_lastToken = -1;
-    if (dynamic_cast<PostgresLedgerStore *>(m_store.get())) {
-        // LISTEN before the views read their first rows, so no write falls between the two.
-        m_listenConninfo = url.toStdString();
-        try {
-            listen();
-        } catch (const std::exception &) {
-            m_missedNotifications = true; // the first tick reports the failure and retries
-        }
+    // A pushing feed listens before the views read their first rows, so no write falls between
+    // the two; one that cannot connect now is reported and retried by the first tick.
+    try {
+        openFeed();
+    } catch (const std::exception &) {
+        m_feedLost = true;
     }
     Q_EMIT opened(QString::fromStdString(m_store->describe()), m_queues != nullptr);
     poll();
@@ -99,35 +89,37 @@ void LedgerWorker::setPollInterval(int ms)
         m_pollTimer->setInterval(ms);
 }
 
-void LedgerWorker::listen()
+void LedgerWorker::openFeed()
 {
-    m_listener = std::make_unique<PgListener>(m_listenConninfo, NotifyChannel);
-    m_notifier = new QSocketNotifier(static_cast<qintptr>(m_listener->socket()), QSocketNotifier::Read, this);
-    connect(m_notifier, &QSocketNotifier::activated, this, &LedgerWorker::readNotifications);
-}
-
-void LedgerWorker::stopListening()
-{
-    // The notifier goes first: it must not watch a descriptor the listener closes.
-    delete m_notifier;
-    m_notifier = nullptr;
-    m_listener.reset();
-}
-
-void LedgerWorker::readNotifications()
-{
-    try {
-        if (!m_listener->takeNotifications().empty() && !m_coalesceTimer->isActive())
-            m_coalesceTimer->start();
-    } catch (const std::exception &e) {
-        listenerLost(e);
+    m_feed = m_store->changeFeed();
+    if (m_feed && m_feed->socket() >= 0) {
+        m_notifier = new QSocketNotifier(static_cast<qintptr>(m_feed->socket()), QSocketNotifier::Read, this);
+        connect(m_notifier, &QSocketNotifier::activated, this, &LedgerWorker::readPushedChanges);
     }
 }
 
-void LedgerWorker::listenerLost(const std::exception &e)
+void LedgerWorker::closeFeed()
 {
-    stopListening();
-    m_missedNotifications = true;
+    // The notifier goes first: it must not watch a descriptor the feed closes.
+    delete m_notifier;
+    m_notifier = nullptr;
+    m_feed.reset();
+}
+
+void LedgerWorker::readPushedChanges()
+{
+    try {
+        if (m_feed->changed() && !m_coalesceTimer->isActive())
+            m_coalesceTimer->start();
+    } catch (const std::exception &e) {
+        feedLost(e);
+    }
+}
+
+void LedgerWorker::feedLost(const std::exception &e)
+{
+    closeFeed();
+    m_feedLost = true;
     Q_EMIT polled(false, QStringLiteral("live updates lost: ") + QString::fromStdString(e.what()));
 }
 
@@ -148,9 +140,8 @@ void LedgerWorker::close()
         m_pollTimer->stop();
     if (m_coalesceTimer)
         m_coalesceTimer->stop();
-    stopListening();
-    m_listenConninfo.clear();
-    m_missedNotifications = false;
+    closeFeed();
+    m_feedLost = false;
     m_queues.reset();
     m_store.reset();
 }
@@ -159,54 +150,43 @@ void LedgerWorker::poll()
 {
     if (!m_store)
         return;
-    if (!m_listenConninfo.empty()) {
-        if (m_listener) {
-            try {
-                m_listener->ping();
-                readNotifications();
-            } catch (const std::exception &e) {
-                listenerLost(e);
-                return;
-            }
-            if (m_listener)
-                Q_EMIT polled(true, QString());
-            return;
-        }
+    if (m_feedLost) {
         try {
-            listen();
+            openFeed();
         } catch (const std::exception &e) {
-            m_missedNotifications = true;
             Q_EMIT polled(false, QStringLiteral("live updates stopped: ") + QString::fromStdString(e.what()));
             return;
         }
+        m_feedLost = false;
         Q_EMIT polled(true, QString());
         // Whatever was written while nobody listened is unknown: every view re-reads once.
-        if (std::exchange(m_missedNotifications, false))
-            Q_EMIT changed();
+        Q_EMIT changed();
+        return;
+    }
+    if (!m_feed) {
+        Q_EMIT polled(true, QString());
+        return;
+    }
+    if (m_feed->socket() >= 0) {
+        try {
+            m_feed->ping();
+            readPushedChanges();
+        } catch (const std::exception &e) {
+            feedLost(e);
+            return;
+        }
+        if (m_feed)
+            Q_EMIT polled(true, QString());
         return;
     }
     try {
-        const std::int64_t token = changeToken();
-        const bool moved = m_lastToken >= 0 && token != m_lastToken;
-        m_lastToken = token;
+        const bool moved = m_feed->changed();
         Q_EMIT polled(true, QString());
         if (moved)
             Q_EMIT changed();
     } catch (const std::exception &e) {
         Q_EMIT polled(false, QString::fromStdString(e.what()));
     }
-}
-
-std::int64_t LedgerWorker::changeToken()
-{
-    // data_version moves whenever another connection commits: one page-cache read.
-    auto *sqlite = dynamic_cast<SqliteLedgerStore *>(m_store.get());
-    if (!sqlite)
-        throw Error(ErrorCode::Internal, "no change signal for " + m_store->describe());
-    QSqlQuery q(sqlite->connection().db);
-    if (q.exec(QStringLiteral("PRAGMA data_version")) && q.next())
-        return q.value(0).toLongLong();
-    throw Error(ErrorCode::LedgerUnavailable, q.lastError().text().toStdString());
 }
 
 } // namespace idempo

@@ -7,26 +7,24 @@
 #include <QObject>
 #include <QString>
 
-#include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 
 class QSocketNotifier;
 class QTimer;
 
 namespace idempo {
 
-class PgListener;
+class ChangeFeed;
 
 /// A job the worker runs against the open ledger; `queues` is null when the ledger has none.
 using LedgerJob = std::function<void(LedgerStore &store, MessageQueue *queues)>;
 
 /// Owns the ledger on a worker thread: opens it there, runs every query there (the SQLite store
-/// gives this thread its own connection) and watches for changes. A PostgreSQL ledger announces
-/// its writes on the channel `idempo_operations`: the worker LISTENs on a connection of its own,
-/// watched by a QSocketNotifier on this thread, and its tick only pings that connection (and
-/// reconnects it when it dropped). Other ledgers are polled for a cheap change signal each tick.
+/// gives this thread its own connection) and watches for changes through the store's change
+/// feed (LedgerStore::changeFeed()). A pushing feed (PostgreSQL's LISTEN on a connection of its
+/// own) is watched by a QSocketNotifier on this thread, and the tick only pings it (and opens it
+/// again when it dropped); a polled feed (SQLite's data_version) is asked each tick.
 /// Lives in LedgerConnection's thread; only LedgerConnection talks to it, through queued calls.
 class LedgerWorker final : public QObject
 {
@@ -43,10 +41,8 @@ public:
     void close();
     /// Checks once for a change now instead of at the next tick.
     void poll();
-    /// The tick, in ms (1000 by default): change poll, or ping and reconnect of the listener.
+    /// The tick, in ms (1000 by default): change poll, or ping and reconnect of a pushing feed.
     void setPollInterval(int ms);
-    /// Whether changes arrive as PostgreSQL notifications (a listener is connected).
-    bool isListening() const { return m_listener != nullptr; }
 
 Q_SIGNALS:
     void opened(const QString &description, bool hasQueues);
@@ -58,21 +54,18 @@ Q_SIGNALS:
     void polled(bool ok, const QString &message);
 
 private:
-    std::int64_t changeToken();
-    void listen();
-    void stopListening();
-    void readNotifications();
-    void listenerLost(const std::exception &e);
+    void openFeed();
+    void closeFeed();
+    void readPushedChanges();
+    void feedLost(const std::exception &e);
 
     std::shared_ptr<LedgerStore> m_store;
     std::shared_ptr<MessageQueue> m_queues;
     QTimer *m_pollTimer = nullptr;
     QTimer *m_coalesceTimer = nullptr;
-    std::int64_t m_lastToken = -1;
     int m_pollIntervalMs = 1000;
-    std::string m_listenConninfo; ///< set while the open ledger is PostgreSQL
-    std::unique_ptr<PgListener> m_listener;
-    bool m_missedNotifications = false; ///< the listener was down: re-read once it is back
+    std::unique_ptr<ChangeFeed> m_feed;
+    bool m_feedLost = false; ///< a pushing feed dropped or never connected: open it again, then re-read
     QSocketNotifier *m_notifier = nullptr;
 };
 

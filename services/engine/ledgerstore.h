@@ -5,11 +5,20 @@
 #include "operation.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace idempo {
+
+class ChangeFeed;
+class ProviderLookup;
+
+namespace sandbox {
+class SandboxJournal;
+}
 
 /// What LedgerStore::transitionAndSend() wrote.
 struct OutboxWrite
@@ -104,6 +113,25 @@ public:
 
     /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
     virtual std::optional<std::string> guardSetting(const std::string &name) = 0;
+
+    // Capabilities beyond the contract: what a store can do for a tool that needs more than the
+    // ledger's records. Each says when the store lacks it, so no caller asks which store it has.
+
+    /// The SQL dialect of the store's tables and migrations (resources/sql/<dialect>/):
+    /// "sqlite" or "postgresql". Benchmarks compare the engine against that dialect's raw SQL.
+    virtual std::string_view dialect() const = 0;
+
+    /// How live views learn of writes (changefeed.h); nullptr when the store cannot tell.
+    /// Throws Error(LedgerUnavailable) when a feed on a connection of its own cannot connect.
+    virtual std::unique_ptr<ChangeFeed> changeFeed();
+
+    /// The sandbox's tables in this ledger's database (sandboxjournal.h), on the store's
+    /// connections; the store must outlive it. nullptr when the store has no room for them.
+    virtual std::unique_ptr<sandbox::SandboxJournal> sandboxJournal();
+
+    /// Where reconciliation asks what happened to an operation (providerlookup.h). By default
+    /// nobody: every answer is Unsupported, and a reconciliation hands the operation to a person.
+    virtual std::unique_ptr<ProviderLookup> providerLookup();
 };
 
 } // namespace idempo

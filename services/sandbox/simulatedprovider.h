@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "sandboxjournal.h"
 #include "scenario.h"
 #include "vocabulary.h"
 
@@ -12,22 +13,6 @@
 #include <vector>
 
 namespace idempo::sandbox {
-
-class SandboxJournal;
-
-/// One effect a provider performed: an account opened, a refund paid, a seat booked, a mail
-/// sent. Times are milliseconds on the sandbox's clock.
-struct Effect
-{
-    std::string ns;
-    std::string provider;
-    std::string operationKey; ///< the business operation (run_id:step_id), known to the sandbox
-    std::string receivedKey;  ///< the key the provider was given; empty when it takes none
-    std::int64_t fencingToken = 0; ///< the token it was given; 0 when none
-    std::string effectId;     ///< the provider's reference: what a receipt names
-    std::int64_t atMs = 0;
-    std::int64_t confirmedAtMs = 0; ///< when a lookup starts to report it (delayed confirmation)
-};
 
 /// A provider call as a worker makes it.
 struct ProviderCall

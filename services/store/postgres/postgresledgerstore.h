@@ -82,6 +82,11 @@ public:
     std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
     std::optional<std::string> guardSetting(const std::string &name) override;
 
+    std::string_view dialect() const override { return "postgresql"; }
+    /// Pushed: a LISTEN on NotificationChannel over a new connection (postgreschangefeed.h).
+    std::unique_ptr<ChangeFeed> changeFeed() override;
+    std::unique_ptr<sandbox::SandboxJournal> sandboxJournal() override;
+
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
     void advanceClockMs(std::int64_t ms);
 

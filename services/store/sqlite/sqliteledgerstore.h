@@ -62,6 +62,14 @@ public:
     std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
     std::optional<std::string> guardSetting(const std::string &name) override;
 
+    std::string_view dialect() const override { return "sqlite"; }
+    /// Polled: SQLite's data_version on the calling thread's connection (sqlitechangefeed.h).
+    std::unique_ptr<ChangeFeed> changeFeed() override;
+    std::unique_ptr<sandbox::SandboxJournal> sandboxJournal() override;
+    /// The sandbox's effect journals (JournalLookup): the embedded ledger is where the sandbox's
+    /// simulated providers run, so reconciliation asks them.
+    std::unique_ptr<ProviderLookup> providerLookup() override;
+
     /// This thread's connection, opened on first use; shared with the queue and the
     /// benchmark's raw baseline so they run inside the same transactions and statement cache.
     SqliteConnection &connection();

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "simulatedprovider.h"
 #include "vocabulary.h"
 
 #include <cstdint>
@@ -16,6 +15,20 @@ class LedgerStore;
 }
 
 namespace idempo::sandbox {
+
+/// One effect a provider performed: an account opened, a refund paid, a seat booked, a mail
+/// sent. Times are milliseconds on the sandbox's clock.
+struct Effect
+{
+    std::string ns;
+    std::string provider;
+    std::string operationKey; ///< the business operation (run_id:step_id), known to the sandbox
+    std::string receivedKey;  ///< the key the provider was given; empty when it takes none
+    std::int64_t fencingToken = 0; ///< the token it was given; 0 when none
+    std::string effectId;     ///< the provider's reference: what a receipt names
+    std::int64_t atMs = 0;
+    std::int64_t confirmedAtMs = 0; ///< when a lookup starts to report it (delayed confirmation)
+};
 
 /// A run the sandbox started, as recorded beside the ledger.
 struct RunRecord
@@ -49,8 +62,9 @@ struct Performed
 /// (the fault windows opened, one row per (namespace, operation key, fault)). Because an
 /// effect is the provider's own commit to these tables, deduplication and lookup by key hold
 /// across worker processes and across SIGKILLs, and `idempo check` in another process reads
-/// what the providers did. Two implementations: the embedded SQLite file and PostgreSQL, both
-/// with bound parameters only. Safe to call from many threads when the store is (each thread
+/// what the providers did. Two implementations, which the stores hand out as
+/// LedgerStore::sandboxJournal(): the embedded SQLite file (sqlitesandboxjournal.h) and
+/// PostgreSQL (postgressandboxjournal.h), both with bound parameters only. Safe to call from many threads when the store is (each thread
 /// uses the store's connection for that thread). Every method throws Error(Internal) or
 /// Error(LedgerUnavailable) on storage failure.
 class SandboxJournal
@@ -58,8 +72,8 @@ class SandboxJournal
 public:
     virtual ~SandboxJournal() = default;
 
-    /// The journal in the database of `store` (a SqliteLedgerStore or a PostgresLedgerStore),
-    /// which must outlive it. Throws Error(InvalidArgument) for any other store.
+    /// The journal in the database of `store` (LedgerStore::sandboxJournal()), which must
+    /// outlive it. Throws Error(InvalidArgument) for a store that has none.
     static std::unique_ptr<SandboxJournal> open(LedgerStore &store);
 
     /// Creates the tables if missing; safe while other processes do the same.

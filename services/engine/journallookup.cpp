@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "journallookup.h"
 
+#include "ledgerstore.h"
 #include "sandboxjournal.h"
-#include "sqliteledgerstore.h"
 
 namespace idempo {
 
-JournalLookup::JournalLookup(SqliteLedgerStore &store) : m_store(store) {}
+JournalLookup::JournalLookup(LedgerStore &store) : m_store(store) {}
 
 ProviderEvidence JournalLookup::lookup(const Operation &op)
 {

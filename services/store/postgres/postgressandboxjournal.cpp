@@ -255,3 +255,12 @@ std::vector<HistoryRow> PostgresSandboxJournal::history(const std::string &ns)
 }
 
 } // namespace idempo::sandbox
+
+namespace idempo {
+
+std::unique_ptr<sandbox::SandboxJournal> PostgresLedgerStore::sandboxJournal()
+{
+    return std::make_unique<sandbox::PostgresSandboxJournal>(*this);
+}
+
+} // namespace idempo

@@ -2,6 +2,7 @@
 #include "sqlitesandboxjournal.h"
 
 #include "error.h"
+#include "journallookup.h"
 #include "sqliteledgerstore.h"
 
 #include <QSqlError>
@@ -317,3 +318,14 @@ std::vector<HistoryRow> SqliteSandboxJournal::history(const std::string &ns)
 }
 
 } // namespace idempo::sandbox
+
+namespace idempo {
+
+std::unique_ptr<sandbox::SandboxJournal> SqliteLedgerStore::sandboxJournal()
+{
+    return std::make_unique<sandbox::SqliteSandboxJournal>(*this);
+}
+
+std::unique_ptr<ProviderLookup> SqliteLedgerStore::providerLookup() { return std::make_unique<JournalLookup>(*this); }
+
+} // namespace idempo

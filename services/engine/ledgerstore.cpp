@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ledgerstore.h"
+
+#include "changefeed.h"
+#include "providerlookup.h"
+#include "sandboxjournal.h"
+
+namespace idempo {
+
+std::unique_ptr<ChangeFeed> LedgerStore::changeFeed() { return nullptr; }
+
+std::unique_ptr<sandbox::SandboxJournal> LedgerStore::sandboxJournal() { return nullptr; }
+
+std::unique_ptr<ProviderLookup> LedgerStore::providerLookup() { return std::make_unique<NoProviderLookup>(); }
+
+} // namespace idempo

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerconnection.h"
 
+#include "ledgerfactory.h"
+
 #include <QThread>
 #include <QTimer>
+
+#include <exception>
+#include <memory>
 
 namespace idempo {
 
@@ -82,6 +87,29 @@ void LedgerConnection::post(LedgerJob job)
 {
     QMetaObject::invokeMethod(
         m_worker, [worker = m_worker, job = std::move(job)] { worker->run(job); }, Qt::QueuedConnection);
+}
+
+void LedgerConnection::startAlone(LedgerJob job, std::function<void(const QString &)> failed)
+{
+    QThread *thread = QThread::create([url = m_url, job = std::move(job), failed = std::move(failed)] {
+        // Opened, used and closed on this thread: the stores' connections are per thread.
+        std::shared_ptr<LedgerStore> store;
+        std::shared_ptr<MessageQueue> queues;
+        try {
+            store = openLedger(url);
+        } catch (const std::exception &e) {
+            failed(QString::fromStdString(e.what()));
+            return;
+        }
+        try {
+            queues = openQueue(url);
+        } catch (const std::exception &) {
+            queues.reset(); // a ledger without queues, as LedgerWorker::open() has it
+        }
+        job(*store, queues.get());
+    });
+    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+    thread->start();
 }
 
 void LedgerConnection::setLive(bool live)

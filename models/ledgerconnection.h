@@ -8,6 +8,7 @@
 #include <QPointer>
 #include <QString>
 
+#include <functional>
 #include <utility>
 
 class QThread;
@@ -54,6 +55,37 @@ public:
         });
     }
 
+    /// Runs `job(store, queues)` on a thread of its own, over a second opening of url(), and then
+    /// `done(result)` on this thread, unless `context` is gone by then: for a job that takes long
+    /// (a rate-limited DLQ replay) and must not hold up the views' queries meanwhile. `queues`
+    /// is null when the ledger has none. `failed(message)` replaces `done` when the ledger would
+    /// not open. `job` must only capture values and answer its own errors.
+    template<typename Job, typename Done, typename Failed>
+    void runAlone(QObject *context, Job job, Done done, Failed failed)
+    {
+        QPointer<QObject> guard(context);
+        startAlone(
+            [guard, job = std::move(job), done = std::move(done)](LedgerStore &store, MessageQueue *queues) {
+                auto result = job(store, queues);
+                QMetaObject::invokeMethod(
+                    guard,
+                    [guard, done, result = std::move(result)]() mutable {
+                        if (guard)
+                            done(std::move(result));
+                    },
+                    Qt::QueuedConnection);
+            },
+            [guard, failed = std::move(failed)](const QString &message) {
+                QMetaObject::invokeMethod(
+                    guard,
+                    [guard, failed, message] {
+                        if (guard)
+                            failed(message);
+                    },
+                    Qt::QueuedConnection);
+            });
+    }
+
     /// Asks the worker to look for changes at once (tests and the refresh shortcut).
     void pollNow();
     /// The worker's tick in ms (1000 by default): the SQLite change poll, or on PostgreSQL the
@@ -71,6 +103,7 @@ Q_SIGNALS:
 
 private:
     void post(LedgerJob job);
+    void startAlone(LedgerJob job, std::function<void(const QString &)> failed);
     void setLive(bool live);
 
     QThread *m_thread = nullptr;

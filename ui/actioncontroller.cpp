@@ -6,14 +6,12 @@
 #include "dlqreplaycommand.h"
 #include "guardedactiondialog.h"
 #include "ledgerconnection.h"
-#include "ledgerfactory.h"
 #include "providerlookup.h"
 #include "reconcilecommand.h"
 
 #include <QHeaderView>
 #include <QProgressDialog>
 #include <QTableWidget>
-#include <QThread>
 #include <QUuid>
 
 #include <atomic>
@@ -388,7 +386,7 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
 
 void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayCommand::Request &request)
 {
-    // The replay waits between messages to keep its rate: it runs on its own thread and
+    // The replay waits between messages to keep its rate: it runs alone, on its own thread and
     // connection, so the views keep answering meanwhile.
     auto cancelled = std::make_shared<std::atomic_bool>(false);
     auto *progress = new QProgressDialog(tr("Replaying dead letters…"), tr("&Stop replay"), 0, 0, m_dialog);
@@ -397,12 +395,20 @@ void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayComm
     connect(progress, &QProgressDialog::canceled, this, [cancelled] { *cancelled = true; });
     m_progress = progress;
     QPointer<ActionController> self(this);
-    const QString url = m_connection->url();
-    QThread *thread = QThread::create([self, url, actor, request, cancelled] {
-        Answer a;
-        try {
-            const auto store = openLedger(url);
-            const auto queues = openQueue(url);
+    const auto finish = [this](bool ok, const QString &outcome) {
+        if (m_progress)
+            m_progress->close();
+        finishExecute(ok, outcome);
+    };
+    m_connection->runAlone(
+        this,
+        [self, actor, request, cancelled](LedgerStore &store, MessageQueue *queues) {
+            Answer a;
+            if (!queues) {
+                a.ok = false;
+                a.error = QObject::tr("This ledger has no message queues.");
+                return a;
+            }
             DlqReplayCommand::Options options;
             options.sleep = [](std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); };
             options.cancelled = [cancelled] { return cancelled->load(); };
@@ -414,24 +420,11 @@ void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayComm
                     },
                     Qt::QueuedConnection);
             };
-            DlqReplayCommand cmd(*store, *queues, actor, request, options);
-            a = validateAndExecute(cmd);
-        } catch (const std::exception &e) {
-            a.ok = false;
-            a.error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            self, [self, a] {
-                if (!self)
-                    return;
-                if (self->m_progress)
-                    self->m_progress->close();
-                self->finishExecute(a.ok, a.ok ? outcomeText(a.value) : a.error);
-            },
-            Qt::QueuedConnection);
-    });
-    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
-    thread->start();
+            DlqReplayCommand cmd(store, *queues, actor, request, options);
+            return validateAndExecute(cmd);
+        },
+        [finish](const Answer &a) { finish(a.ok, a.ok ? outcomeText(a.value) : a.error); },
+        [finish](const QString &error) { finish(false, error); });
 }
 
 void ActionController::reportProgress(qint64 done, qint64 total)

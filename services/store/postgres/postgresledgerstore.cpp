@@ -6,7 +6,7 @@
 #include "keyprefix.h"
 #include "ledgerrules.h"
 #include "migrations.h"
-#include "postgresmessagequeue.h"
+#include "postgresoutbox.h"
 
 #include <algorithm>
 #include <mutex>
@@ -592,8 +592,7 @@ OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &requ
     PgTransaction tx(c);
     OutboxWrite written;
     written.operation = writeTransition(c, request);
-    written.msgId = PostgresMessageQueue::sendInTransaction(c, queue, messageJson, headersJson, 0,
-                                                            written.operation.updatedAtMs);
+    written.msgId = sendInTransaction(c, queue, messageJson, headersJson, 0, written.operation.updatedAtMs);
     tx.commit();
     return written;
 }

@@ -70,7 +70,7 @@ public:
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
-    /// The outbox in one transaction, to a queue of this ledger (PostgresMessageQueue).
+    /// The outbox in one transaction, to a queue of this ledger (postgresoutbox.h).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson) override;
 

@@ -4,6 +4,7 @@
 #include "canonicaljson.h"
 #include "error.h"
 #include "pgconnection.h"
+#include "postgresoutbox.h"
 #include "queuename.h"
 #include "queuerules.h"
 
@@ -228,26 +229,6 @@ Error noMessage(const QueueName &name, std::int64_t msgId)
     return Error(ErrorCode::NotFound, "queue '" + name.str() + "' holds no message " + std::to_string(msgId));
 }
 
-/// Inserts `message` into `name` at the clock `clock` reads (clockParams(), or a pinned instant).
-std::int64_t insertMessage(PgConnection &c, PgParams clock, const QueueName &name, const OutgoingMessage &message,
-                           std::int64_t delayMs)
-{
-    clock.integer(delayMs)
-        .text(message.message)
-        .optionalText(message.headers.empty() ? std::nullopt : std::optional<std::string>(message.headers));
-    return c.execPrepared("send message", statementName("send", name), PostgresMessageQueue::sendSql(name.str()),
-                          clock)
-        .integer(0, 0);
-}
-
-/// A pinned clock: ServerClockSql's $1 and $2 reading exactly `nowMs`.
-PgParams pinnedClock(std::int64_t nowMs)
-{
-    PgParams clock;
-    clock.integer(nowMs).integer(0);
-    return clock;
-}
-
 /// What one run of the read statement found.
 struct ReadRound
 {
@@ -458,18 +439,6 @@ std::vector<QueueInfo> PostgresMessageQueue::listQueues()
     for (int row = 0; row < r.rows(); ++row)
         queues.push_back(readQueueInfo(r, row));
     return queues;
-}
-
-std::int64_t PostgresMessageQueue::sendInTransaction(PgConnection &c, const std::string &queue,
-                                                     const std::string &messageJson, const std::string &headersJson,
-                                                     std::int64_t delayMs, std::int64_t nowMs)
-{
-    const QueueName name(queue);
-    checkDuration(delayMs, "delay");
-    const OutgoingMessage message = prepareMessage(messageJson, headersJson);
-    if (!selectQueue(c, name))
-        throw noQueue(name);
-    return insertMessage(c, pinnedClock(nowMs), name, message, delayMs);
 }
 
 std::int64_t PostgresMessageQueue::send(const std::string &queue, const std::string &messageJson,

@@ -73,13 +73,6 @@ public:
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;
 
-    /// send() inside a transaction the caller holds open on `connection` (one of the ledger's),
-    /// stamped at the caller's `nowMs`: the queue half of PostgresLedgerStore::transitionAndSend().
-    /// Validates and throws like send(); the caller's rollback then undoes the whole transaction.
-    static std::int64_t sendInTransaction(PgConnection &connection, const std::string &queue,
-                                          const std::string &messageJson, const std::string &headersJson,
-                                          std::int64_t delayMs, std::int64_t nowMs);
-
     /// The SQL text of the statements a benchmark's raw baseline runs (bench.cpp), for queue
     /// `queue` (a valid name): exactly what send(), read() and deleteMessage() prepare.
     /// Parameters: send $1 pinned clock, $2 offset, $3 delay ms, $4 message, $5 headers;

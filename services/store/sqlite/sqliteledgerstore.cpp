@@ -6,8 +6,8 @@
 #include "ledgerrules.h"
 #include "error.h"
 #include "migrations.h"
+#include "sqliteoutbox.h"
 #include "sqlitesupport.h"
-#include "sqlitemessagequeue.h"
 #include "transitiontable.h"
 
 #include <atomic>
@@ -471,7 +471,7 @@ OutboxWrite SqliteLedgerStore::transitionAndSend(const TransitionRequest &reques
     const std::int64_t now = m_clock->nowMs();
     OutboxWrite written;
     written.operation = writeTransition(db, request, now);
-    written.msgId = SqliteMessageQueue::sendInTransaction(db, queue, messageJson, headersJson, 0, now);
+    written.msgId = sendInTransaction(db, queue, messageJson, headersJson, 0, now);
     tx.commit();
     return written;
 }

@@ -51,7 +51,7 @@ public:
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
 
-    /// The outbox in one BEGIN IMMEDIATE transaction, to a queue of this file (SqliteMessageQueue).
+    /// The outbox in one BEGIN IMMEDIATE transaction, to a queue of this file (sqliteoutbox.h).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson) override;
 

@@ -5,6 +5,7 @@
 #include "queuename.h"
 #include "queuerules.h"
 #include "sqliteledgerstore.h"
+#include "sqliteoutbox.h"
 #include "sqlitesupport.h"
 
 #include <spdlog/spdlog.h>
@@ -118,19 +119,6 @@ void registerQueue(SqliteConnection &db, const QueueInfo &info)
         "register queue");
 }
 
-std::int64_t insertMessage(SqliteConnection &db, const QueueName &name, const OutgoingMessage &message,
-                           std::int64_t delayMs, std::int64_t nowMs)
-{
-    requireQueue(db, name);
-    Statement q = run(db,
-                      QStringLiteral("INSERT INTO ") + identifier(name.queueTable())
-                          + QStringLiteral(" (enqueued_at, vt, message, headers) VALUES (?,?,?,?)"),
-                      {integer(nowMs), integer(nowMs + delayMs), text(message.message),
-                       message.headers.empty() ? QVariant() : text(message.headers)},
-                      "send message");
-    return q->lastInsertId().toLongLong();
-}
-
 void forgetError(SqliteConnection &db, const QueueName &name, std::int64_t msgId)
 {
     run(db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"),
@@ -212,15 +200,6 @@ std::vector<QueueInfo> SqliteMessageQueue::listQueues()
     while (q->next())
         queues.push_back(readQueueInfo(*q));
     return queues;
-}
-
-std::int64_t SqliteMessageQueue::sendInTransaction(SqliteConnection &db, const std::string &queue,
-                                                   const std::string &messageJson, const std::string &headersJson,
-                                                   std::int64_t delayMs, std::int64_t nowMs)
-{
-    const QueueName name(queue);
-    checkDuration(delayMs, "delay");
-    return insertMessage(db, name, prepareMessage(messageJson, headersJson), delayMs, nowMs);
 }
 
 std::int64_t SqliteMessageQueue::send(const std::string &queue, const std::string &messageJson,

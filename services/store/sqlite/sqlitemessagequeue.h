@@ -19,7 +19,8 @@ namespace idempo {
 /// Every write runs in `BEGIN IMMEDIATE`, which takes SQLite's single write lock before the
 /// first read, so one reader's select-then-update cannot interleave with another's: what
 /// FOR UPDATE SKIP LOCKED achieves on PostgreSQL. The registry and last errors live in the
-/// tables of migration 0002_queue.sql.
+/// tables of migration 0002_queue.sql. Every message enters a queue through sqliteoutbox.h,
+/// which the ledger's outbox shares.
 class SqliteMessageQueue final : public MessageQueue
 {
 public:
@@ -44,13 +45,6 @@ public:
     std::int64_t nowMs() override;
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;
-
-    /// send() inside a write transaction the caller holds open on `db` (a connection to a
-    /// ledger file), at the caller's `nowMs`: the queue half of
-    /// SqliteLedgerStore::transitionAndSend(). Validates and throws like send(); the caller's
-    /// rollback then undoes the whole transaction.
-    static std::int64_t sendInTransaction(SqliteConnection &db, const std::string &queue, const std::string &messageJson,
-                                          const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs);
 
 private:
     std::shared_ptr<SqliteLedgerStore> m_ledger;

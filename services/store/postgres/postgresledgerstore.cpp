@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "postgresledgerstore.h"
 
+#include "actiontransaction.h"
 #include "auditchain.h"
 #include "error.h"
 #include "keyprefix.h"
@@ -1002,84 +1003,97 @@ ActorIdentity PostgresLedgerStore::actor()
 
 ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target, const ActionDecider &decide)
 {
+    /// runAction()'s primitives on this thread's connection, inside the transaction below: an
+    /// operation is locked with its row (FOR UPDATE), the clock read once the lock is held.
+    class Transaction final : public ActionTransaction
+    {
+    public:
+        Transaction(PostgresLedgerStore &store, PgConnection &c) : m_store(store), m_c(c) {}
+
+        Locked lockOperation(const std::string &ns, const std::string &key) override
+        {
+            auto [nowMs, locked] = m_store.lockOperation(m_c, ns, key);
+            return {nowMs, std::move(locked)};
+        }
+        std::int64_t nowMs() override
+        {
+            return m_c.execPrepared("read clock", "idempo_now", kNowSql, m_store.clockParams()).integer(0, 0);
+        }
+        std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override
+        {
+            return selectApprovals(m_c, ns, key);
+        }
+        std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override
+        {
+            return readHistory(m_c, ns, key);
+        }
+        std::optional<ApprovalRecord> approval(const std::string &approvalId) override
+        {
+            const PgResult r = m_c.execPrepared("read approval", "idempo_approval",
+                                                "SELECT " + kApprovalColumns + " FROM approvals WHERE approval_id = $1",
+                                                PgParams().text(approvalId));
+            if (r.rows() == 0)
+                return std::nullopt;
+            return readApproval(r, 0);
+        }
+        std::int64_t nextFencingToken() override
+        {
+            return m_c.execPrepared("issue fencing token", "idempo_token", "SELECT nextval('fencing_sequence')", {})
+                .integer(0, 0);
+        }
+        void insertApproval(const ApprovalRecord &a, std::int64_t nowMs) override
+        {
+            m_c.execPrepared("record approval", "idempo_approval_insert",
+                             "INSERT INTO approvals (" + kApprovalColumns
+                                 + ") VALUES ($1, $2, $3, $4::integer, $5, $6, $7, $8, $9, $10, $11, $12::bigint, "
+                                   "$13::bigint)",
+                             PgParams()
+                                 .text(a.approvalId)
+                                 .text(a.ns)
+                                 .text(a.key)
+                                 .integer(a.revision)
+                                 .text(a.decision)
+                                 .text(a.reason)
+                                 .text(a.operatorName)
+                                 .text(a.role)
+                                 .text(a.externalReference)
+                                 .text(a.proposal)
+                                 .text(a.status)
+                                 .integer(a.operationVersion)
+                                 .integer(nowMs));
+        }
+        void secondApproval(const std::string &approvalId) override
+        {
+            m_c.execPrepared("second approval", "idempo_approval_second",
+                             "UPDATE approvals SET status = 'seconded' WHERE approval_id = $1 AND status = 'pending'",
+                             PgParams().text(approvalId));
+        }
+        void storeSetting(const std::string &name, const std::string &value) override
+        {
+            m_c.execPrepared("store setting", "idempo_setting_store",
+                             "INSERT INTO guard_settings (name, value) VALUES ($1, $2) "
+                             "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                             PgParams().text(name).text(value));
+        }
+        AuditRecord appendAudit(const AuditEntry &entry, std::int64_t nowMs) override
+        {
+            return idempo::appendAudit(m_c, entry, nowMs);
+        }
+        void writeTransition(const Operation &before, const Operation &after, const TransitionRequest &request) override
+        {
+            m_store.writePlannedTransition(m_c, before, after, request);
+        }
+
+    private:
+        PostgresLedgerStore &m_store;
+        PgConnection &m_c;
+    };
+
     requireSchema();
     PgConnection &c = connection();
     PgTransaction tx(c);
-    ActionState state;
-    std::optional<Operation> current;
-    if (!target.key.empty()) {
-        auto [nowMs, locked] = lockOperation(c, target.ns, target.key);
-        state.nowMs = nowMs;
-        current = std::move(locked);
-    } else {
-        state.nowMs = c.execPrepared("read clock", "idempo_now", kNowSql, clockParams()).integer(0, 0);
-    }
-    if (current) {
-        state.operation = &*current;
-        state.approvals = selectApprovals(c, target.ns, target.key);
-        state.history = readHistory(c, target.ns, target.key);
-    }
-    if (!target.approvalId.empty()) {
-        const PgResult r = c.execPrepared("read approval", "idempo_approval",
-                                          "SELECT " + kApprovalColumns + " FROM approvals WHERE approval_id = $1",
-                                          PgParams().text(target.approvalId));
-        if (r.rows() > 0)
-            state.byApprovalId = readApproval(r, 0);
-    }
-
-    ActionResult result;
-    result.plan = decide(state);
-    const ActionPlan &plan = result.plan;
-    result.operation = current;
-    if (plan.answer) {
-        tx.commit();
-        return result;
-    }
-    // Each step is planned on the record the previous one leaves; written after the audit record.
-    std::vector<Operation> steps;
-    for (const TransitionRequest &t : plan.transitions) {
-        steps.push_back(planLockedTransition(c, steps.empty() ? current : std::optional(steps.back()), t, state.nowMs));
-        result.operation = steps.back();
-    }
-    if (plan.approval) {
-        const ApprovalRecord &a = *plan.approval;
-        c.execPrepared("record approval", "idempo_approval_insert",
-                       "INSERT INTO approvals (" + kApprovalColumns
-                           + ") VALUES ($1, $2, $3, $4::integer, $5, $6, $7, $8, $9, $10, $11, $12::bigint, "
-                             "$13::bigint)",
-                       PgParams()
-                           .text(a.approvalId)
-                           .text(a.ns)
-                           .text(a.key)
-                           .integer(a.revision)
-                           .text(a.decision)
-                           .text(a.reason)
-                           .text(a.operatorName)
-                           .text(a.role)
-                           .text(a.externalReference)
-                           .text(a.proposal)
-                           .text(a.status)
-                           .integer(a.operationVersion)
-                           .integer(state.nowMs));
-    }
-    for (const std::string &id : plan.seconded)
-        c.execPrepared("second approval", "idempo_approval_second",
-                       "UPDATE approvals SET status = 'seconded' WHERE approval_id = $1 AND status = 'pending'",
-                       PgParams().text(id));
-    if (plan.setting)
-        c.execPrepared("store setting", "idempo_setting_store",
-                       "INSERT INTO guard_settings (name, value) VALUES ($1, $2) "
-                       "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                       PgParams().text(plan.setting->first).text(plan.setting->second));
-    // The audit record goes first: the operations trigger admits a guarded role's change only
-    // after its audit record (0005_guarded_actions.sql).
-    if (plan.audit) {
-        AuditEntry entry = *plan.audit;
-        completeAuditEntry(entry, current ? &*current : nullptr, result.operation ? &*result.operation : nullptr);
-        result.audit = appendAudit(c, entry, state.nowMs);
-    }
-    for (std::size_t i = 0; i < steps.size(); ++i)
-        writePlannedTransition(c, i == 0 ? *current : steps[i - 1], steps[i], plan.transitions[i]);
+    Transaction action(*this, c);
+    ActionResult result = runAction(action, target, decide);
     tx.commit();
     return result;
 }

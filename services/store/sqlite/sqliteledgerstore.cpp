@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqliteledgerstore.h"
 
+#include "actiontransaction.h"
 #include "keyprefix.h"
 #include "auditchain.h"
 #include "ledgerrules.h"
@@ -103,6 +104,35 @@ std::optional<Operation> selectOperation(SqliteConnection &db, const std::string
     if (!q->next())
         return std::nullopt;
     return readOperation(*q);
+}
+
+std::vector<OperationEvent> selectHistory(SqliteConnection &db, const std::string &ns, const std::string &key)
+{
+    Statement q = run(db,
+                      QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
+                                     "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
+                                     "JOIN operations o ON o.id = e.operation_id "
+                                     "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
+                      {text(ns), text(key)}, "read history");
+    std::vector<OperationEvent> events;
+    while (q->next()) {
+        OperationEvent e;
+        e.id = q->value(0).toLongLong();
+        e.ns = ns;
+        e.key = key;
+        e.atMs = q->value(1).toLongLong();
+        if (!q->value(2).isNull())
+            e.fromState = parseState(toStd(q->value(2)));
+        e.toState = parseState(toStd(q->value(3))).value_or(OperationState::Received);
+        e.fencingToken = q->value(4).toLongLong();
+        e.attempt = q->value(5).toInt();
+        e.actor = toStd(q->value(6));
+        if (!q->value(7).isNull())
+            e.errorClass = parseErrorClass(toStd(q->value(7)));
+        e.detail = toStd(q->value(8));
+        events.push_back(std::move(e));
+    }
+    return events;
 }
 
 std::int64_t nextFencingToken(SqliteConnection &db)
@@ -484,32 +514,7 @@ std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const st
 
 std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, const std::string &key)
 {
-    SqliteConnection &db = connection();
-    Statement q = run(db,
-                      QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
-                                     "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
-                                     "JOIN operations o ON o.id = e.operation_id "
-                                     "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
-                      {text(ns), text(key)}, "read history");
-    std::vector<OperationEvent> events;
-    while (q->next()) {
-        OperationEvent e;
-        e.id = q->value(0).toLongLong();
-        e.ns = ns;
-        e.key = key;
-        e.atMs = q->value(1).toLongLong();
-        if (!q->value(2).isNull())
-            e.fromState = parseState(toStd(q->value(2)));
-        e.toState = parseState(toStd(q->value(3))).value_or(OperationState::Received);
-        e.fencingToken = q->value(4).toLongLong();
-        e.attempt = q->value(5).toInt();
-        e.actor = toStd(q->value(6));
-        if (!q->value(7).isNull())
-            e.errorClass = parseErrorClass(toStd(q->value(7)));
-        e.detail = toStd(q->value(8));
-        events.push_back(std::move(e));
-    }
-    return events;
+    return selectHistory(connection(), ns, key);
 }
 
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
@@ -660,6 +665,65 @@ LedgerMetrics SqliteLedgerStore::metrics(const std::string &ns)
 } // namespace idempo
 
 namespace idempo {
+namespace {
+
+/// runAction()'s primitives on this thread's connection, inside its BEGIN IMMEDIATE transaction:
+/// the write lock is held from the start, so locking an operation is reading it, and the clock
+/// is read once, when the transaction began.
+class SqliteActionTransaction final : public ActionTransaction
+{
+public:
+    SqliteActionTransaction(SqliteConnection &db, std::int64_t nowMs) : m_db(db), m_nowMs(nowMs) {}
+
+    Locked lockOperation(const std::string &ns, const std::string &key) override
+    {
+        return {m_nowMs, selectOperation(m_db, ns, key)};
+    }
+    std::int64_t nowMs() override { return m_nowMs; }
+    std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override
+    {
+        return selectApprovals(m_db, ns, key);
+    }
+    std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override
+    {
+        return selectHistory(m_db, ns, key);
+    }
+    std::optional<ApprovalRecord> approval(const std::string &approvalId) override
+    {
+        return selectApproval(m_db, approvalId);
+    }
+    std::int64_t nextFencingToken() override { return idempo::nextFencingToken(m_db); }
+    void insertApproval(const ApprovalRecord &approval, std::int64_t nowMs) override
+    {
+        idempo::insertApproval(m_db, approval, nowMs);
+    }
+    void secondApproval(const std::string &approvalId) override
+    {
+        run(m_db, QStringLiteral("UPDATE approvals SET status = 'seconded' WHERE approval_id = ? AND status = 'pending'"),
+            {text(approvalId)}, "second approval");
+    }
+    void storeSetting(const std::string &name, const std::string &value) override
+    {
+        run(m_db, QStringLiteral("INSERT INTO guard_settings (name, value) VALUES (?, ?) "
+                                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+            {text(name), text(value)}, "store setting");
+    }
+    AuditRecord appendAudit(const AuditEntry &entry, std::int64_t nowMs) override
+    {
+        return idempo::appendAudit(m_db, entry, nowMs);
+    }
+    void writeTransition(const Operation &before, const Operation &after, const TransitionRequest &request) override
+    {
+        updateOperation(m_db, after, before.version);
+        appendEvent(m_db, after, before.state, request.actor, request.detail);
+    }
+
+private:
+    SqliteConnection &m_db;
+    std::int64_t m_nowMs;
+};
+
+} // namespace
 
 ActorIdentity SqliteLedgerStore::actor()
 {
@@ -671,44 +735,8 @@ ActionResult SqliteLedgerStore::applyAction(const ActionTarget &target, const Ac
 {
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
-    ActionState state;
-    state.nowMs = m_clock->nowMs();
-    std::optional<Operation> current;
-    if (!target.key.empty()) {
-        current = selectOperation(db, target.ns, target.key);
-        if (current) {
-            state.operation = &*current;
-            state.approvals = selectApprovals(db, target.ns, target.key);
-            state.history = history(target.ns, target.key);
-        }
-    }
-    if (!target.approvalId.empty())
-        state.byApprovalId = selectApproval(db, target.approvalId);
-
-    ActionResult result;
-    result.plan = decide(state);
-    const ActionPlan &plan = result.plan;
-    result.operation = current;
-    if (plan.answer) {
-        tx.commit();
-        return result;
-    }
-    for (const TransitionRequest &t : plan.transitions)
-        result.operation = writeTransition(db, t, state.nowMs);
-    if (plan.approval)
-        insertApproval(db, *plan.approval, state.nowMs);
-    for (const std::string &id : plan.seconded)
-        run(db, QStringLiteral("UPDATE approvals SET status = 'seconded' WHERE approval_id = ? AND status = 'pending'"),
-            {text(id)}, "second approval");
-    if (plan.setting)
-        run(db, QStringLiteral("INSERT INTO guard_settings (name, value) VALUES (?, ?) "
-                               "ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
-            {text(plan.setting->first), text(plan.setting->second)}, "store setting");
-    if (plan.audit) {
-        AuditEntry entry = *plan.audit;
-        completeAuditEntry(entry, current ? &*current : nullptr, result.operation ? &*result.operation : nullptr);
-        result.audit = appendAudit(db, entry, state.nowMs);
-    }
+    SqliteActionTransaction action(db, m_clock->nowMs());
+    ActionResult result = runAction(action, target, decide);
     tx.commit();
     return result;
 }

@@ -32,6 +32,71 @@ std::string proposalOf(ApprovalDecision decision, const std::string &reference, 
     return payloadFingerprint({{"decision", decisionName(decision)}, {"reference", reference}, {"version", version}});
 }
 
+/// The latest revision of an operation's approvals, and those of it still pending with `proposal`.
+struct Pending
+{
+    int lastRevision = 0;
+    std::vector<const ApprovalRecord *> approvals;
+};
+
+Pending pendingOf(const std::vector<ApprovalRecord> &approvals, const std::string &proposal)
+{
+    Pending pending;
+    for (const ApprovalRecord &a : approvals)
+        pending.lastRevision = std::max(pending.lastRevision, a.revision);
+    for (const ApprovalRecord &a : approvals)
+        if (a.revision == pending.lastRevision && a.status == "pending" && a.proposal == proposal)
+            pending.approvals.push_back(&a);
+    return pending;
+}
+
+/// A rule an approval breaks: validate() reports its message, decide() throws it.
+struct Problem
+{
+    ErrorCode code;
+    std::string message;
+};
+
+/// The rules of ApproveCommand, in order: every one that `r` by `actor` breaks on `op` (null:
+/// there is none) with its history and approvals. A resubmission (its approval id was used
+/// before) is judged on the request alone, since the first decision answers it.
+std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const ActorIdentity &actor, const Operation *op,
+                                      const std::vector<OperationEvent> &history,
+                                      const std::vector<ApprovalRecord> &approvals, bool resubmitted)
+{
+    std::vector<Problem> problems;
+    const auto refuse = [&problems](ErrorCode code, std::string message) {
+        problems.push_back({code, std::move(message)});
+    };
+    if (r.reason.empty())
+        refuse(ErrorCode::Refused, "a reason is required");
+    if (!roleMay(actor.role, Capability::Approve))
+        refuse(ErrorCode::Refused, roleRefusal(actor.role, Capability::Approve));
+    if (r.decision == ApprovalDecision::Confirm && r.externalReference.empty())
+        refuse(ErrorCode::Refused, "confirming needs the external reference that proves the effect");
+    if (r.decision != ApprovalDecision::Confirm && !r.externalReference.empty())
+        refuse(ErrorCode::Refused, "an external reference belongs to a confirm decision only");
+    if (!op) {
+        refuse(ErrorCode::NotFound, "no operation '" + r.key + "' in namespace '" + r.ns + "'");
+        return problems;
+    }
+    if (resubmitted)
+        return problems;
+    if (!allowedFrom(r.decision, op->state))
+        refuse(ErrorCode::IllegalTransition, "an operation in " + std::string(stateName(op->state))
+                                                 + " cannot take the decision " + std::string(decisionName(r.decision)));
+    if (!history.empty() && history.front().actor == actor.name)
+        refuse(ErrorCode::Refused, actor.name + " requested this operation and cannot approve it");
+    else if (!history.empty() && history.back().actor == actor.name)
+        refuse(ErrorCode::Refused, actor.name + " last touched this operation and cannot approve it");
+    const Pending pending = pendingOf(approvals, proposalOf(r.decision, r.externalReference, op->version));
+    if (std::any_of(pending.approvals.begin(), pending.approvals.end(),
+                    [&actor](const ApprovalRecord *a) { return a->operatorName == actor.name; }))
+        refuse(ErrorCode::Refused, "four-eyes: " + actor.name
+                                       + " already approved this proposal; a second, different approver is needed");
+    return problems;
+}
+
 /// "refund" from a step id such as "refund_payment" or "issue-refund": the payload's business verb.
 std::string subjectOf(const Operation &op)
 {
@@ -98,37 +163,17 @@ std::optional<std::int64_t> ApproveCommand::thresholdMinor(const Operation &op) 
 std::vector<std::string> ApproveCommand::validate()
 {
     load();
-    std::vector<std::string> problems;
-    if (m_request.reason.empty())
-        problems.push_back("a reason is required");
-    if (!roleMay(m_actor.role, Capability::Approve))
-        problems.push_back(roleRefusal(m_actor.role, Capability::Approve));
-    if (m_request.decision == ApprovalDecision::Confirm && m_request.externalReference.empty())
-        problems.push_back("confirming needs the external reference that proves the effect");
-    if (m_request.decision != ApprovalDecision::Confirm && !m_request.externalReference.empty())
-        problems.push_back("an external reference belongs to a confirm decision only");
-    if (!m_operation) {
-        problems.push_back("no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
-        return problems;
-    }
-    const std::vector<ApprovalRecord> approvals = m_store.approvals(m_request.ns, m_request.key);
+    const std::vector<ApprovalRecord> approvals =
+        m_operation ? m_store.approvals(m_request.ns, m_request.key) : std::vector<ApprovalRecord>{};
     // A resubmission is answered with the first decision, whatever happened since.
-    for (const ApprovalRecord &a : approvals)
-        if (a.approvalId == m_request.approvalId)
-            return problems;
-    if (!allowedFrom(m_request.decision, m_operation->state))
-        problems.push_back("an operation in " + std::string(stateName(m_operation->state)) + " cannot take the decision "
-                           + std::string(decisionName(m_request.decision)));
-    if (!m_history.empty() && m_history.front().actor == m_actor.name)
-        problems.push_back(m_actor.name + " requested this operation and cannot approve it");
-    else if (!m_history.empty() && m_history.back().actor == m_actor.name)
-        problems.push_back(m_actor.name + " last touched this operation and cannot approve it");
-    const std::string proposal = proposalOf(m_request.decision, m_request.externalReference, m_operation->version);
-    for (const ApprovalRecord &a : approvals)
-        if (a.status == "pending" && a.proposal == proposal && a.operatorName == m_actor.name)
-            problems.push_back("four-eyes: " + m_actor.name + " already approved this proposal; a second, different "
-                               "approver is needed");
-    return problems;
+    const bool resubmitted = std::any_of(approvals.begin(), approvals.end(), [this](const ApprovalRecord &a) {
+        return a.approvalId == m_request.approvalId;
+    });
+    std::vector<std::string> messages;
+    for (Problem &p :
+         approvalProblems(m_request, m_actor, m_operation ? &*m_operation : nullptr, m_history, approvals, resubmitted))
+        messages.push_back(std::move(p.message));
+    return messages;
 }
 
 ActionPreview ApproveCommand::describe()
@@ -187,34 +232,15 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
         plan.answer = earlier;
         return plan;
     }
-    if (r.reason.empty())
-        throw Error(ErrorCode::Refused, "a reason is required");
-    if (!roleMay(m_actor.role, Capability::Approve))
-        throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Approve));
-    if (!state.operation)
-        throw Error(ErrorCode::NotFound, "no operation '" + r.key + "' in namespace '" + r.ns + "'");
+    const std::vector<Problem> problems =
+        approvalProblems(r, m_actor, state.operation, state.history, state.approvals, false);
+    if (!problems.empty())
+        throw Error(problems.front().code, problems.front().message);
     const Operation &op = *state.operation;
-    if (!allowedFrom(r.decision, op.state))
-        throw Error(ErrorCode::IllegalTransition, "an operation in " + std::string(stateName(op.state))
-                                                      + " cannot take the decision "
-                                                      + std::string(decisionName(r.decision)));
-    if (r.decision == ApprovalDecision::Confirm && r.externalReference.empty())
-        throw Error(ErrorCode::Refused, "confirming needs the external reference that proves the effect");
-    if (!state.history.empty() && (state.history.front().actor == m_actor.name || state.history.back().actor == m_actor.name))
-        throw Error(ErrorCode::Refused, m_actor.name + " requested or last touched this operation and cannot approve it");
-
     const std::string proposal = proposalOf(r.decision, r.externalReference, op.version);
-    int lastRevision = 0;
-    for (const ApprovalRecord &a : state.approvals)
-        lastRevision = std::max(lastRevision, a.revision);
-    std::vector<const ApprovalRecord *> pending;
-    for (const ApprovalRecord &a : state.approvals)
-        if (a.revision == lastRevision && a.status == "pending" && a.proposal == proposal)
-            pending.push_back(&a);
-    for (const ApprovalRecord *a : pending)
-        if (a->operatorName == m_actor.name)
-            throw Error(ErrorCode::Refused, "four-eyes: " + m_actor.name
-                                                + " already approved this proposal; a second, different approver is needed");
+    const Pending found = pendingOf(state.approvals, proposal);
+    const int lastRevision = found.lastRevision;
+    const std::vector<const ApprovalRecord *> &pending = found.approvals;
 
     const auto value = operationValue(op);
     const auto threshold = thresholdMinor(op);

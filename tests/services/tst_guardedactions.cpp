@@ -293,6 +293,30 @@ private Q_SLOTS:
                  std::string("applied"));
     }
 
+    void validateAndExecuteApplyTheSameRules()
+    {
+        LedgerFixture f;
+        needingConfirmation(f, "run-4:same", "bob");
+        const QByteArray before = f.snapshot();
+        // The requester: execute() refuses with the very sentence validate() gives.
+        ApproveCommand own(f.store(), kBob, approval("run-4:same", ApprovalDecision::Redispatch));
+        const std::vector<std::string> problems = own.validate();
+        QCOMPARE(problems, std::vector<std::string>{"bob requested this operation and cannot approve it"});
+        try {
+            own.execute();
+            QFAIL("the requester's approval was applied");
+        } catch (const Error &e) {
+            QCOMPARE(e.code(), ErrorCode::Refused);
+            QCOMPARE(std::string(e.what()), problems.front());
+        }
+        // A reference belongs to a confirm only: execute() no longer applies what validate() refuses.
+        ApproveCommand withReference(f.store(), kCarol, approval("run-4:same", ApprovalDecision::Redispatch, {}, "RF-9"));
+        QCOMPARE(withReference.validate(),
+                 std::vector<std::string>{"an external reference belongs to a confirm decision only"});
+        QCOMPARE(errorOf([&] { withReference.execute(); }), ErrorCode::Refused);
+        QCOMPARE(f.snapshot(), before);
+    }
+
     void fourEyesAboveTheThreshold()
     {
         LedgerFixture f;

@@ -949,7 +949,7 @@ int runApproval(Context &c, ApprovalDecision decision)
                 preview.sentence + "\n(dry run: nothing written; approval id " + command.approvalId() + ")");
         return ExitOk;
     }
-    const nlohmann::json result = command.execute();
+    const nlohmann::json result = command.execute().toJson();
     const std::string status = result.at("status").get<std::string>();
     std::string human = preview.sentence + "\n" + status + ": approval " + command.approvalId() + ", revision "
                         + std::to_string(result.at("revision").get<int>());
@@ -1003,7 +1003,7 @@ int cmdReconcile(Context &c)
                     + ")");
         return ExitOk;
     }
-    const nlohmann::json result = command.execute();
+    const nlohmann::json result = command.execute().toJson();
     std::string human = preview.sentence;
     for (const auto &row : result.at("reconciled"))
         human += "\n" + row.at("key").get<std::string>() + ": " + row.at("from").get<std::string>() + " -> "
@@ -1086,7 +1086,7 @@ int cmdDlqReplay(Context &c)
     }
     requireValid(command.validate());
     std::signal(SIGINT, [](int) { g_interrupted = true; });
-    const nlohmann::json result = command.execute();
+    const nlohmann::json result = command.execute().toJson();
     std::signal(SIGINT, SIG_DFL);
     if (bar)
         std::fputs("\n", stderr);
@@ -1211,7 +1211,7 @@ int cmdFourEyes(Context &c)
     GuardSettingCommand command(store, store.actor(), FourEyesSetting, value, requiredReason(c));
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
-    c.print(command.execute(), preview.sentence + ": done");
+    c.print(command.execute().toJson(), preview.sentence + ": done");
     return ExitOk;
 }
 

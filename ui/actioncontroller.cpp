@@ -22,13 +22,13 @@ namespace idempo {
 
 namespace {
 
-/// What a job on the worker answered: a preview, an outcome, or the error it threw.
+/// What a job on the worker answered: a preview, an outcome in words, or the error it threw.
 struct Answer
 {
     bool ok = true;
     QString error;
     std::optional<ActionPreview> preview;
-    nlohmann::json value;
+    QString outcome;
 };
 
 QString joined(const std::vector<std::string> &problems)
@@ -40,7 +40,8 @@ QString joined(const std::vector<std::string> &problems)
 }
 
 /// validate() with the operator's input, then execute(); problems refuse without writing.
-Answer validateAndExecute(GuardedAction &action)
+template<typename Command>
+Answer validateAndExecute(Command &action)
 {
     Answer a;
     try {
@@ -49,7 +50,7 @@ Answer validateAndExecute(GuardedAction &action)
             a.error = QObject::tr("Refused: %1").arg(joined(problems));
             return a;
         }
-        a.value = action.execute();
+        a.outcome = QString::fromStdString(action.execute().text());
     } catch (const std::exception &e) {
         a.ok = false;
         a.error = QString::fromStdString(e.what());
@@ -110,43 +111,6 @@ QString consequenceButtonText(const QString &sentence)
         if (const int at = text.indexOf(QLatin1String(" to ")); at > 0)
             text.truncate(at);
     return text;
-}
-
-QString outcomeText(const nlohmann::json &o)
-{
-    if (o.contains("status") && o.contains("approval_id")) {
-        const std::string status = o.value("status", "");
-        const QString state = o.contains("operation") ? QString::fromStdString(o["operation"].value("state", "")) : QString();
-        const QString key = o.contains("operation") ? QString::fromStdString(o["operation"].value("key", "")) : QString();
-        const QString id = QString::fromStdString(o.value("approval_id", ""));
-        if (status == "pending")
-            return QObject::tr("Recorded, pending a second approver: %1 stays %2 (approval %3).").arg(key, state, id);
-        if (status == "replayed")
-            return QObject::tr("Already decided: approval %1 was submitted before; nothing applied again (%2 is %3).")
-                .arg(id, key, state);
-        return QObject::tr("Applied: %1 is now %2 (approval %3, audit record %4).")
-            .arg(key, state, id)
-            .arg(o.value("audit_seq", std::int64_t{0}));
-    }
-    if (o.contains("reconciled")) {
-        QStringList parts;
-        for (const auto &r : o["reconciled"])
-            parts << QObject::tr("%1: %2 → %3").arg(QString::fromStdString(r.value("key", "")),
-                                                    QString::fromStdString(r.value("from", "")),
-                                                    QString::fromStdString(r.value("to", "")));
-        for (const auto &s : o["skipped"])
-            parts << QObject::tr("%1 skipped: %2").arg(QString::fromStdString(s.value("key", "")),
-                                                       QString::fromStdString(s.value("why", "")));
-        return QObject::tr("Reconciled. %1").arg(parts.join(QLatin1String("; ")));
-    }
-    if (o.contains("replay_id"))
-        return QObject::tr("%1 %2 requeued, %3 not replayed, %4 taken by another replay (replay %5).")
-            .arg(o.value("cancelled", false) ? QObject::tr("Stopped:") : QObject::tr("Replayed:"))
-            .arg(o.value("requeued", std::int64_t{0}))
-            .arg(o.value("not_replayed", std::int64_t{0}))
-            .arg(o.value("taken_by_other_replay", std::int64_t{0}))
-            .arg(QString::fromStdString(o.value("replay_id", "")));
-    return QString::fromStdString(o.dump());
 }
 
 ActionController::ActionController(LedgerConnection *connection, QWidget *dialogParent)
@@ -243,7 +207,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                                     return validateAndExecute(cmd);
                                 },
                                 [this](const Answer &done) {
-                                    finishExecute(done.ok, done.ok ? outcomeText(done.value) : done.error);
+                                    finishExecute(done.ok, done.ok ? done.outcome : done.error);
                                 });
                         });
                 m_dialog->open();
@@ -305,7 +269,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                                 return validateAndExecute(cmd);
                             },
                             [this](const Answer &done) {
-                                finishExecute(done.ok, done.ok ? outcomeText(done.value) : done.error);
+                                finishExecute(done.ok, done.ok ? done.outcome : done.error);
                             });
                     });
             m_dialog->open();
@@ -423,7 +387,7 @@ void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayComm
             DlqReplayCommand cmd(store, *queues, actor, request, options);
             return validateAndExecute(cmd);
         },
-        [finish](const Answer &a) { finish(a.ok, a.ok ? outcomeText(a.value) : a.error); },
+        [finish](const Answer &a) { finish(a.ok, a.ok ? a.outcome : a.error); },
         [finish](const QString &error) { finish(false, error); });
 }
 

@@ -16,8 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 class QProgressDialog;
 class QWidget;
 
@@ -29,7 +27,7 @@ class LedgerConnection;
 /// Runs the console's guarded actions through the command objects the CLI uses
 /// (actions/guardedaction.h): describe() on the ledger's worker thread, the confirmation
 /// dialog on the GUI thread, then validate() and execute() on the worker again with what the
-/// operator typed, and the command's JSON outcome shown in the dialog. The identity acting is
+/// operator typed, and the command's outcome in words (its text()) shown in the dialog. The identity acting is
 /// the ledger's (LedgerStore::actor()), read when the ledger opens; the buttons follow its role
 /// but the command decides.
 class ActionController final : public QObject
@@ -65,7 +63,7 @@ Q_SIGNALS:
     void dialogOpened(idempo::GuardedActionDialog *dialog);
     /// The command would not describe the action (nothing to act on, ledger error).
     void refused(const QString &message);
-    /// An execute() finished: its JSON outcome, or the error it threw.
+    /// An execute() finished: its outcome in words, or the error it threw.
     void executed(bool ok, const QString &outcome);
     /// A DLQ replay advanced.
     void replayProgress(qint64 done, qint64 total);
@@ -87,9 +85,5 @@ private:
 /// "Approve refund of 1,250.00 EUR" from "Approve refund of 1,250.00 EUR to DE44…: dispatch it
 /// again": the consequence, short enough for a button.
 QString consequenceButtonText(const QString &sentence);
-
-/// A command's outcome JSON in words, e.g. "Applied: run-7002:refund is now received (approval
-/// ap-…, audit record 12)".
-QString outcomeText(const nlohmann::json &outcome);
 
 } // namespace idempo

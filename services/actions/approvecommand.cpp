@@ -310,7 +310,7 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
     return plan;
 }
 
-nlohmann::json ApproveCommand::execute()
+ApprovalOutcome ApproveCommand::execute()
 {
     if (!m_operation)
         load();
@@ -319,14 +319,16 @@ nlohmann::json ApproveCommand::execute()
     const ActionResult result = m_store.applyAction({m_request.ns, m_request.key, m_request.approvalId},
                                                     [this](const ActionState &state) { return decide(state); });
     const ApprovalRecord &approval = result.plan.answer ? *result.plan.answer : *result.plan.approval;
-    nlohmann::json out = {{"approval_id", approval.approvalId},
-                          {"status", result.plan.answer ? std::string("replayed") : approval.status},
-                          {"decision", approval.decision},
-                          {"revision", approval.revision},
-                          {"operator", approval.operatorName},
-                          {"operation", result.operation ? operationJson(*result.operation) : nlohmann::json()},
-                          {"audit_seq", result.audit ? nlohmann::json(result.audit->seq) : nlohmann::json()}};
-    return out;
+    ApprovalOutcome outcome;
+    outcome.approvalId = approval.approvalId;
+    outcome.status = result.plan.answer ? std::string("replayed") : approval.status;
+    outcome.decision = approval.decision;
+    outcome.revision = approval.revision;
+    outcome.operatorName = approval.operatorName;
+    outcome.operation = result.operation;
+    if (result.audit)
+        outcome.auditSeq = result.audit->seq;
+    return outcome;
 }
 
 } // namespace idempo

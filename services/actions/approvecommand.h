@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 #include "money.h"
@@ -66,9 +67,9 @@ public:
     /// details: {"operation", "decision", "from", "to", "value", "four_eyes", "approval_id",
     /// "history": [events], "evidence"}.
     ActionPreview describe() override;
-    /// {"approval_id", "status": "applied" | "pending" | "replayed", "decision", "revision",
-    /// "operation": {…}, "audit_seq"}.
-    nlohmann::json execute() override;
+    /// Applies the decision under the rules above, with its audit record; a resubmission is
+    /// answered with the first decision ("replayed") and writes nothing.
+    ApprovalOutcome execute();
 
     /// The approval id this submission uses.
     const std::string &approvalId() const { return m_request.approvalId; }

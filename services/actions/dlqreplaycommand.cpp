@@ -212,7 +212,7 @@ ActionPreview DlqReplayCommand::describe()
              {"items", items}}};
 }
 
-nlohmann::json DlqReplayCommand::execute()
+ReplayOutcome DlqReplayCommand::execute()
 {
     if (!roleMay(m_actor.role, Capability::Replay))
         throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Replay));
@@ -287,12 +287,7 @@ nlohmann::json DlqReplayCommand::execute()
                                                               {"taken_by_other_replay", taken},
                                                               {"not_replayed", notReplayed},
                                                               {"cancelled", cancelled}});
-    return {{"replay_id", m_request.replayId},
-            {"requeued", requeued},
-            {"taken_by_other_replay", taken},
-            {"not_replayed", notReplayed},
-            {"cancelled", cancelled},
-            {"audit_seq", {startSeq, endSeq}}};
+    return {m_request.replayId, requeued, taken, notReplayed, cancelled, startSeq, endSeq};
 }
 
 } // namespace idempo

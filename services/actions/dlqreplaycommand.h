@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 #include "messagequeue.h"
@@ -86,9 +87,9 @@ public:
     std::vector<std::string> validate() override;
     /// details: {"replay_id", "queue", "count" (to requeue), "by_class": {class: n}, "items": [...]}.
     ActionPreview describe() override;
-    /// {"replay_id", "requeued", "taken_by_other_replay", "not_replayed", "cancelled", "audit_seq": [start, end]}.
-    /// Throws Error(Refused) without the matching confirmation or a reason.
-    nlohmann::json execute() override;
+    /// Requeues the set as described above, between its two audit records. Throws
+    /// Error(Refused) without the matching confirmation or a reason.
+    ReplayOutcome execute();
 
     const std::string &replayId() const { return m_request.replayId; }
 

@@ -22,9 +22,12 @@ struct ActionPreview
 
 /// A person's change to what automation did (design.md "Guarded actions"): the one code path
 /// of the console's dialogs and the CLI. Use: validate() → describe() (show it, default Cancel)
-/// → execute(), which runs in one transaction with its audit record, or not at all. execute()
-/// checks everything again under the ledger's locks, so a stale dialog cannot apply a decision
-/// the ledger no longer allows.
+/// → execute(), which runs in one transaction with its audit record, or not at all. Each command
+/// has its own execute(), returning its typed outcome (actionoutcome.h: toJson() for scripts,
+/// text() for people); it throws Error(Refused) when a rule says no, Error(IllegalTransition |
+/// StaleLease) when the operation moved, and the store's errors, and writes nothing then.
+/// execute() checks everything again under the ledger's locks, so a stale dialog cannot apply
+/// a decision the ledger no longer allows.
 class GuardedAction
 {
 public:
@@ -36,11 +39,6 @@ public:
 
     /// The consequence, after validate(). Throws Error(NotFound) when there is nothing to act on.
     virtual ActionPreview describe() = 0;
-
-    /// Applies the action with its audit record. Returns the outcome as JSON (shape per action).
-    /// Throws Error(Refused) when a rule says no, Error(IllegalTransition | StaleLease) when the
-    /// operation moved, and the store's errors; nothing is written then.
-    virtual nlohmann::json execute() = 0;
 };
 
 /// What a role may do (the roles of 0005_guarded_actions.sql; "owner" may do everything).

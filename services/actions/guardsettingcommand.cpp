@@ -36,7 +36,7 @@ ActionPreview GuardSettingCommand::describe()
     return {sentence, {{"name", m_name}, {"value", m_value}, {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()}}};
 }
 
-nlohmann::json GuardSettingCommand::execute()
+SettingOutcome GuardSettingCommand::execute()
 {
     const std::vector<std::string> problems = validate();
     if (!problems.empty())
@@ -56,10 +56,7 @@ nlohmann::json GuardSettingCommand::execute()
         plan.audit = audit;
         return plan;
     });
-    return {{"name", m_name},
-            {"value", m_value},
-            {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()},
-            {"audit_seq", result.audit->seq}};
+    return {m_name, m_value, previous, result.audit->seq};
 }
 
 } // namespace idempo

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 
@@ -19,8 +20,8 @@ public:
 
     std::vector<std::string> validate() override;
     ActionPreview describe() override;
-    /// {"name", "value", "previous", "audit_seq"}.
-    nlohmann::json execute() override;
+    /// Stores the setting with its audit record. Throws Error(Refused) for what validate() finds.
+    SettingOutcome execute();
 
 private:
     LedgerStore &m_store;

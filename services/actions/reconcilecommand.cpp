@@ -5,17 +5,6 @@
 #include "recordjson.h"
 
 namespace idempo {
-namespace {
-
-nlohmann::json evidenceJson(const ProviderEvidence &e)
-{
-    return {{"status", evidenceStatusName(e.status)},
-            {"provider", e.provider},
-            {"reference", e.reference},
-            {"answer", e.raw}};
-}
-
-} // namespace
 
 ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor, Request request)
     : ReconcileCommand(store, lookup, std::move(actor), std::move(request), Options{})
@@ -148,7 +137,7 @@ ActionPreview ReconcileCommand::describe()
     return {sentence, {{"count", m_operations.size()}, {"operations", ops}}};
 }
 
-nlohmann::json ReconcileCommand::execute()
+ReconcileOutcome ReconcileCommand::execute()
 {
     if (!m_resolved)
         resolve();
@@ -156,8 +145,7 @@ nlohmann::json ReconcileCommand::execute()
         throw Error(ErrorCode::Refused, "a reason is required");
     if (!roleMay(m_actor.role, Capability::Reconcile))
         throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Reconcile));
-    nlohmann::json reconciled = nlohmann::json::array();
-    nlohmann::json skipped = nlohmann::json::array();
+    ReconcileOutcome outcome;
     for (std::size_t i = 0; i < m_operations.size(); ++i) {
         const Operation seen = m_operations[i];
         const ProviderEvidence evidence = m_evidence[i] ? *m_evidence[i] : m_lookup.lookup(seen);
@@ -202,18 +190,14 @@ nlohmann::json ReconcileCommand::execute()
                     plan.audit = audit;
                     return plan;
                 });
-            reconciled.push_back({{"key", seen.key},
-                                  {"from", stateName(seen.state)},
-                                  {"to", stateName(result.operation->state)},
-                                  {"evidence", evidenceJson(evidence)},
-                                  {"audit_seq", result.audit->seq}});
+            outcome.reconciled.push_back({seen.key, seen.state, result.operation->state, evidence, result.audit->seq});
         } catch (const Error &e) {
             if (e.code() != ErrorCode::IllegalTransition && e.code() != ErrorCode::StaleLease)
                 throw;
-            skipped.push_back({{"key", seen.key}, {"why", e.what()}});
+            outcome.skipped.push_back({seen.key, e.what()});
         }
     }
-    return {{"reconciled", reconciled}, {"skipped", skipped}};
+    return outcome;
 }
 
 } // namespace idempo

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 #include "providerlookup.h"
@@ -56,8 +57,9 @@ public:
     /// Bulk: the count, without lookups. details: {"count", "operations": [{"key", "state",
     /// "evidence"?, "to"?}]}.
     ActionPreview describe() override;
-    /// {"reconciled": [{"key", "from", "to", "evidence", "audit_seq"}], "skipped": [{"key", "why"}]}.
-    nlohmann::json execute() override;
+    /// Looks up and moves each operation in its own transaction with its audit record; one that
+    /// moved since it was looked up is skipped. Throws Error(Refused) without a reason or role.
+    ReconcileOutcome execute();
 
     /// The operations validate() resolved.
     const std::vector<Operation> &operations() const { return m_operations; }

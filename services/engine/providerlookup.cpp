@@ -14,6 +14,14 @@ std::string_view evidenceStatusName(ProviderEvidence::Status status)
     return "unsupported";
 }
 
+nlohmann::json evidenceJson(const ProviderEvidence &e)
+{
+    return {{"status", evidenceStatusName(e.status)},
+            {"provider", e.provider},
+            {"reference", e.reference},
+            {"answer", e.raw}};
+}
+
 ProviderEvidence NoProviderLookup::lookup(const Operation &)
 {
     ProviderEvidence e;

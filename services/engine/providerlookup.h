@@ -27,6 +27,9 @@ struct ProviderEvidence
 
 std::string_view evidenceStatusName(ProviderEvidence::Status status);
 
+/// The evidence as a reconciliation records it: {"status", "provider", "reference", "answer"}.
+nlohmann::json evidenceJson(const ProviderEvidence &evidence);
+
 /// Asks the provider of an operation what happened, by the operation's key.
 class ProviderLookup
 {

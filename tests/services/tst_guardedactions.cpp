@@ -88,7 +88,7 @@ ApproveCommand::Request approval(const std::string &key, ApprovalDecision decisi
 nlohmann::json approve(LedgerStore &store, const ActorIdentity &actor, const ApproveCommand::Request &request)
 {
     ApproveCommand command(store, actor, request);
-    return command.execute();
+    return command.execute().toJson();
 }
 
 void setFourEyes(LedgerStore &store, const std::string &above)
@@ -177,7 +177,7 @@ private Q_SLOTS:
 
         ApproveCommand resubmitted(f.store(), kBob, request);
         QVERIFY(resubmitted.validate().empty()); // bob touched it last, but this is his first decision again
-        const nlohmann::json second = resubmitted.execute();
+        const nlohmann::json second = resubmitted.execute().toJson();
         QCOMPARE(second.at("status").get<std::string>(), std::string("replayed"));
         QCOMPARE(second.at("decision").get<std::string>(), std::string("redispatch"));
         QCOMPARE(f.snapshot(), afterFirst);
@@ -327,7 +327,7 @@ private Q_SLOTS:
         const ActionPreview preview = first.describe();
         QVERIFY2(preview.sentence.find("1,250.00 EUR") != std::string::npos, preview.sentence.c_str());
         QVERIFY(preview.details.at("four_eyes").get<bool>());
-        QCOMPARE(first.execute().at("status").get<std::string>(), std::string("pending"));
+        QCOMPARE(first.execute().status, std::string("pending"));
         QCOMPARE(f.store().find(kNs, "run-5:refund")->state, OperationState::ConfirmationRequired);
 
         // The same operator again, under a new approval id: refused.
@@ -365,7 +365,7 @@ private Q_SLOTS:
         QVERIFY(command.validate().empty());
         const ActionPreview preview = command.describe();
         QVERIFY2(preview.sentence.find("1,500.00 EUR") != std::string::npos, preview.sentence.c_str());
-        QCOMPARE(command.execute().at("status").get<std::string>(), std::string("pending"));
+        QCOMPARE(command.execute().status, std::string("pending"));
         QCOMPARE(f.store().find(kNs, in.key)->state, OperationState::ConfirmationRequired);
     }
 
@@ -408,7 +408,7 @@ private Q_SLOTS:
         const ActionPreview preview = command.describe();
         QCOMPARE(preview.details.at("count").get<int>(), 4);
         QCOMPARE(lookup.calls, 0); // the count comes first, before any lookup
-        const nlohmann::json done = command.execute();
+        const nlohmann::json done = command.execute().toJson();
         QCOMPARE(done.at("reconciled").size(), std::size_t(4));
         QCOMPARE(f.store().find(kNs, "run-7:found")->state, OperationState::Succeeded);
         QVERIFY(f.store().find(kNs, "run-7:found")->receipt.find("RF-100") != std::string::npos);
@@ -579,7 +579,7 @@ private Q_SLOTS:
                                         request(), options);
                 replay.describe();
                 start.arrive_and_wait();
-                requeued[i] = replay.execute().at("requeued").get<std::int64_t>();
+                requeued[i] = replay.execute().requeued;
             });
         for (auto &t : replays)
             t.join();
@@ -661,7 +661,7 @@ private Q_SLOTS:
         QCOMPARE(byClass.at("will_execute").get<int>(), 4);
         QCOMPARE(byClass.at("unreadable").get<int>(), 1);
         QCOMPARE(byClass.at("expired_by_retention").get<int>(), 1);
-        const nlohmann::json done = replay.execute();
+        const nlohmann::json done = replay.execute().toJson();
         QCOMPARE(done.at("requeued").get<int>(), 2);
         QVERIFY(done.at("cancelled").get<bool>());
         QCOMPARE(done.at("not_replayed").get<int>(), 2);
@@ -686,7 +686,7 @@ private Q_SLOTS:
         request.confirmCount = 2;
         options.cancelled = {};
         options.progress = {};
-        const nlohmann::json rest = DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute();
+        const nlohmann::json rest = DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute().toJson();
         QCOMPARE(rest.at("requeued").get<int>(), 2);
         QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(4));
     }

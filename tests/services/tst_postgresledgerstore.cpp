@@ -523,7 +523,7 @@ private Q_SLOTS:
         QCOMPARE(f.snapshot(), before);
 
         ApproveCommand approve(*approver, approver->actor(), approval);
-        QCOMPARE(approve.execute().at("status").get<std::string>(), std::string("applied"));
+        QCOMPARE(approve.execute().status, std::string("applied"));
         ReconcileCommand reconciling(*operatorStore, lookup, operatorStore->actor(), reconcile);
         QVERIFY(reconciling.validate().empty());
         reconciling.execute();
@@ -564,7 +564,7 @@ private Q_SLOTS:
         QCOMPARE(ownerQueue->deadLetters("roles_replay", 0, 10).size(), std::size_t(1));
         PostgresMessageQueue operatorQueue(operatorStore);
         DlqReplayCommand replayByOperator(*operatorStore, operatorQueue, operatorStore->actor(), replay, {});
-        QCOMPARE(replayByOperator.execute().at("requeued").get<int>(), 1);
+        QCOMPARE(replayByOperator.execute().requeued, std::int64_t(1));
         QCOMPARE(ownerQueue->metrics("roles_replay").length, std::int64_t(1));
         QVERIFY(AuditVerify(f.store()).run().ok);
         qunsetenv("PGPASSFILE");

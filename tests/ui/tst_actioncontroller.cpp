@@ -226,7 +226,7 @@ void TestActionController::approveFromThePane()
     // The same submission again (a second console, a retry) answers the first decision.
     ApproveCommand::Request again{"default", "run-7002:refund", ApprovalDecision::Redispatch,
                                   "refund agreed with the customer", "", dialog->submissionId().toStdString()};
-    const nlohmann::json replayed = ApproveCommand(store, *m_window->actions()->actor(), again).execute();
+    const nlohmann::json replayed = ApproveCommand(store, *m_window->actions()->actor(), again).execute().toJson();
     QCOMPARE(replayed.value("status", ""), std::string("replayed"));
     QCOMPARE(store.approvals("default", "run-7002:refund").size(), std::size_t{1});
     QCOMPARE(store.auditLog(0, 100).size(), std::size_t{1});

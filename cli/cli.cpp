@@ -4,6 +4,7 @@
 #include "approvecommand.h"
 #include "auditverify.h"
 #include "bench.h"
+#include "csv.h"
 #include "dlqreplaycommand.h"
 #include "guardsettingcommand.h"
 #include "providerlookup.h"
@@ -1115,17 +1116,6 @@ nlohmann::json auditJson(const AuditRecord &r)
             {"detail", embedded(r.entry.detail)},
             {"prev_hash", r.prevHash},
             {"hash", r.hash}};
-}
-
-/// One CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
-std::string csvField(const std::string &text)
-{
-    if (text.find_first_of(",\"\r\n") == std::string::npos)
-        return text;
-    std::string quoted = "\"";
-    for (const char ch : text)
-        quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return quoted + "\"";
 }
 
 int cmdAudit(Context &c)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audittablemodel.h"
 
+#include "csv.h"
 #include "displayformat.h"
 
 #include <QDateTime>
@@ -28,13 +29,6 @@ QString changeText(const AuditEntry &e)
         return {};
     return QStringLiteral("%1 → %2").arg(before.isEmpty() ? QStringLiteral("·") : before,
                                          after.isEmpty() ? QStringLiteral("·") : after);
-}
-
-QString csvField(QString text)
-{
-    if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')) || text.contains(QLatin1Char('\n')))
-        return QLatin1Char('"') + text.replace(QLatin1Char('"'), QLatin1String("\"\"")) + QLatin1Char('"');
-    return text;
 }
 
 nlohmann::json parsedOrText(const std::string &text)

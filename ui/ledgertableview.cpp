@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgertableview.h"
 
+#include "csv.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -13,19 +15,6 @@
 #include <QScrollBar>
 
 namespace idempo {
-
-namespace {
-
-QString csvField(QString text)
-{
-    if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')) || text.contains(QLatin1Char('\n'))) {
-        text.replace(QLatin1String("\""), QLatin1String("\"\""));
-        return QString(QLatin1Char('"') + text + QLatin1Char('"'));
-    }
-    return text;
-}
-
-} // namespace
 
 LedgerTableView::LedgerTableView(QWidget *parent)
     : QTableView(parent)

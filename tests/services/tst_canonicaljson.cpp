@@ -77,7 +77,9 @@ void TestCanonicalJson::rfc8785Vectors_data()
 {
     QTest::addColumn<QByteArray>("input");
     QTest::addColumn<QByteArray>("expected");
-    const QDir dir(QStringLiteral(IDEMPO_RFC8785_DIR));
+    const QString vectors = QFINDTESTDATA("../testdata/rfc8785");
+    QVERIFY2(!vectors.isEmpty(), "tests/testdata/rfc8785 not found");
+    const QDir dir(vectors);
     const QStringList names = QDir(dir.filePath(QStringLiteral("input")))
                                   .entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
     QVERIFY2(!names.isEmpty(), "no RFC 8785 test vectors found");
@@ -101,7 +103,9 @@ void TestCanonicalJson::numbers_data()
     QTest::addColumn<double>("value");
     QTest::addColumn<QByteArray>("expected");
 
-    const QByteArray csv = readFile(QStringLiteral(IDEMPO_RFC8785_DIR "/numbers.csv"));
+    const QString numbers = QFINDTESTDATA("../testdata/rfc8785/numbers.csv");
+    QVERIFY2(!numbers.isEmpty(), "tests/testdata/rfc8785/numbers.csv not found");
+    const QByteArray csv = readFile(numbers);
     const QList<QByteArray> lines = csv.trimmed().split('\n');
     QVERIFY2(lines.size() > 1, "numbers.csv is missing or empty");
     for (qsizetype i = 1; i < lines.size(); ++i) { // line 0 is the header

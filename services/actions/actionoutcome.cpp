@@ -21,12 +21,13 @@ std::string ApprovalOutcome::text() const
     const std::string key = operation ? operation->key : std::string();
     const std::string state = operation ? std::string(stateName(operation->state)) : std::string();
     if (status == "pending")
-        return "Recorded, pending a second approver: " + key + " stays " + state + " (approval " + approvalId + ").";
+        return "Recorded, pending a second approver: " + key + " stays " + state + " (approval " +
+               approvalId + ").";
     if (status == "replayed")
-        return "Already decided: approval " + approvalId + " was submitted before; nothing applied again (" + key
-               + " is " + state + ").";
-    return "Applied: " + key + " is now " + state + " (approval " + approvalId + ", audit record "
-           + std::to_string(auditSeq.value_or(0)) + ").";
+        return "Already decided: approval " + approvalId +
+               " was submitted before; nothing applied again (" + key + " is " + state + ").";
+    return "Applied: " + key + " is now " + state + " (approval " + approvalId + ", audit record " +
+           std::to_string(auditSeq.value_or(0)) + ").";
 }
 
 nlohmann::json ReconcileOutcome::toJson() const
@@ -47,7 +48,9 @@ nlohmann::json ReconcileOutcome::toJson() const
 std::string ReconcileOutcome::text() const
 {
     std::string parts;
-    const auto add = [&parts](const std::string &part) { parts += (parts.empty() ? "" : "; ") + part; };
+    const auto add = [&parts](const std::string &part) {
+        parts += (parts.empty() ? "" : "; ") + part;
+    };
     for (const Reconciled &r : reconciled)
         add(r.key + ": " + std::string(stateName(r.from)) + " → " + std::string(stateName(r.to)));
     for (const Skipped &s : skipped)
@@ -67,9 +70,10 @@ nlohmann::json ReplayOutcome::toJson() const
 
 std::string ReplayOutcome::text() const
 {
-    return std::string(cancelled ? "Stopped: " : "Replayed: ") + std::to_string(requeued) + " requeued, "
-           + std::to_string(notReplayed) + " not replayed, " + std::to_string(takenByOtherReplay)
-           + " taken by another replay (replay " + replayId + ").";
+    return std::string(cancelled ? "Stopped: " : "Replayed: ") + std::to_string(requeued) +
+           " requeued, " + std::to_string(notReplayed) + " not replayed, " +
+           std::to_string(takenByOtherReplay) + " taken by another replay (replay " + replayId +
+           ").";
 }
 
 nlohmann::json SettingOutcome::toJson() const
@@ -82,8 +86,8 @@ nlohmann::json SettingOutcome::toJson() const
 
 std::string SettingOutcome::text() const
 {
-    return (value.empty() ? "Turned " + name + " off" : "Set " + name + " to " + value) + " (audit record "
-           + std::to_string(auditSeq) + ").";
+    return (value.empty() ? "Turned " + name + " off" : "Set " + name + " to " + value) +
+           " (audit record " + std::to_string(auditSeq) + ").";
 }
 
 } // namespace idempo

@@ -20,14 +20,16 @@ namespace idempo {
 struct ApprovalOutcome
 {
     std::string approvalId;
-    std::string status; ///< "applied", "pending" (waits for a second approver) or "replayed" (submitted before)
+    std::string status; ///< "applied", "pending" (waits for a second approver) or "replayed"
+                        ///< (submitted before)
     std::string decision;
     int revision = 0;
     std::string operatorName;
-    std::optional<Operation> operation; ///< the operation after the decision
+    std::optional<Operation> operation;   ///< the operation after the decision
     std::optional<std::int64_t> auditSeq; ///< unset for a replayed submission
 
-    /// {"approval_id", "status", "decision", "revision", "operator", "operation": {…}, "audit_seq"}.
+    /// {"approval_id", "status", "decision", "revision", "operator", "operation": {…},
+    /// "audit_seq"}.
     nlohmann::json toJson() const;
     /// e.g. "Applied: run-7002:refund is now received (approval ap-…, audit record 12)."
     std::string text() const;
@@ -52,7 +54,8 @@ struct ReconcileOutcome
     std::vector<Reconciled> reconciled;
     std::vector<Skipped> skipped;
 
-    /// {"reconciled": [{"key", "from", "to", "evidence", "audit_seq"}], "skipped": [{"key", "why"}]}.
+    /// {"reconciled": [{"key", "from", "to", "evidence", "audit_seq"}], "skipped": [{"key",
+    /// "why"}]}.
     nlohmann::json toJson() const;
     /// e.g. "Reconciled. run-7003:book_flight: unknown_outcome → succeeded".
     std::string text() const;
@@ -69,7 +72,8 @@ struct ReplayOutcome
     std::int64_t startAuditSeq = 0;
     std::int64_t endAuditSeq = 0;
 
-    /// {"replay_id", "requeued", "taken_by_other_replay", "not_replayed", "cancelled", "audit_seq": [start, end]}.
+    /// {"replay_id", "requeued", "taken_by_other_replay", "not_replayed", "cancelled", "audit_seq":
+    /// [start, end]}.
     nlohmann::json toJson() const;
     /// e.g. "Replayed: 3 requeued, 1 not replayed, 0 taken by another replay (replay rp-…)."
     std::string text() const;

@@ -6,7 +6,8 @@
 
 namespace idempo {
 
-ActionResult runAction(ActionTransaction &tx, const ActionTarget &target, const ActionDecider &decide)
+ActionResult runAction(ActionTransaction &tx, const ActionTarget &target,
+                       const ActionDecider &decide)
 {
     ActionState state;
     std::optional<Operation> current;
@@ -49,7 +50,8 @@ ActionResult runAction(ActionTransaction &tx, const ActionTarget &target, const 
         tx.storeSetting(plan.setting->first, plan.setting->second);
     if (plan.audit) {
         AuditEntry entry = *plan.audit;
-        completeAuditEntry(entry, current ? &*current : nullptr, result.operation ? &*result.operation : nullptr);
+        completeAuditEntry(entry, current ? &*current : nullptr,
+                           result.operation ? &*result.operation : nullptr);
         result.audit = tx.appendAudit(entry, state.nowMs);
     }
     for (std::size_t i = 0; i < steps.size(); ++i)

@@ -30,7 +30,8 @@ public:
     /// The store's clock, for an action that locks no operation.
     virtual std::int64_t nowMs() = 0;
     /// The operation's approvals, oldest first.
-    virtual std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) = 0;
+    virtual std::vector<ApprovalRecord> approvals(const std::string &ns,
+                                                  const std::string &key) = 0;
     /// The operation's history, oldest first.
     virtual std::vector<OperationEvent> history(const std::string &ns, const std::string &key) = 0;
     /// The approval stored under `approvalId`, if any.
@@ -47,7 +48,8 @@ public:
     virtual AuditRecord appendAudit(const AuditEntry &entry, std::int64_t nowMs) = 0;
     /// Writes the planned record `after` over `before` (compare-and-set on before's version)
     /// with its history event; `request` gives the event's actor and detail.
-    virtual void writeTransition(const Operation &before, const Operation &after, const TransitionRequest &request) = 0;
+    virtual void writeTransition(const Operation &before, const Operation &after,
+                                 const TransitionRequest &request) = 0;
 };
 
 /// LedgerStore::applyAction() on `tx`: locks and reads what `target` names, calls `decide`, plans
@@ -57,6 +59,7 @@ public:
 /// an operation only after its audit record in the same transaction (0005_guarded_actions.sql).
 /// Throws what `decide`, the transition rules or the store throw; the caller's transaction then
 /// rolls back. The caller commits, also when the plan is only an answer.
-ActionResult runAction(ActionTransaction &tx, const ActionTarget &target, const ActionDecider &decide);
+ActionResult runAction(ActionTransaction &tx, const ActionTarget &target,
+                       const ActionDecider &decide);
 
 } // namespace idempo

@@ -7,10 +7,19 @@
 
 namespace idempo {
 
-std::unique_ptr<ChangeFeed> LedgerStore::changeFeed() { return nullptr; }
+std::unique_ptr<ChangeFeed> LedgerStore::changeFeed()
+{
+    return nullptr;
+}
 
-std::unique_ptr<sandbox::SandboxJournal> LedgerStore::sandboxJournal() { return nullptr; }
+std::unique_ptr<sandbox::SandboxJournal> LedgerStore::sandboxJournal()
+{
+    return nullptr;
+}
 
-std::unique_ptr<ProviderLookup> LedgerStore::providerLookup() { return std::make_unique<NoProviderLookup>(); }
+std::unique_ptr<ProviderLookup> LedgerStore::providerLookup()
+{
+    return std::make_unique<NoProviderLookup>();
+}
 
 } // namespace idempo

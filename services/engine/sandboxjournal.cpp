@@ -10,7 +10,8 @@ std::unique_ptr<SandboxJournal> SandboxJournal::open(LedgerStore &store)
 {
     if (std::unique_ptr<SandboxJournal> journal = store.sandboxJournal())
         return journal;
-    throw Error(ErrorCode::InvalidArgument, "the sandbox journal needs an embedded (sqlite:) or PostgreSQL ledger");
+    throw Error(ErrorCode::InvalidArgument,
+                "the sandbox journal needs an embedded (sqlite:) or PostgreSQL ledger");
 }
 
 } // namespace idempo::sandbox

@@ -10,8 +10,8 @@ using namespace idempo;
 
 namespace {
 
-AuditRecord record(std::int64_t seq, const std::string &who, const std::string &action, const std::string &target,
-                   const std::string &reason)
+AuditRecord record(std::int64_t seq, const std::string &who, const std::string &action,
+                   const std::string &target, const std::string &reason)
 {
     AuditRecord r;
     r.seq = seq;
@@ -56,8 +56,10 @@ void TestAuditTableModel::showsNewestFirstAndFilters()
     QCOMPARE(m.columnCount(), int(AuditTableModel::ColumnCount));
     QCOMPARE(m.index(0, AuditTableModel::Seq).data().toLongLong(), 3);
     QCOMPARE(m.index(2, AuditTableModel::Who).data().toString(), QStringLiteral("bob"));
-    QCOMPARE(m.index(2, AuditTableModel::Change).data().toString(), QStringLiteral("confirmation_required → received"));
-    QCOMPARE(m.actions(), (QStringList{QStringLiteral("approve"), QStringLiteral("reconcile"), QStringLiteral("reject")}));
+    QCOMPARE(m.index(2, AuditTableModel::Change).data().toString(),
+             QStringLiteral("confirmation_required → received"));
+    QCOMPARE(m.actions(), (QStringList{QStringLiteral("approve"), QStringLiteral("reconcile"),
+                                       QStringLiteral("reject")}));
 
     m.setFilter({}, QStringLiteral("bob"), {}); // actor: a substring, any case
     QCOMPARE(m.rowCount(), 2);
@@ -79,7 +81,8 @@ void TestAuditTableModel::exportsWhatIsShown()
     m.setRecords(records());
     m.setFilter(QStringLiteral("reject"), {}, {});
     const QString csv = m.csv();
-    QVERIFY(csv.startsWith(QLatin1String("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n")));
+    QVERIFY(csv.startsWith(
+        QLatin1String("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n")));
     // A carriage return inside a field stays inside its quotes: the record is one CSV record.
     QVERIFY2(csv.contains(QLatin1String(",\"line one\rline two\",")), qPrintable(csv));
     QVERIFY(csv.contains(QLatin1String("\"{\"\"state\"\":\"\"received\"\"}\"")));

@@ -40,15 +40,19 @@ void TestEventTableModel::showsTheHistoryOldestFirst()
     QCOMPARE(m.rowCount(), 2);
     QCOMPARE(m.columnCount(), int(EventTableModel::ColumnCount));
     QCOMPARE(m.events().size(), std::size_t(2));
-    QCOMPARE(m.index(0, EventTableModel::Transition).data().toString(), QStringLiteral("created → dispatching"));
-    QCOMPARE(m.index(1, EventTableModel::Transition).data().toString(), QStringLiteral("dispatching → failed_retryable"));
+    QCOMPARE(m.index(0, EventTableModel::Transition).data().toString(),
+             QStringLiteral("created → dispatching"));
+    QCOMPARE(m.index(1, EventTableModel::Transition).data().toString(),
+             QStringLiteral("dispatching → failed_retryable"));
     QCOMPARE(m.index(0, EventTableModel::Token).data().toLongLong(), 7);
     QCOMPARE(m.index(1, EventTableModel::Attempt).data().toInt(), 1);
     QCOMPARE(m.index(1, EventTableModel::Actor).data().toString(), QStringLiteral("worker-a"));
     QCOMPARE(m.index(1, EventTableModel::Error).data().toString(), QStringLiteral("transient"));
-    QCOMPARE(m.index(1, EventTableModel::Detail).data().toString(), QStringLiteral("503 from provider"));
+    QCOMPARE(m.index(1, EventTableModel::Detail).data().toString(),
+             QStringLiteral("503 from provider"));
     QVERIFY(m.index(1, EventTableModel::Transition).data(Qt::DecorationRole).isValid());
-    QCOMPARE(m.headerData(EventTableModel::Detail, Qt::Horizontal).toString(), QStringLiteral("Detail"));
+    QCOMPARE(m.headerData(EventTableModel::Detail, Qt::Horizontal).toString(),
+             QStringLiteral("Detail"));
 
     m.setEvents({});
     QCOMPARE(m.rowCount(), 0);

@@ -26,8 +26,11 @@ class TestActionOutcome final : public QObject
 private Q_SLOTS:
     void approvalInWordsAndJson()
     {
-        ApprovalOutcome o{"ap-1", "applied", "redispatch", 1, "carol", refund(OperationState::Received), 12};
-        QCOMPARE(o.text(), std::string("Applied: run-7002:refund is now received (approval ap-1, audit record 12)."));
+        ApprovalOutcome o{
+            "ap-1", "applied", "redispatch", 1, "carol", refund(OperationState::Received), 12};
+        QCOMPARE(o.text(),
+                 std::string(
+                     "Applied: run-7002:refund is now received (approval ap-1, audit record 12)."));
         const nlohmann::json j = o.toJson();
         QCOMPARE(j.at("status").get<std::string>(), std::string("applied"));
         QCOMPARE(j.at("operator").get<std::string>(), std::string("carol"));
@@ -40,8 +43,10 @@ private Q_SLOTS:
                                        "confirmation_required (approval ap-1)."));
         o.status = "replayed";
         o.auditSeq.reset();
-        QCOMPARE(o.text(), std::string("Already decided: approval ap-1 was submitted before; nothing applied again "
-                                       "(run-7002:refund is confirmation_required)."));
+        QCOMPARE(o.text(),
+                 std::string(
+                     "Already decided: approval ap-1 was submitted before; nothing applied again "
+                     "(run-7002:refund is confirmation_required)."));
         QVERIFY(o.toJson().at("audit_seq").is_null());
     }
 
@@ -52,23 +57,37 @@ private Q_SLOTS:
         found.status = ProviderEvidence::Status::Found;
         found.provider = "airline";
         found.reference = "PNR-42";
-        o.reconciled.push_back({"run-7003:book_flight", OperationState::UnknownOutcome, OperationState::Succeeded, found, 7});
-        o.skipped.push_back({"run-7004:send_invoice", "the operation changed after it was looked up"});
-        QCOMPARE(o.text(), std::string("Reconciled. run-7003:book_flight: unknown_outcome → succeeded; "
-                                       "run-7004:send_invoice skipped: the operation changed after it was looked up"));
+        o.reconciled.push_back({"run-7003:book_flight", OperationState::UnknownOutcome,
+                                OperationState::Succeeded, found, 7});
+        o.skipped.push_back(
+            {"run-7004:send_invoice", "the operation changed after it was looked up"});
+        QCOMPARE(
+            o.text(),
+            std::string(
+                "Reconciled. run-7003:book_flight: unknown_outcome → succeeded; "
+                "run-7004:send_invoice skipped: the operation changed after it was looked up"));
         const nlohmann::json j = o.toJson();
-        QCOMPARE(j.at("reconciled").at(0).at("evidence").at("status").get<std::string>(), std::string("found"));
-        QCOMPARE(j.at("reconciled").at(0).at("evidence").at("reference").get<std::string>(), std::string("PNR-42"));
+        QCOMPARE(j.at("reconciled").at(0).at("evidence").at("status").get<std::string>(),
+                 std::string("found"));
+        QCOMPARE(j.at("reconciled").at(0).at("evidence").at("reference").get<std::string>(),
+                 std::string("PNR-42"));
         QCOMPARE(j.at("reconciled").at(0).at("to").get<std::string>(), std::string("succeeded"));
-        QCOMPARE(j.at("skipped").at(0).at("key").get<std::string>(), std::string("run-7004:send_invoice"));
+        QCOMPARE(j.at("skipped").at(0).at("key").get<std::string>(),
+                 std::string("run-7004:send_invoice"));
     }
 
     void replayInWordsAndJson()
     {
         ReplayOutcome o{"rp-1", 3, 1, 2, false, 10, 11};
-        QCOMPARE(o.text(), std::string("Replayed: 3 requeued, 2 not replayed, 1 taken by another replay (replay rp-1)."));
+        QCOMPARE(
+            o.text(),
+            std::string(
+                "Replayed: 3 requeued, 2 not replayed, 1 taken by another replay (replay rp-1)."));
         o.cancelled = true;
-        QCOMPARE(o.text(), std::string("Stopped: 3 requeued, 2 not replayed, 1 taken by another replay (replay rp-1)."));
+        QCOMPARE(
+            o.text(),
+            std::string(
+                "Stopped: 3 requeued, 2 not replayed, 1 taken by another replay (replay rp-1)."));
         const nlohmann::json j = o.toJson();
         QCOMPARE(j.at("taken_by_other_replay").get<std::int64_t>(), std::int64_t(1));
         QCOMPARE(j.at("audit_seq"), nlohmann::json::array({10, 11}));

@@ -94,16 +94,17 @@ private Q_SLOTS:
         LedgerFixture f;
         const Operation op = gated(f);
         std::int64_t seenNow = 0;
-        const ActionResult result = f.store().applyAction({kNs, kKey, "ap-1"}, [&](const ActionState &state) {
-            [&] {
-                QVERIFY(state.operation);
-                QCOMPARE(state.operation->state, OperationState::AwaitingApproval);
-                QVERIFY(!state.byApprovalId);
-                QCOMPARE(state.history.size(), std::size_t(1));
-            }();
-            seenNow = state.nowMs;
-            return fullPlan(op, OperationState::FailedTerminal);
-        });
+        const ActionResult result =
+            f.store().applyAction({kNs, kKey, "ap-1"}, [&](const ActionState &state) {
+                [&] {
+                    QVERIFY(state.operation);
+                    QCOMPARE(state.operation->state, OperationState::AwaitingApproval);
+                    QVERIFY(!state.byApprovalId);
+                    QCOMPARE(state.history.size(), std::size_t(1));
+                }();
+                seenNow = state.nowMs;
+                return fullPlan(op, OperationState::FailedTerminal);
+            });
         // The second step was planned on the record the first leaves (received), not on the
         // locked one.
         QVERIFY(result.operation);
@@ -144,8 +145,9 @@ private Q_SLOTS:
         // received → succeeded is not in the transition table: refused after the approval,
         // the setting and the audit entry were planned, and none of them is written.
         QCOMPARE(errorOf([&] {
-                     f.store().applyAction({kNs, kKey, "ap-1"},
-                                           [&](const ActionState &) { return fullPlan(op, OperationState::Succeeded); });
+                     f.store().applyAction({kNs, kKey, "ap-1"}, [&](const ActionState &) {
+                         return fullPlan(op, OperationState::Succeeded);
+                     });
                  }),
                  ErrorCode::IllegalTransition);
         QCOMPARE(f.snapshot(), before);
@@ -157,11 +159,12 @@ private Q_SLOTS:
         LedgerFixture f;
         const Operation op = gated(f);
         const QByteArray before = f.snapshot();
-        const ActionResult result = f.store().applyAction({kNs, kKey, "ap-1"}, [&](const ActionState &) {
-            ActionPlan plan = fullPlan(op, OperationState::FailedTerminal);
-            plan.answer = *plan.approval;
-            return plan;
-        });
+        const ActionResult result =
+            f.store().applyAction({kNs, kKey, "ap-1"}, [&](const ActionState &) {
+                ActionPlan plan = fullPlan(op, OperationState::FailedTerminal);
+                plan.answer = *plan.approval;
+                return plan;
+            });
         QVERIFY(!result.audit);
         QCOMPARE(result.operation->state, OperationState::AwaitingApproval);
         QCOMPARE(f.snapshot(), before);

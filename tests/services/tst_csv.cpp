@@ -17,11 +17,14 @@ private Q_SLOTS:
         QTest::newRow("plain") << QStringLiteral("approve") << QStringLiteral("approve");
         QTest::newRow("empty") << QString() << QString();
         QTest::newRow("comma") << QStringLiteral("a,b") << QStringLiteral("\"a,b\"");
-        QTest::newRow("quote") << QStringLiteral("say \"no\"") << QStringLiteral("\"say \"\"no\"\"\"");
+        QTest::newRow("quote") << QStringLiteral("say \"no\"")
+                               << QStringLiteral("\"say \"\"no\"\"\"");
         QTest::newRow("line feed") << QStringLiteral("one\ntwo") << QStringLiteral("\"one\ntwo\"");
-        QTest::newRow("carriage return") << QStringLiteral("one\rtwo") << QStringLiteral("\"one\rtwo\"");
+        QTest::newRow("carriage return")
+            << QStringLiteral("one\rtwo") << QStringLiteral("\"one\rtwo\"");
         QTest::newRow("crlf") << QStringLiteral("one\r\ntwo") << QStringLiteral("\"one\r\ntwo\"");
-        QTest::newRow("non-ascii") << QStringLiteral("Überweisung €") << QStringLiteral("Überweisung €");
+        QTest::newRow("non-ascii")
+            << QStringLiteral("Überweisung €") << QStringLiteral("Überweisung €");
         QTest::newRow("spaces kept") << QStringLiteral(" padded ") << QStringLiteral(" padded ");
     }
 

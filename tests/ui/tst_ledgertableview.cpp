@@ -17,7 +17,8 @@ private Q_SLOTS:
 void TestLedgerTableView::exportsVisibleColumnsAsCsv()
 {
     QStandardItemModel model(2, 3);
-    model.setHorizontalHeaderLabels({QStringLiteral("Operation key"), QStringLiteral("Hidden"), QStringLiteral("Detail")});
+    model.setHorizontalHeaderLabels(
+        {QStringLiteral("Operation key"), QStringLiteral("Hidden"), QStringLiteral("Detail")});
     model.setItem(0, 0, new QStandardItem(QStringLiteral("run-1:refund")));
     model.setItem(0, 1, new QStandardItem(QStringLiteral("not exported")));
     model.setItem(0, 2, new QStandardItem(QStringLiteral("one\rtwo")));

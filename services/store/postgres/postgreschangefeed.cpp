@@ -7,14 +7,29 @@
 
 namespace idempo {
 
-PostgresChangeFeed::PostgresChangeFeed(std::unique_ptr<PgListener> listener) : m_listener(std::move(listener)) {}
+PostgresChangeFeed::PostgresChangeFeed(std::unique_ptr<PgListener> listener)
+    : m_listener(std::move(listener))
+{
+}
 
-int PostgresChangeFeed::socket() const { return m_listener->socket(); }
+int PostgresChangeFeed::socket() const
+{
+    return m_listener->socket();
+}
 
-bool PostgresChangeFeed::changed() { return !m_listener->takeNotifications().empty(); }
+bool PostgresChangeFeed::changed()
+{
+    return !m_listener->takeNotifications().empty();
+}
 
-void PostgresChangeFeed::ping() { m_listener->ping(); }
+void PostgresChangeFeed::ping()
+{
+    m_listener->ping();
+}
 
-std::unique_ptr<ChangeFeed> PostgresLedgerStore::changeFeed() { return std::make_unique<PostgresChangeFeed>(listen()); }
+std::unique_ptr<ChangeFeed> PostgresLedgerStore::changeFeed()
+{
+    return std::make_unique<PostgresChangeFeed>(listen());
+}
 
 } // namespace idempo

@@ -17,26 +17,30 @@ PgParams pinnedClock(std::int64_t nowMs)
     return clock;
 }
 
-std::int64_t insertMessage(PgConnection &c, PgParams clock, const QueueName &name, const OutgoingMessage &message,
-                           std::int64_t delayMs)
+std::int64_t insertMessage(PgConnection &c, PgParams clock, const QueueName &name,
+                           const OutgoingMessage &message, std::int64_t delayMs)
 {
     clock.integer(delayMs)
         .text(message.message)
-        .optionalText(message.headers.empty() ? std::nullopt : std::optional<std::string>(message.headers));
-    return c.execPrepared("send message", "iq_send_" + name.str(), PostgresMessageQueue::sendSql(name.str()), clock)
+        .optionalText(message.headers.empty() ? std::nullopt
+                                              : std::optional<std::string>(message.headers));
+    return c
+        .execPrepared("send message", "iq_send_" + name.str(),
+                      PostgresMessageQueue::sendSql(name.str()), clock)
         .integer(0, 0);
 }
 
-std::int64_t sendInTransaction(PgConnection &c, const std::string &queue, const std::string &messageJson,
-                               const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs)
+std::int64_t sendInTransaction(PgConnection &c, const std::string &queue,
+                               const std::string &messageJson, const std::string &headersJson,
+                               std::int64_t delayMs, std::int64_t nowMs)
 {
     const QueueName name(queue);
     checkDuration(delayMs, "delay");
     const OutgoingMessage message = prepareMessage(messageJson, headersJson);
-    if (c.execPrepared("read queue registry", "iq_registry_exists", "SELECT 1 FROM queue_registry WHERE queue_name = $1",
+    if (c.execPrepared("read queue registry", "iq_registry_exists",
+                       "SELECT 1 FROM queue_registry WHERE queue_name = $1",
                        PgParams().text(name.str()))
-            .rows()
-        == 0)
+            .rows() == 0)
         throw Error(ErrorCode::NotFound, "no queue '" + name.str() + "'");
     return insertMessage(c, pinnedClock(nowMs), name, message, delayMs);
 }

@@ -23,13 +23,14 @@ PgParams pinnedClock(std::int64_t nowMs);
 /// Inserts `message`, already validated (prepareMessage()), into queue `name` at the clock
 /// `clock` reads (PostgresLedgerStore::clockParams(), or pinnedClock()), visible `delayMs` later.
 /// Returns its msg_id.
-std::int64_t insertMessage(PgConnection &c, PgParams clock, const QueueName &name, const OutgoingMessage &message,
-                           std::int64_t delayMs);
+std::int64_t insertMessage(PgConnection &c, PgParams clock, const QueueName &name,
+                           const OutgoingMessage &message, std::int64_t delayMs);
 
 /// MessageQueue::send() of `messageJson` with `headersJson` to `queue` stamped at `nowMs`:
 /// validates and throws like it (Error(NotFound) for a queue the ledger does not have), then
 /// insertMessage().
-std::int64_t sendInTransaction(PgConnection &c, const std::string &queue, const std::string &messageJson,
-                               const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs);
+std::int64_t sendInTransaction(PgConnection &c, const std::string &queue,
+                               const std::string &messageJson, const std::string &headersJson,
+                               std::int64_t delayMs, std::int64_t nowMs);
 
 } // namespace idempo

@@ -23,6 +23,9 @@ bool SqliteChangeFeed::changed()
     return moved;
 }
 
-std::unique_ptr<ChangeFeed> SqliteLedgerStore::changeFeed() { return std::make_unique<SqliteChangeFeed>(*this); }
+std::unique_ptr<ChangeFeed> SqliteLedgerStore::changeFeed()
+{
+    return std::make_unique<SqliteChangeFeed>(*this);
+}
 
 } // namespace idempo

@@ -20,12 +20,14 @@ struct OutgoingMessage;
 /// Inserts `message`, already validated (prepareMessage()), into queue `name`, readable from
 /// `nowMs` + `delayMs`. Returns its msg_id. Throws Error(NotFound) when the ledger has no such
 /// queue.
-std::int64_t insertMessage(SqliteConnection &db, const QueueName &name, const OutgoingMessage &message,
-                           std::int64_t delayMs, std::int64_t nowMs);
+std::int64_t insertMessage(SqliteConnection &db, const QueueName &name,
+                           const OutgoingMessage &message, std::int64_t delayMs,
+                           std::int64_t nowMs);
 
 /// MessageQueue::send() of `messageJson` with `headersJson` to `queue`: validates and throws like
 /// it, then insertMessage().
-std::int64_t sendInTransaction(SqliteConnection &db, const std::string &queue, const std::string &messageJson,
-                               const std::string &headersJson, std::int64_t delayMs, std::int64_t nowMs);
+std::int64_t sendInTransaction(SqliteConnection &db, const std::string &queue,
+                               const std::string &messageJson, const std::string &headersJson,
+                               std::int64_t delayMs, std::int64_t nowMs);
 
 } // namespace idempo

@@ -104,6 +104,11 @@ public:
 
     /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
     virtual std::optional<std::string> guardSetting(const std::string &name) = 0;
+
+    /// The audit chain's head as the ledger records it apart from the chain (PostgreSQL:
+    /// idempo.audit_head, moved by the trigger that appends), for AuditVerify to compare the
+    /// chain's end with; unset for a ledger that keeps none (the embedded ledger).
+    virtual std::optional<AuditHead> auditHead() { return std::nullopt; }
 };
 
 } // namespace idempo

@@ -42,10 +42,23 @@ std::string oneLine(std::string_view message)
     return out;
 }
 
+/// The ledger functions' own SQLSTATEs (0006_function_api.sql): class ID.
+bool isLedgerRule(std::string_view state)
+{
+    return state.size() == 5 && state.starts_with("ID");
+}
+
 ErrorCode codeForSqlState(std::string_view state)
 {
     if (state.size() != 5)
         return ErrorCode::Internal;
+    if (isLedgerRule(state)) {
+        constexpr ErrorCode kRules[] = {ErrorCode::InvalidKey,  ErrorCode::InvalidJson,       ErrorCode::PayloadTooLarge,
+                                        ErrorCode::InvalidArgument, ErrorCode::NotFound,  ErrorCode::StaleLease,
+                                        ErrorCode::IllegalTransition, ErrorCode::Refused};
+        const int n = (state[2] - '0') * 100 + (state[3] - '0') * 10 + (state[4] - '0');
+        return n >= 1 && n <= 8 ? kRules[n - 1] : ErrorCode::Internal;
+    }
     const std::string_view cls = state.substr(0, 2);
     // 08 connection, 28 authorization, 40 serialization/deadlock, 53 resources (too many
     // connections), 57 operator intervention (statement timeout, shutdown), 55P03 lock timeout,
@@ -293,6 +306,9 @@ PgResult PgConnection::check(pg_result *raw, const char *what)
     const bool lost = PQstatus(m_conn) == CONNECTION_BAD;
     const ErrorCode code =
         lost ? ErrorCode::LedgerUnavailable : codeForSqlState(state ? state : "");
+    // A ledger function's refusal is the ledger's answer, worded as the embedded ledger words it.
+    if (!lost && state && primary && isLedgerRule(state))
+        throw Error(code, oneLine(primary));
     std::string message =
         std::string(what) + ": " + oneLine(primary ? primary : PQerrorMessage(m_conn));
     if (state)

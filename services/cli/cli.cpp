@@ -1140,14 +1140,33 @@ std::string csvField(const std::string &text)
 
 int cmdAudit(Context &c)
 {
-    const QString what = c.positional(1, "audit subcommand (list, verify or export)");
+    const QString what = c.positional(1, "audit subcommand (list, verify, head or export)");
     LedgerStore &store = c.engine().store();
     if (what == QLatin1String("verify")) {
-        const AuditVerify::Result result = AuditVerify(store).run();
+        const std::string expected = c.parser.value(QStringLiteral("expect-head")).toStdString();
+        if (c.parser.isSet(QStringLiteral("expect-head"))
+            && (expected.size() != 64 || expected.find_first_not_of("0123456789abcdef") != std::string::npos))
+            throw UsageError{"--expect-head takes a record hash as `audit head` prints it (64 hex digits), not '" + expected + "'"};
+        const AuditVerify::Result result = AuditVerify(store).run(expected);
         c.print(AuditVerify::toJson(result),
                 result.ok ? "audit log intact: " + std::to_string(result.records) + " record(s), head " + result.lastHash
+                                + (result.anchorSeq ? "; expected head is record " + std::to_string(*result.anchorSeq) : "")
                           : "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": " + result.problem);
         return result.ok ? ExitOk : ExitRefused;
+    }
+    if (what == QLatin1String("head")) {
+        // Printed only for a chain that verifies: an anchor is worth keeping only if it is sound.
+        const AuditVerify::Result result = AuditVerify(store).run();
+        if (!result.ok) {
+            c.print(AuditVerify::toJson(result), "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": "
+                                                     + result.problem + "; no head to keep");
+            return ExitRefused;
+        }
+        const std::int64_t seq = result.head ? result.head->seq : result.records;
+        c.print({{"seq", seq}, {"hash", result.lastHash}},
+                "audit head: record " + std::to_string(seq) + ", hash " + result.lastHash
+                    + "\nkeep it outside the ledger; `idempo audit verify --expect-head HASH` checks the chain still holds it");
+        return ExitOk;
     }
     if (what == QLatin1String("list")) {
         const std::int64_t after = afterId(c);
@@ -1202,7 +1221,7 @@ int cmdAudit(Context &c)
             std::cout << nlohmann::json{{"records", rows}}.dump() << '\n';
         return ExitOk;
     }
-    throw UsageError{"unknown subcommand 'audit " + what.toStdString() + "': expected list, verify or export"};
+    throw UsageError{"unknown subcommand 'audit " + what.toStdString() + "': expected list, verify, head or export"};
 }
 
 int cmdFourEyes(Context &c)
@@ -1353,13 +1372,16 @@ std::map<QString, Command> commands()
            opt("yes", "Bulk: reconcile the counted set."), opt("dry-run", "Look up and show; write nothing.")},
           cmdReconcile}},
         {QStringLiteral("audit"),
-         {1, "audit list|verify|export [--after SEQ] [--limit N] [--format csv|json]",
+         {1, "audit list|verify|head|export [--after SEQ] [--limit N] [--format csv|json] [--expect-head HASH]",
           "The append-only audit log of guarded actions:\n"
           "  list     records, oldest first, a page at a time\n"
-          "  verify   check the hash chain; names the first edited, removed or reordered record (exit 65)\n"
+          "  verify   check the hash chain and the ledger's head; names the first edited, removed or\n"
+          "           reordered record (exit 65); --expect-head: the chain must still hold that record\n"
+          "  head     the newest record's hash, to keep outside the ledger as an anchor\n"
           "  export   every record as CSV or JSON on stdout",
           {opt("after", "list: continue after this seq.", "SEQ"), opt("limit", "list: page size (default 50).", "N"),
-           opt("format", "export: csv or json.", "F")},
+           opt("format", "export: csv or json.", "F"),
+           opt("expect-head", "verify: a hash `audit head` printed earlier; the chain must still hold it.", "HASH")},
           cmdAudit}},
         {QStringLiteral("four-eyes"),
          {0, "four-eyes [--above AMOUNT|off --reason TEXT]",

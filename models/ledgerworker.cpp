@@ -18,9 +18,7 @@ namespace idempo {
 
 namespace {
 
-/// The channel PostgresLedgerStore notifies on every write.
-constexpr char NotifyChannel[] = "idempo_operations";
-/// Notifications arriving within this many ms make one refresh: a busy ledger sends hundreds
+/// Changes arriving within this many ms make one refresh: a busy ledger writes hundreds
 /// a second, and each refresh re-reads the visible rows.
 constexpr int CoalesceMs = 100;
 
@@ -79,7 +77,7 @@ void LedgerWorker::open(const QString &url)
     }
     m_lastToken = -1;
     if (dynamic_cast<PostgresLedgerStore *>(m_store.get())) {
-        // LISTEN before the views read their first rows, so no write falls between the two.
+        // Follow changes before the views read their first rows, so no write falls between the two.
         m_listenConninfo = url.toStdString();
         try {
             listen();
@@ -101,7 +99,7 @@ void LedgerWorker::setPollInterval(int ms)
 
 void LedgerWorker::listen()
 {
-    m_listener = std::make_unique<PgListener>(m_listenConninfo, NotifyChannel);
+    m_listener = std::make_unique<PgChangeFeed>(m_listenConninfo);
     m_notifier = new QSocketNotifier(static_cast<qintptr>(m_listener->socket()), QSocketNotifier::Read, this);
     connect(m_notifier, &QSocketNotifier::activated, this, &LedgerWorker::readNotifications);
 }

@@ -17,16 +17,16 @@ class QTimer;
 
 namespace idempo {
 
-class PgListener;
+class PgChangeFeed;
 
 /// A job the worker runs against the open ledger; `queues` is null when the ledger has none.
 using LedgerJob = std::function<void(LedgerStore &store, MessageQueue *queues)>;
 
 /// Owns the ledger on a worker thread: opens it there, runs every query there (the SQLite store
-/// gives this thread its own connection) and watches for changes. A PostgreSQL ledger announces
-/// its writes on the channel `idempo_operations`: the worker LISTENs on a connection of its own,
-/// watched by a QSocketNotifier on this thread, and its tick only pings that connection (and
-/// reconnects it when it dropped). Other ledgers are polled for a cheap change signal each tick.
+/// gives this thread its own connection) and watches for changes. A PostgreSQL ledger is followed
+/// through its change feed (PgChangeFeed) on a connection of its own, watched by a
+/// QSocketNotifier on this thread, and its tick only pings that connection (and reconnects it
+/// when it dropped). Other ledgers are polled for a cheap change signal each tick.
 /// Lives in LedgerConnection's thread; only LedgerConnection talks to it, through queued calls.
 class LedgerWorker final : public QObject
 {
@@ -45,7 +45,7 @@ public:
     void poll();
     /// The tick, in ms (1000 by default): change poll, or ping and reconnect of the listener.
     void setPollInterval(int ms);
-    /// Whether changes arrive as PostgreSQL notifications (a listener is connected).
+    /// Whether changes arrive from the PostgreSQL change feed (it is connected).
     bool isListening() const { return m_listener != nullptr; }
 
 Q_SIGNALS:
@@ -71,7 +71,7 @@ private:
     std::int64_t m_lastToken = -1;
     int m_pollIntervalMs = 1000;
     std::string m_listenConninfo; ///< set while the open ledger is PostgreSQL
-    std::unique_ptr<PgListener> m_listener;
+    std::unique_ptr<PgChangeFeed> m_listener;
     bool m_missedNotifications = false; ///< the listener was down: re-read once it is back
     QSocketNotifier *m_notifier = nullptr;
 };

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <libpq-fe.h>
+#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
@@ -221,6 +222,11 @@ PgResult::~PgResult()
     PQclear(m_result);
 }
 
+pg_result *PgResult::release()
+{
+    return std::exchange(m_result, nullptr);
+}
+
 int PgResult::rows() const
 {
     return PQntuples(m_result);
@@ -346,6 +352,38 @@ void PgConnection::execScript(const char *what, const std::string &sql)
     check(PQexec(m_conn, sql.c_str()), what);
 }
 
+void PgConnection::sendPrepared(const char *what, const std::string &name, std::string_view sql,
+                                const PgParams &params)
+{
+    if (!m_prepared.contains(name)) {
+        const std::string statement(sql);
+        check(PQprepare(m_conn, name.c_str(), statement.c_str(), params.size(), nullptr), what);
+        m_prepared.insert(name);
+    }
+    const std::vector<const char *> values = params.pointers();
+    if (!PQsendQueryPrepared(m_conn, name.c_str(), params.size(), values.data(), nullptr, nullptr, 0))
+        check(nullptr, what);
+}
+
+std::optional<PgResult> PgConnection::takeResult(const char *what)
+{
+    if (!PQconsumeInput(m_conn))
+        throw Error(ErrorCode::LedgerUnavailable, std::string(what) + ": " + oneLine(PQerrorMessage(m_conn)));
+    if (PQisBusy(m_conn))
+        return std::nullopt;
+    std::optional<PgResult> first;
+    // The statement's results end with a null one; only then is the connection free again.
+    while (pg_result *raw = PQgetResult(m_conn)) {
+        if (!first)
+            first.emplace(raw);
+        else
+            PQclear(raw);
+    }
+    if (!first)
+        throw Error(ErrorCode::Internal, std::string(what) + ": no statement was sent");
+    return check(first->release(), what);
+}
+
 bool PgConnection::isIdle() const
 {
     return PQstatus(m_conn) == CONNECTION_OK && PQtransactionStatus(m_conn) == PQTRANS_IDLE;
@@ -447,6 +485,70 @@ std::vector<PgNotification> PgListener::takeNotifications()
 void PgListener::ping()
 {
     m_connection.exec("ping", "SELECT 1");
+}
+
+PgChangeFeed::PgChangeFeed(const std::string &conninfo, std::string ns, int connectTimeoutS)
+    : m_connection(conninfo, connectTimeoutS), m_ns(std::move(ns))
+{
+    m_snapshot = m_connection.exec("follow changes", "SELECT idempo.change_snapshot()").text(0, 0);
+    ask();
+}
+
+void PgChangeFeed::ask()
+{
+    m_connection.sendPrepared("follow changes", "idempo_wait_for_changes",
+                              "SELECT snapshot, changes::text FROM idempo.wait_for_changes($1, $2, $3::integer)",
+                              PgParams().text(m_snapshot).text(m_ns).integer(WaitMs));
+    m_askedAt = std::chrono::steady_clock::now();
+}
+
+int PgChangeFeed::socket() const
+{
+    return m_connection.socket();
+}
+
+std::vector<PgNotification> PgChangeFeed::takeNotifications()
+{
+    std::optional<PgResult> answer = m_connection.takeResult("follow changes");
+    if (!answer)
+        return {};
+    m_snapshot = answer->text(0, 0);
+    std::vector<PgNotification> changes;
+    const nlohmann::json list = nlohmann::json::parse(answer->text(0, 1), nullptr, false);
+    if (list.is_array())
+        for (const nlohmann::json &change : list)
+            changes.push_back({"idempo_operations", change.dump(), 0});
+    ask();
+    return changes;
+}
+
+void PgChangeFeed::ping()
+{
+    using namespace std::chrono_literals;
+    takeNotifications(); // a connection the server closed fails here
+    const auto silent = std::chrono::steady_clock::now() - m_askedAt;
+    if (silent > std::chrono::milliseconds(WaitMs) + 15s)
+        throw Error(ErrorCode::LedgerUnavailable,
+                    "the ledger's change feed has not answered for "
+                        + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silent).count()) + " s");
+}
+
+std::vector<PgNotification> PgChangeFeed::waitForNotification(int timeoutMs)
+{
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+    for (;;) {
+        std::vector<PgNotification> arrived = takeNotifications();
+        if (!arrived.empty())
+            return arrived;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0)
+            return {};
+        pollfd fd{m_connection.socket(), POLLIN, 0};
+        if (::poll(&fd, 1, static_cast<int>(left)) < 0 && errno != EINTR)
+            throw Error(ErrorCode::LedgerUnavailable,
+                        std::string("waiting for ledger changes failed: ") + std::strerror(errno));
+    }
 }
 
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)

@@ -478,9 +478,9 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
     return m;
 }
 
-std::unique_ptr<PgListener> PostgresLedgerStore::listen() const
+std::unique_ptr<PgChangeFeed> PostgresLedgerStore::listen() const
 {
-    return std::make_unique<PgListener>(m_conninfo, NotificationChannel, m_options.connectTimeoutS);
+    return std::make_unique<PgChangeFeed>(m_conninfo, std::string(), m_options.connectTimeoutS);
 }
 
 PostgresLedgerStore::PgbenchCycle PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim,

@@ -25,10 +25,12 @@ namespace idempo {
 /// maps to Error codes. Every time is the server's wall clock (`clock_timestamp()`, read once
 /// the deciding row lock is held), in milliseconds since the Unix epoch.
 ///
-/// Live changes: every creation and transition sends, in its own transaction,
-/// `NOTIFY idempo_operations, '{"ns":…,"key":…,"run_id":…,"state":…,"version":…}'`
-/// (run_id cut to 500 characters to stay below NOTIFY's 8000-byte limit). listen() opens a
-/// listener; parseOperationNotification() reads a payload.
+/// Live changes: every creation and transition stamps the record with its transaction id; a
+/// change feed (listen(), PgChangeFeed) long-polls idempo.wait_for_changes() for records written
+/// by transactions it had not seen, and hands each over as a notification on channel
+/// `idempo_operations` with the payload `{"ns":…,"key":…,"run_id":…,"state":…,"version":…}`
+/// (parseOperationNotification() reads it). No write notifies: NOTIFY's commit lock would
+/// make every writer wait for the previous one.
 ///
 /// Each calling thread gets its own connection, opened on first use; stores on the same ledger
 /// share it. When the thread ends, the connection waits (up to 8 per ledger) for the next new
@@ -48,7 +50,7 @@ public:
         int connectTimeoutS = 5;
     };
 
-    /// The channel creations and transitions are announced on.
+    /// The channel the change feed's notifications name.
     static constexpr const char *NotificationChannel = "idempo_operations";
 
     /// Connects to `conninfo` (a libpq URI or keyword string, e.g. `service=NAME`; passwords only
@@ -89,9 +91,9 @@ public:
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
     void advanceClockMs(std::int64_t ms);
 
-    /// A listener on NotificationChannel over a new connection of its own.
+    /// The change feed of every namespace over a new connection of its own.
     /// Throws Error(LedgerUnavailable).
-    std::unique_ptr<PgListener> listen() const;
+    std::unique_ptr<PgChangeFeed> listen() const;
 
     /// pgbench's side of `idempo bench claim`: a script and the variables it reads.
     struct PgbenchCycle

@@ -221,7 +221,7 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         auto &store = dynamic_cast<PostgresLedgerStore &>(f.store());
-        const std::unique_ptr<PgListener> listener = store.listen();
+        const auto listener = store.listen();
 
         const ClaimResult claimed = f.engine().claim(claimInput("run-42:charge"));
         auto arrived = listener->waitForNotification(5'000);

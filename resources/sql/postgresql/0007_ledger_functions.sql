@@ -48,16 +48,12 @@ RETURN p_state IN ('received', 'awaiting_approval', 'dispatching', 'succeeded', 
 CREATE FUNCTION idempo.is_error_class(p_class text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN p_class IN ('transient', 'rate_limited', 'validation', 'auth', 'policy_denied', 'unknown_outcome', 'stale_lease');
 
--- Announces a written record to live views: NOTIFY idempo_operations with a JSON payload (run_id
--- cut to 500 characters to stay below NOTIFY's 8000-byte limit).
-CREATE FUNCTION idempo.announce(o idempo.operations) RETURNS void
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    PERFORM pg_notify('idempo_operations', json_build_object('ns', o.namespace, 'key', o.operation_key,
-                                                             'run_id', left(o.run_id, 500), 'state', o.state,
-                                                             'version', o.operation_version)::text);
-END
-$$;
+-- The change feed of live views (idempo.wait_for_changes): every write stamps the record with
+-- its transaction's id, and a reader asks which records a transaction it could not see yet
+-- has written since. Nothing is locked or notified at commit, so writers never queue behind
+-- one another for it (NOTIFY takes a database-wide lock at commit).
+ALTER TABLE idempo.operations ADD COLUMN changed_xid xid8;
+CREATE INDEX operations_changed ON idempo.operations (changed_xid) WHERE changed_xid IS NOT NULL;
 
 -- The locked record `o` moved by one compare-and-set (ledgerrules.h checkTransition and
 -- applyTransition), with its history event naming `p_actor` and the login. Raises ID006 for a
@@ -89,6 +85,7 @@ BEGIN
     END IF;
     UPDATE idempo.operations AS x SET
         state = p_to,
+        changed_xid = pg_catalog.pg_current_xact_id(),
         updated_at_ms = p_now_ms,
         operation_version = x.operation_version + 1,
         fencing_token = CASE WHEN dispatch THEN pg_catalog.nextval('idempo.fencing_sequence') ELSE x.fencing_token END,
@@ -112,7 +109,6 @@ BEGIN
                                          error_class, detail, login)
     VALUES (o.id, o.updated_at_ms, p_from, o.state, o.fencing_token, o.attempt, p_actor, o.error_class, p_detail,
             session_user);
-    PERFORM idempo.announce(o);
     RETURN o;
 END
 $$;
@@ -247,14 +243,14 @@ BEGIN
                 INSERT INTO idempo.operations AS x (namespace, operation_key, run_id, step_id, target, tool_kind, state,
                     payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner,
                     lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, operation_version, schema_version,
-                    value_minor, value_currency)
+                    value_minor, value_currency, changed_xid)
                 VALUES (p_namespace, p_key, p_run_id, p_step_id, p_target, p_tool_kind,
                     CASE WHEN p_requires_approval THEN 'awaiting_approval' ELSE 'dispatching' END,
                     p_payload, fingerprint, p_fingerprint_fields, CASE WHEN p_requires_approval THEN 0 ELSE 1 END,
                     p_max_attempts, CASE WHEN p_requires_approval THEN '' ELSE p_owner END,
                     CASE WHEN p_requires_approval THEN NULL ELSE now_ms + p_lease_ms END,
                     CASE WHEN p_requires_approval THEN 0 ELSE nextval('idempo.fencing_sequence') END,
-                    now_ms, now_ms, 1, p_record_schema, p_value_minor, p_value_currency)
+                    now_ms, now_ms, 1, p_record_schema, p_value_minor, p_value_currency, pg_current_xact_id())
                 ON CONFLICT (namespace, operation_key) DO NOTHING
                 RETURNING * INTO o;
                 CONTINUE WHEN NOT FOUND;
@@ -273,7 +269,7 @@ BEGIN
                     next_attempt_at_ms = NULL, error_class = NULL, error_detail = '', result = '', receipt = '',
                     created_at_ms = now_ms, updated_at_ms = now_ms, retention_expires_at_ms = NULL,
                     operation_version = 1, schema_version = p_record_schema, value_minor = p_value_minor,
-                    value_currency = p_value_currency
+                    value_currency = p_value_currency, changed_xid = pg_current_xact_id()
                 WHERE x.id = o.id
                 RETURNING * INTO o;
                 detail := 'created (previous record expired)';
@@ -305,7 +301,7 @@ BEGIN
                 state = 'unknown_outcome', fencing_token = nextval('idempo.fencing_sequence'),
                 lease_expires_at_ms = NULL, error_class = 'unknown_outcome',
                 error_detail = 'lease of ' || x.lease_owner || ' lapsed during a protected write',
-                updated_at_ms = now_ms, operation_version = x.operation_version + 1
+                updated_at_ms = now_ms, operation_version = x.operation_version + 1, changed_xid = pg_current_xact_id()
             WHERE x.id = o.id
             RETURNING * INTO o;
             outcome := 'reconcile_required';
@@ -319,7 +315,7 @@ BEGIN
             UPDATE idempo.operations AS x SET
                 state = 'dispatching', fencing_token = nextval('idempo.fencing_sequence'), attempt = x.attempt + 1,
                 lease_owner = p_owner, lease_expires_at_ms = now_ms + p_lease_ms, next_attempt_at_ms = NULL,
-                updated_at_ms = now_ms, operation_version = x.operation_version + 1
+                updated_at_ms = now_ms, operation_version = x.operation_version + 1, changed_xid = pg_current_xact_id()
             WHERE x.id = o.id
             RETURNING * INTO o;
             outcome := 'claimed';
@@ -337,9 +333,6 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
 
-    IF wrote THEN
-        PERFORM idempo.announce(o);
-    END IF;
     IF outcome <> 'claimed' THEN
         INSERT INTO idempo.suppressions (namespace, operation_key, at_ms, outcome, state, source, fingerprint)
         VALUES (p_namespace, p_key, now_ms, outcome, o.state, p_owner, fingerprint);
@@ -523,11 +516,63 @@ BEGIN
 END
 $$;
 
+-- Where a reader of the change feed starts: the current snapshot.
+CREATE FUNCTION idempo.change_snapshot() RETURNS text LANGUAGE sql STABLE
+RETURN pg_catalog.pg_current_snapshot()::text;
+
+-- The records of namespace `p_namespace` ('' for all) created or moved by transactions that
+-- `p_snapshot` did not see and this statement does (at most `p_limit` listed: more means
+-- "refresh everything"), and the snapshot to ask from next time. Each change is
+-- {"ns", "key", "run_id" (cut to 500 characters), "state", "version"}. An index range on
+-- changed_xid from the old snapshot's xmin: only recent writes are read.
+CREATE FUNCTION idempo.changes_since(p_snapshot text, p_namespace text DEFAULT '', p_limit integer DEFAULT 1000,
+                                     OUT snapshot text, OUT changes jsonb)
+    LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT pg_catalog.pg_current_snapshot()::text,
+           coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'ns', c.namespace, 'key', c.operation_key, 'run_id', pg_catalog.left(c.run_id, 500), 'state', c.state,
+               'version', c.operation_version) ORDER BY c.changed_xid, c.id), '[]'::jsonb)
+    FROM (SELECT o.namespace, o.operation_key, o.run_id, o.state, o.operation_version, o.changed_xid, o.id
+          FROM idempo.operations AS o
+          WHERE o.changed_xid >= pg_catalog.pg_snapshot_xmin(p_snapshot::pg_snapshot)
+            AND NOT pg_catalog.pg_visible_in_snapshot(o.changed_xid, p_snapshot::pg_snapshot)
+            AND (coalesce(p_namespace, '') = '' OR o.namespace = p_namespace)
+          LIMIT p_limit) AS c;
+END;
+
+-- idempo.changes_since() that waits, up to `p_timeout_ms` (at most a minute), for a change to
+-- list: a console's long poll. It looks every 50 ms, each time with a fresh snapshot.
+CREATE FUNCTION idempo.wait_for_changes(p_snapshot text, p_namespace text DEFAULT '', p_timeout_ms integer DEFAULT 400,
+                                        OUT snapshot text, OUT changes jsonb)
+    LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + least(greatest(coalesce(p_timeout_ms, 0), 0), 60000) * interval '1 ms';
+BEGIN
+    IF p_snapshot IS NULL OR p_snapshot !~ '^[0-9]+:[0-9]+:[0-9,]*$' THEN
+        PERFORM idempo.raise('ID004', 'p_snapshot must be a snapshot idempo.change_snapshot() or an earlier answer gave, not '
+                                      || coalesce(to_json(left(p_snapshot, 80))::text, 'NULL'));
+    END IF;
+    LOOP
+        SELECT c.snapshot, c.changes INTO snapshot, changes FROM idempo.changes_since(p_snapshot, p_namespace) AS c;
+        EXIT WHEN jsonb_array_length(changes) > 0 OR clock_timestamp() >= deadline;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END
+$$;
+
 -- New functions are executable by PUBLIC until revoked; the roles get what their role allows.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA idempo FROM PUBLIC;
 
 DO $$
+DECLARE
+    r text;
 BEGIN
+    FOR r IN SELECT rolname FROM pg_catalog.pg_roles
+             WHERE rolname IN ('idempo_worker', 'idempo_viewer', 'idempo_approver', 'idempo_operator', 'idempo_admin') LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION idempo.change_snapshot(), idempo.changes_since(text, text, integer), '
+                       'idempo.wait_for_changes(text, text, integer) TO %I', r);
+    END LOOP;
     IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'idempo_worker') THEN
         GRANT EXECUTE ON FUNCTION
             idempo.claim(text, text, text, text, text, text, bigint, integer, boolean, text, text, text, text, text, bigint,

@@ -99,6 +99,11 @@ void TestLedgerConnection::reconnectsAfterTheListenerDrops()
     QSignalSpy live(&c, &LedgerConnection::liveChanged);
     // The feed's session is the one waiting in idempo.wait_for_changes().
     PgConnection admin(m_url.toStdString());
+    // A feed closed by the previous test ends its last wait (at most PgChangeFeed::WaitMs) first.
+    QTRY_COMPARE_WITH_TIMEOUT(admin.exec("count feeds", "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                                        "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'")
+                                  .integer(0, 0),
+                              std::int64_t(1), 5000);
     const PgResult killed = admin.exec(
         "terminate listener",
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "

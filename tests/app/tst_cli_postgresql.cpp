@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real `idempo` binary on a PostgreSQL ledger: separate processes racing for one key and
 // for one queue's messages. Runs under tests/pg/with-postgres.sh.
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -122,10 +123,25 @@ private Q_SLOTS:
     }
 
     /// 6 processes submit the same approval at once: one applies it, the others get the first
-    /// decision back; one audit record names the database role; the chain verifies.
+    /// decision back; one audit record names the database login and its role; the chain
+    /// verifies. The approver is a login of its own: the login that requested an operation
+    /// cannot approve it.
     void processesRaceForOneApproval()
     {
         const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        QProcess psql;
+        psql.start(S("psql"), {S("-X"), S("-q"), S("-v"), S("ON_ERROR_STOP=1"), S("-d"), ledgerUrl(), S("-c"),
+                               S("DROP ROLE IF EXISTS cli_approver; "
+                                 "CREATE ROLE cli_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver")});
+        QVERIFY(psql.waitForFinished(30'000));
+        QCOMPARE(psql.exitCode(), 0);
+        QFile pgpass(m_home.filePath(S(".pgpass"))); // HOME is m_home: libpq reads it
+        QVERIFY(pgpass.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        pgpass.write("*:*:*:cli_approver:approver-secret\n");
+        pgpass.close();
+        QVERIFY(pgpass.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        QUrl approver(ledgerUrl());
+        approver.setUserName(S("cli_approver"));
         const Run claimed = idempo({S("--json"), S("claim"), S("approve:1"), S("--payload"), S("{}"), S("--max-attempts"),
                                     S("1"), S("--owner"), S("worker-1")});
         QCOMPARE(claimed.exitCode, 0);
@@ -133,8 +149,9 @@ private Q_SLOTS:
         QCOMPARE(idempo({S("fail"), S("approve:1"), S("--token"), token, S("--class"), S("transient")}).exitCode, 0);
         std::vector<QProcess *> procs;
         for (int i = 0; i < 6; ++i)
-            procs.push_back(start({S("--json"), S("approve"), S("approve:1"), S("--decision"), S("redispatch"), S("--reason"),
-                                   S("checked"), S("--approval-id"), S("ap-race")}));
+            procs.push_back(start({S("--ledger"), approver.toString(), S("--json"), S("approve"), S("approve:1"),
+                                   S("--decision"), S("redispatch"), S("--reason"), S("checked"), S("--approval-id"),
+                                   S("ap-race")}));
         int applied = 0;
         int replayed = 0;
         for (QProcess *p : procs) {
@@ -151,8 +168,8 @@ private Q_SLOTS:
         const Run audit = idempo({S("--json"), S("audit"), S("list")});
         const QJsonArray records = audit.json[S("records")].toArray();
         QCOMPARE(records.size(), 1);
-        QCOMPARE(records.at(0).toObject()[S("who")].toString(), QUrl(ledgerUrl()).userName());
-        QCOMPARE(records.at(0).toObject()[S("role")].toString(), S("owner"));
+        QCOMPARE(records.at(0).toObject()[S("who")].toString(), S("cli_approver"));
+        QCOMPARE(records.at(0).toObject()[S("role")].toString(), S("approver"));
         QCOMPARE(idempo({S("audit"), S("verify")}).exitCode, 0);
     }
 

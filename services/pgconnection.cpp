@@ -11,7 +11,6 @@
 #include <utility>
 
 #include <libpq-fe.h>
-#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
@@ -54,8 +53,10 @@ ErrorCode codeForSqlState(std::string_view state)
     if (state.size() != 5)
         return ErrorCode::Internal;
     if (isLedgerRule(state)) {
-        constexpr ErrorCode kRules[] = {ErrorCode::InvalidKey,  ErrorCode::InvalidJson,       ErrorCode::PayloadTooLarge,
-                                        ErrorCode::InvalidArgument, ErrorCode::NotFound,  ErrorCode::StaleLease,
+        // ID001 … ID008, as 0006_function_api.sql numbers them.
+        constexpr ErrorCode kRules[] = {ErrorCode::InvalidKey,        ErrorCode::InvalidJson,
+                                        ErrorCode::PayloadTooLarge,   ErrorCode::InvalidArgument,
+                                        ErrorCode::NotFound,          ErrorCode::StaleLease,
                                         ErrorCode::IllegalTransition, ErrorCode::Refused};
         const int n = (state[2] - '0') * 100 + (state[3] - '0') * 10 + (state[4] - '0');
         return n >= 1 && n <= 8 ? kRules[n - 1] : ErrorCode::Internal;
@@ -485,70 +486,6 @@ std::vector<PgNotification> PgListener::takeNotifications()
 void PgListener::ping()
 {
     m_connection.exec("ping", "SELECT 1");
-}
-
-PgChangeFeed::PgChangeFeed(const std::string &conninfo, std::string ns, int connectTimeoutS)
-    : m_connection(conninfo, connectTimeoutS), m_ns(std::move(ns))
-{
-    m_snapshot = m_connection.exec("follow changes", "SELECT idempo.change_snapshot()").text(0, 0);
-    ask();
-}
-
-void PgChangeFeed::ask()
-{
-    m_connection.sendPrepared("follow changes", "idempo_wait_for_changes",
-                              "SELECT snapshot, changes::text FROM idempo.wait_for_changes($1, $2, $3::integer)",
-                              PgParams().text(m_snapshot).text(m_ns).integer(WaitMs));
-    m_askedAt = std::chrono::steady_clock::now();
-}
-
-int PgChangeFeed::socket() const
-{
-    return m_connection.socket();
-}
-
-std::vector<PgNotification> PgChangeFeed::takeNotifications()
-{
-    std::optional<PgResult> answer = m_connection.takeResult("follow changes");
-    if (!answer)
-        return {};
-    m_snapshot = answer->text(0, 0);
-    std::vector<PgNotification> changes;
-    const nlohmann::json list = nlohmann::json::parse(answer->text(0, 1), nullptr, false);
-    if (list.is_array())
-        for (const nlohmann::json &change : list)
-            changes.push_back({"idempo_operations", change.dump(), 0});
-    ask();
-    return changes;
-}
-
-void PgChangeFeed::ping()
-{
-    using namespace std::chrono_literals;
-    takeNotifications(); // a connection the server closed fails here
-    const auto silent = std::chrono::steady_clock::now() - m_askedAt;
-    if (silent > std::chrono::milliseconds(WaitMs) + 15s)
-        throw Error(ErrorCode::LedgerUnavailable,
-                    "the ledger's change feed has not answered for "
-                        + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silent).count()) + " s");
-}
-
-std::vector<PgNotification> PgChangeFeed::waitForNotification(int timeoutMs)
-{
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
-    for (;;) {
-        std::vector<PgNotification> arrived = takeNotifications();
-        if (!arrived.empty())
-            return arrived;
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0)
-            return {};
-        pollfd fd{m_connection.socket(), POLLIN, 0};
-        if (::poll(&fd, 1, static_cast<int>(left)) < 0 && errno != EINTR)
-            throw Error(ErrorCode::LedgerUnavailable,
-                        std::string("waiting for ledger changes failed: ") + std::strerror(errno));
-    }
 }
 
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)

@@ -38,13 +38,15 @@ ApprovalRecord readApproval(const PgResult &r, int row, int column0)
     return a;
 }
 
-std::vector<ApprovalRecord> selectApprovals(PgConnection &c, const std::string &ns, const std::string &key)
+std::vector<ApprovalRecord> selectApprovals(PgConnection &c, const std::string &ns,
+                                            const std::string &key)
 {
-    const PgResult r = c.execPrepared("read approvals", "idempo_approvals",
-                                      "SELECT " + std::string(kApprovalColumns)
-                                          + " FROM idempo.approvals WHERE namespace = $1 AND operation_key = $2 "
-                                            "ORDER BY created_at_ms, approval_id",
-                                      PgParams().text(ns).text(key));
+    const PgResult r =
+        c.execPrepared("read approvals", "idempo_approvals",
+                       "SELECT " + std::string(kApprovalColumns) +
+                           " FROM idempo.approvals WHERE namespace = $1 AND operation_key = $2 "
+                           "ORDER BY created_at_ms, approval_id",
+                       PgParams().text(ns).text(key));
     std::vector<ApprovalRecord> rows;
     for (int row = 0; row < r.rows(); ++row)
         rows.push_back(readApproval(r, row, 0));
@@ -54,16 +56,17 @@ std::vector<ApprovalRecord> selectApprovals(PgConnection &c, const std::string &
 std::optional<ApprovalRecord> selectApproval(PgConnection &c, const std::string &approvalId)
 {
     const PgResult r = c.execPrepared("read approval", "idempo_approval",
-                                      "SELECT " + std::string(kApprovalColumns)
-                                          + " FROM idempo.approvals WHERE approval_id = $1",
+                                      "SELECT " + std::string(kApprovalColumns) +
+                                          " FROM idempo.approvals WHERE approval_id = $1",
                                       PgParams().text(approvalId));
     if (r.rows() == 0)
         return std::nullopt;
     return readApproval(r, 0, 0);
 }
 
-constexpr const char *kAuditColumns = "seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-                                      "approval_id, detail, prev_hash, hash";
+constexpr const char *kAuditColumns =
+    "seq, at_ms, who, role, action, target, reason, before_state, after_state, "
+    "approval_id, detail, prev_hash, hash";
 
 std::vector<AuditRecord> readAudit(const PgResult &r)
 {
@@ -84,12 +87,13 @@ std::vector<AuditRecord> readAudit(const PgResult &r)
 
 AuditRecord auditRecord(PgConnection &c, std::int64_t seq)
 {
-    const std::vector<AuditRecord> rows =
-        readAudit(c.execPrepared("read audit record", "idempo_audit_record",
-                                 "SELECT " + std::string(kAuditColumns) + " FROM idempo.audit_log WHERE seq = $1::bigint",
-                                 PgParams().integer(seq)));
+    const std::vector<AuditRecord> rows = readAudit(c.execPrepared(
+        "read audit record", "idempo_audit_record",
+        "SELECT " + std::string(kAuditColumns) + " FROM idempo.audit_log WHERE seq = $1::bigint",
+        PgParams().integer(seq)));
     if (rows.empty())
-        throw Error(ErrorCode::Internal, "audit record " + std::to_string(seq) + " is missing right after it was appended");
+        throw Error(ErrorCode::Internal, "audit record " + std::to_string(seq) +
+                                             " is missing right after it was appended");
     return rows.front();
 }
 
@@ -98,7 +102,8 @@ nlohmann::json detailMember(const AuditEntry &entry, const char *name)
 {
     const nlohmann::json detail = nlohmann::json::parse(entry.detail, nullptr, false);
     if (!detail.is_object() || !detail.contains(name))
-        throw Error(ErrorCode::Internal, "the " + entry.action + " audit detail has no \"" + name + "\"");
+        throw Error(ErrorCode::Internal,
+                    "the " + entry.action + " audit detail has no \"" + name + "\"");
     return detail.at(name);
 }
 
@@ -107,7 +112,8 @@ std::string queueOf(const AuditEntry &entry)
 {
     constexpr std::string_view prefix = "queue:";
     if (!entry.target.starts_with(prefix))
-        throw Error(ErrorCode::Internal, "a DLQ replay's audit target names its queue, not '" + entry.target + "'");
+        throw Error(ErrorCode::Internal,
+                    "a DLQ replay's audit target names its queue, not '" + entry.target + "'");
     return entry.target.substr(prefix.size());
 }
 
@@ -125,12 +131,13 @@ std::string idArray(const nlohmann::json &ids)
 ActorIdentity PostgresLedgerStore::actor()
 {
     requireSchema();
-    const PgResult r =
-        connection().execPrepared("read identity", "idempo_actor", "SELECT login, role FROM idempo.whoami()", {});
+    const PgResult r = connection().execPrepared("read identity", "idempo_actor",
+                                                 "SELECT login, role FROM idempo.whoami()", {});
     return {r.text(0, 0), r.text(0, 1)};
 }
 
-ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target, const ActionDecider &decide)
+ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
+                                              const ActionDecider &decide)
 {
     requireSchema();
     PgConnection &c = connection();
@@ -156,27 +163,40 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target, const 
     if (result.plan.answer)
         return result;
     if (!result.plan.audit)
-        throw Error(ErrorCode::Internal, "a guarded action on PostgreSQL is carried out with its audit record");
+        throw Error(ErrorCode::Internal,
+                    "a guarded action on PostgreSQL is carried out with its audit record");
     const AuditEntry &audit = *result.plan.audit;
     const auto firstTransition = [&]() -> const TransitionRequest * {
         return result.plan.transitions.empty() ? nullptr : &result.plan.transitions.front();
     };
-    const std::int64_t retentionMs = firstTransition() ? firstTransition()->retentionMs : 24 * 3600'000;
+    const std::int64_t retentionMs =
+        firstTransition() ? firstTransition()->retentionMs : 24 * 3600'000;
     std::int64_t seq = 0;
 
     if (audit.action == "approve" || audit.action == "reject") {
         if (!result.plan.approval)
             throw Error(ErrorCode::Internal, "an approval plan without its approval");
         const ApprovalRecord &a = *result.plan.approval;
-        const int extra = firstTransition() && firstTransition()->extraAttempts ? *firstTransition()->extraAttempts : 3;
+        const int extra = firstTransition() && firstTransition()->extraAttempts
+                              ? *firstTransition()->extraAttempts
+                              : 3;
         PgParams params;
-        params.text(a.ns).text(a.key).text(a.approvalId).text(a.decision).text(a.reason).text(a.externalReference)
-            .integer(extra).integer(retentionMs).text(audit.who).text(audit.role);
+        params.text(a.ns)
+            .text(a.key)
+            .text(a.approvalId)
+            .text(a.decision)
+            .text(a.reason)
+            .text(a.externalReference)
+            .integer(extra)
+            .integer(retentionMs)
+            .text(audit.who)
+            .text(audit.role);
         appendClock(params);
-        const PgResult r = c.execPrepared("approve", "idempo_approve",
-                                          "SELECT * FROM idempo.approve($1, $2, $3, $4, $5, $6, $7::integer, $8::bigint, "
-                                          "$9, $10, $11::bigint, $12::bigint)",
-                                          params);
+        const PgResult r = c.execPrepared(
+            "approve", "idempo_approve",
+            "SELECT * FROM idempo.approve($1, $2, $3, $4, $5, $6, $7::integer, $8::bigint, "
+            "$9, $10, $11::bigint, $12::bigint)",
+            params);
         ApprovalRecord stored = readApproval(r, 0, 1);
         result.operation = find(a.ns, a.key);
         if (r.text(0, 0) == "replayed") {
@@ -188,46 +208,72 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target, const 
         seq = r.integer(0, 14);
     } else if (audit.action == "reconcile") {
         if (!current)
-            throw Error(ErrorCode::NotFound, "no operation '" + target.key + "' in namespace '" + target.ns + "'");
+            throw Error(ErrorCode::NotFound,
+                        "no operation '" + target.key + "' in namespace '" + target.ns + "'");
         PgParams params;
-        params.text(target.ns).text(target.key).text(canonicalJson(detailMember(audit, "evidence"))).text(audit.reason)
-            .integer(current->version).integer(retentionMs).text(audit.who).text(audit.role);
+        params.text(target.ns)
+            .text(target.key)
+            .text(canonicalJson(detailMember(audit, "evidence")))
+            .text(audit.reason)
+            .integer(current->version)
+            .integer(retentionMs)
+            .text(audit.who)
+            .text(audit.role);
         appendClock(params);
-        const PgResult r = c.execPrepared("reconcile", "idempo_reconcile",
-                                          "SELECT * FROM idempo.reconcile($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
-                                          "$9::bigint, $10::bigint)",
-                                          params);
+        const PgResult r = c.execPrepared(
+            "reconcile", "idempo_reconcile",
+            "SELECT * FROM idempo.reconcile($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
+            "$9::bigint, $10::bigint)",
+            params);
         result.operation = find(target.ns, target.key);
         seq = r.integer(0, 2);
     } else if (audit.action == "dlq_replay") {
         PgParams params;
-        params.text(queueOf(audit)).text(detailMember(audit, "replay_id").get<std::string>())
-            .text(idArray(detailMember(audit, "ids"))).text(audit.reason).text(audit.detail).text(audit.who)
+        params.text(queueOf(audit))
+            .text(detailMember(audit, "replay_id").get<std::string>())
+            .text(idArray(detailMember(audit, "ids")))
+            .text(audit.reason)
+            .text(audit.detail)
+            .text(audit.who)
             .text(audit.role);
         appendClock(params);
         seq = c.execPrepared("begin replay", "idempo_replay_begin",
-                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, $6, $7, $8::bigint, $9::bigint)",
+                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, $6, $7, "
+                             "$8::bigint, $9::bigint)",
                              params)
                   .integer(0, 0);
     } else if (audit.action == "dlq_replay_finished") {
         PgParams params;
-        params.text(queueOf(audit)).text(detailMember(audit, "replay_id").get<std::string>()).text(audit.reason)
-            .text(audit.detail).text(audit.who).text(audit.role);
-        appendClock(params);
-        seq = c.execPrepared("finish replay", "idempo_replay_finish",
-                             "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint)", params)
-                  .integer(0, 0);
-    } else if (audit.action == "setting" && result.plan.setting) {
-        PgParams params;
-        params.text(result.plan.setting->first).text(result.plan.setting->second).text(audit.reason).text(audit.who)
+        params.text(queueOf(audit))
+            .text(detailMember(audit, "replay_id").get<std::string>())
+            .text(audit.reason)
+            .text(audit.detail)
+            .text(audit.who)
             .text(audit.role);
         appendClock(params);
-        seq = c.execPrepared("store setting", "idempo_setting_store",
-                             "SELECT idempo.set_guard_setting($1, $2, $3, $4, $5, $6::bigint, $7::bigint)", params)
+        seq =
+            c.execPrepared(
+                 "finish replay", "idempo_replay_finish",
+                 "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint)",
+                 params)
+                .integer(0, 0);
+    } else if (audit.action == "setting" && result.plan.setting) {
+        PgParams params;
+        params.text(result.plan.setting->first)
+            .text(result.plan.setting->second)
+            .text(audit.reason)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        seq = c.execPrepared(
+                   "store setting", "idempo_setting_store",
+                   "SELECT idempo.set_guard_setting($1, $2, $3, $4, $5, $6::bigint, $7::bigint)",
+                   params)
                   .integer(0, 0);
     } else {
-        throw Error(ErrorCode::InvalidArgument, "the PostgreSQL ledger has no function for the guarded action '"
-                                                    + audit.action + "'");
+        throw Error(ErrorCode::InvalidArgument,
+                    "the PostgreSQL ledger has no function for the guarded action '" +
+                        audit.action + "'");
     }
     result.audit = auditRecord(c, seq);
     return result;
@@ -238,7 +284,8 @@ std::vector<AuditRecord> PostgresLedgerStore::auditLog(std::int64_t afterSeq, in
     requireSchema();
     return readAudit(connection().execPrepared(
         "read audit log", "idempo_audit_log",
-        "SELECT " + std::string(kAuditColumns) + " FROM idempo.audit_log WHERE seq > $1::bigint ORDER BY seq LIMIT $2::integer",
+        "SELECT " + std::string(kAuditColumns) +
+            " FROM idempo.audit_log WHERE seq > $1::bigint ORDER BY seq LIMIT $2::integer",
         PgParams().integer(afterSeq).integer(limit)));
 }
 
@@ -252,7 +299,8 @@ std::optional<AuditHead> PostgresLedgerStore::auditHead()
     return AuditHead{r.integer(0, 0), r.text(0, 1)};
 }
 
-std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns, const std::string &key)
+std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns,
+                                                           const std::string &key)
 {
     requireSchema();
     return selectApprovals(connection(), ns, key);
@@ -261,9 +309,9 @@ std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns
 std::optional<std::string> PostgresLedgerStore::guardSetting(const std::string &name)
 {
     requireSchema();
-    const PgResult r = connection().execPrepared("read setting", "idempo_setting",
-                                                 "SELECT value FROM idempo.guard_settings WHERE name = $1",
-                                                 PgParams().text(name));
+    const PgResult r = connection().execPrepared(
+        "read setting", "idempo_setting", "SELECT value FROM idempo.guard_settings WHERE name = $1",
+        PgParams().text(name));
     if (r.rows() == 0)
         return std::nullopt;
     return r.text(0, 0);

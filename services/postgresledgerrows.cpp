@@ -29,7 +29,8 @@ Operation readOperation(const PgResult &r, int row, int column0)
     op.state = parseState(r.text(row, at(7))).value_or(OperationState::Received);
     op.payload = r.text(row, at(8));
     op.fingerprint = r.text(row, at(9));
-    op.fingerprintFields = nlohmann::json::parse(r.text(row, at(10))).get<std::vector<std::string>>();
+    op.fingerprintFields =
+        nlohmann::json::parse(r.text(row, at(10))).get<std::vector<std::string>>();
     op.attempt = static_cast<int>(r.integer(row, at(11)));
     op.maxAttempts = static_cast<int>(r.integer(row, at(12)));
     op.leaseOwner = r.text(row, at(13));
@@ -50,11 +51,13 @@ Operation readOperation(const PgResult &r, int row, int column0)
     return op;
 }
 
-std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns, const std::string &key)
+std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,
+                                        const std::string &key)
 {
     const PgResult r = c.execPrepared(
         "read history", "idempo_history",
-        "SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, e.attempt, e.actor, e.error_class, e.detail "
+        "SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, e.attempt, e.actor, "
+        "e.error_class, e.detail "
         "FROM idempo.operation_events AS e JOIN idempo.operations AS o ON o.id = e.operation_id "
         "WHERE o.namespace = $1 AND o.operation_key = $2 ORDER BY e.id",
         PgParams().text(ns).text(key));

@@ -26,6 +26,7 @@ inline constexpr int kOperationColumnCount = 28;
 Operation readOperation(const PgResult &r, int row, int column0);
 
 /// The history of (ns, key) on `c`, oldest first.
-std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns, const std::string &key);
+std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,
+                                        const std::string &key);
 
 } // namespace idempo

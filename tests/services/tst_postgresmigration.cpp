@@ -35,20 +35,24 @@ std::string urlFor(const std::string &database)
 
 std::string sha256Of(const std::string &text)
 {
-    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256).toHex().toStdString();
+    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256)
+        .toHex()
+        .toStdString();
 }
 
 /// What `idempo init` of the schema-5 build did: schema_migrations, then 0001 … 0005.
 void initSchema5(PgConnection &c)
 {
     PgTransaction tx(c);
-    c.exec("create schema_migrations", "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-                                       "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+    c.exec("create schema_migrations",
+           "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+           "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
     for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
         if (m.version > 5)
             break;
         c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
-        c.exec("record migration", "INSERT INTO schema_migrations (version, name) VALUES ($1::integer, $2)",
+        c.exec("record migration",
+               "INSERT INTO schema_migrations (version, name) VALUES ($1::integer, $2)",
                PgParams().integer(m.version).text(m.name.toStdString()));
     }
     tx.commit();
@@ -61,21 +65,37 @@ constexpr std::int64_t kNow = 1'800'000'000'000;
 /// message, a nacked message and a dead letter.
 void seedSchema5(PgConnection &c)
 {
-    const auto op = [&](const std::string &key, const std::string &state, const std::string &payload,
-                        std::int64_t token, std::optional<std::int64_t> leaseExpires, const std::string &kind) {
+    const auto op = [&](const std::string &key, const std::string &state,
+                        const std::string &payload, std::int64_t token,
+                        std::optional<std::int64_t> leaseExpires, const std::string &kind) {
         c.exec("seed operation",
-               "INSERT INTO operations (namespace, operation_key, run_id, step_id, tool_kind, state, payload, "
-               "payload_fingerprint, attempt, max_attempts, lease_owner, lease_expires_at_ms, fencing_token, "
-               "created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, schema_version) "
-               "VALUES ('default', $1, 'run-5', 'refund', $6, $2, $3, $4, 1, 1, 'worker-5', $5::bigint, $7::bigint, "
-               "$8::bigint, $8::bigint, CASE WHEN $2 = 'succeeded' THEN $8::bigint + 86400000 END, 2, 1)",
-               PgParams().text(key).text(state).text(payload).text(sha256Of(payload)).optionalInteger(leaseExpires)
-                   .text(kind).integer(token).integer(kNow));
+               "INSERT INTO operations (namespace, operation_key, run_id, step_id, tool_kind, "
+               "state, payload, "
+               "payload_fingerprint, attempt, max_attempts, lease_owner, lease_expires_at_ms, "
+               "fencing_token, "
+               "created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
+               "schema_version) "
+               "VALUES ('default', $1, 'run-5', 'refund', $6, $2, $3, $4, 1, 1, 'worker-5', "
+               "$5::bigint, $7::bigint, "
+               "$8::bigint, $8::bigint, CASE WHEN $2 = 'succeeded' THEN $8::bigint + 86400000 END, "
+               "2, 1)",
+               PgParams()
+                   .text(key)
+                   .text(state)
+                   .text(payload)
+                   .text(sha256Of(payload))
+                   .optionalInteger(leaseExpires)
+                   .text(kind)
+                   .integer(token)
+                   .integer(kNow));
         c.exec("seed history",
-               "INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, fencing_token, attempt, actor, detail) "
-               "SELECT id, $2::bigint, NULL, 'dispatching', fencing_token, 1, 'worker-5', 'created' FROM operations "
+               "INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
+               "fencing_token, attempt, actor, detail) "
+               "SELECT id, $2::bigint, NULL, 'dispatching', fencing_token, 1, 'worker-5', "
+               "'created' FROM operations "
                "WHERE operation_key = $1 UNION ALL "
-               "SELECT id, $2::bigint, 'dispatching', state, fencing_token, 1, 'worker-5', 'moved' FROM operations "
+               "SELECT id, $2::bigint, 'dispatching', state, fencing_token, 1, 'worker-5', 'moved' "
+               "FROM operations "
                "WHERE operation_key = $1 AND state <> 'dispatching'",
                PgParams().text(key).integer(kNow));
     };
@@ -85,28 +105,45 @@ void seedSchema5(PgConnection &c)
     op("run-5:lost", "unknown_outcome", R"({"amount":3})", 3, std::nullopt, "protected_write");
     op("run-5:confirm", "confirmation_required", refund, 4, std::nullopt, "protected_write");
     op("run-5:approved", "received", R"({"amount":5})", 0, std::nullopt, "protected_write");
-    c.exec("seed suppression", "INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, state, source, "
-                               "fingerprint) VALUES ('default', 'run-5:done', $1::bigint, 'replayed', 'succeeded', "
-                               "'worker-5', 'f')",
+    c.exec("seed suppression",
+           "INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, state, source, "
+           "fingerprint) VALUES ('default', 'run-5:done', $1::bigint, 'replayed', 'succeeded', "
+           "'worker-5', 'f')",
            PgParams().integer(kNow));
     c.exec("seed approval",
-           "INSERT INTO approvals (approval_id, namespace, operation_key, revision, decision, reason, operator, role, "
-           "proposal, status, operation_version, created_at_ms) VALUES ('ap-5', 'default', 'run-5:approved', 1, "
+           "INSERT INTO approvals (approval_id, namespace, operation_key, revision, decision, "
+           "reason, operator, role, "
+           "proposal, status, operation_version, created_at_ms) VALUES ('ap-5', 'default', "
+           "'run-5:approved', 1, "
            "'redispatch', 'ok', 'idempo', 'owner', 'p', 'applied', 1, $1::bigint)",
            PgParams().integer(kNow));
-    c.exec("seed setting", "INSERT INTO guard_settings (name, value) VALUES ('four_eyes_above', '1000.00')");
+    c.exec("seed setting",
+           "INSERT INTO guard_settings (name, value) VALUES ('four_eyes_above', '1000.00')");
     std::string prev = AuditGenesisHash;
     for (int seq = 1; seq <= 3; ++seq) {
-        const AuditEntry entry{"idempo", "owner", "approve", "default/run-5:approved", "ok", "", "", "ap-5",
-                               canonicalJson({{"n", seq}})};
+        const AuditEntry entry{"idempo", "owner", "approve", "default/run-5:approved",   "ok",
+                               "",       "",      "ap-5",    canonicalJson({{"n", seq}})};
         const AuditRecord r = chainAuditEntry(entry, seq, kNow + seq, prev);
         c.exec("seed audit",
-               "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-               "approval_id, detail, prev_hash, hash) VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, "
+               "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, "
+               "before_state, after_state, "
+               "approval_id, detail, prev_hash, hash) VALUES ($1::bigint, $2::bigint, $3, $4, $5, "
+               "$6, $7, $8, $9, $10, "
                "$11, $12, $13)",
-               PgParams().integer(r.seq).integer(r.atMs).text(entry.who).text(entry.role).text(entry.action)
-                   .text(entry.target).text(entry.reason).text(entry.beforeState).text(entry.afterState)
-                   .text(entry.approvalId).text(entry.detail).text(r.prevHash).text(r.hash));
+               PgParams()
+                   .integer(r.seq)
+                   .integer(r.atMs)
+                   .text(entry.who)
+                   .text(entry.role)
+                   .text(entry.action)
+                   .text(entry.target)
+                   .text(entry.reason)
+                   .text(entry.beforeState)
+                   .text(entry.afterState)
+                   .text(entry.approvalId)
+                   .text(entry.detail)
+                   .text(r.prevHash)
+                   .text(r.hash));
         prev = r.hash;
     }
     // The queue as the schema-5 createQueue() made it, grants included.
@@ -136,8 +173,12 @@ std::string dump(PgConnection &c, const std::vector<std::string> &tables)
 {
     std::string out;
     for (const std::string &t : tables)
-        out += (t.starts_with("public.") ? t.substr(7) : t) + ":" + c.exec("dump", "SELECT coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '') FROM " + t + " AS x")
-                             .text(0, 0) + "\n";
+        out += (t.starts_with("public.") ? t.substr(7) : t) + ":" +
+               c.exec("dump",
+                      "SELECT coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '') FROM " +
+                          t + " AS x")
+                   .text(0, 0) +
+               "\n";
     return out;
 }
 
@@ -157,15 +198,16 @@ private Q_SLOTS:
     void schema5LedgerMigratesInPlace()
     {
         PgConnection admin(testUrl());
-        admin.execScript("drop database", "DROP DATABASE IF EXISTS idempo_migration_test WITH (FORCE)");
+        admin.execScript("drop database",
+                         "DROP DATABASE IF EXISTS idempo_migration_test WITH (FORCE)");
         admin.execScript("create database", "CREATE DATABASE idempo_migration_test");
         const std::string url = urlFor("idempo_migration_test");
         PgConnection c(url);
         initSchema5(c);
         seedSchema5(c);
-        const std::vector<std::string> before = {"operations", "operation_events", "suppressions", "approvals",
-                                                 "audit_log", "guard_settings", "queue_registry", "queue_errors",
-                                                 "pgmq.q_old", "pgmq.q_old_dlq"};
+        const std::vector<std::string> before = {
+            "operations",     "operation_events", "suppressions", "approvals",  "audit_log",
+            "guard_settings", "queue_registry",   "queue_errors", "pgmq.q_old", "pgmq.q_old_dlq"};
         const std::string rows = dump(c, before);
 
         auto store = std::make_shared<PostgresLedgerStore>(url);
@@ -179,8 +221,10 @@ private Q_SLOTS:
         for (const std::string &t : before)
             legacy.push_back(t.starts_with("pgmq.") ? t : "public." + t);
         QCOMPARE(dump(c, legacy), rows);
-        QCOMPARE(c.exec("count", "SELECT count(*) FROM idempo.operations").integer(0, 0), std::int64_t(5));
-        QCOMPARE(c.exec("count", "SELECT count(*) FROM idempo.operation_events").integer(0, 0), std::int64_t(9));
+        QCOMPARE(c.exec("count", "SELECT count(*) FROM idempo.operations").integer(0, 0),
+                 std::int64_t(5));
+        QCOMPARE(c.exec("count", "SELECT count(*) FROM idempo.operation_events").integer(0, 0),
+                 std::int64_t(9));
 
         // The chain verifies as it was, and its head is the newest old record.
         const AuditVerify::Result verified = AuditVerify(*store).run();
@@ -203,8 +247,10 @@ private Q_SLOTS:
         for (int row = 0; row < grants.rows(); ++row)
             granted << QString::fromStdString(grants.text(row, 0));
         QVERIFY2(granted.isEmpty(), qPrintable(granted.join(QStringLiteral(", "))));
-        QCOMPARE(c.exec("old functions", "SELECT count(*) FROM pg_proc WHERE proname LIKE 'idempo\\_%'").integer(0, 0),
-                 std::int64_t(0));
+        QCOMPARE(
+            c.exec("old functions", "SELECT count(*) FROM pg_proc WHERE proname LIKE 'idempo\\_%'")
+                .integer(0, 0),
+            std::int64_t(0));
 
         // The functions work on the old rows.
         Engine engine(store);
@@ -217,20 +263,31 @@ private Q_SLOTS:
         live.key = "run-5:live";
         live.payloadJson = R"({"amount":2})";
         QCOMPARE(engine.claim(live).outcome, ClaimOutcome::InProgress);
-        QCOMPARE(engine.complete("default", "run-5:live", 2, "{}", "").state, OperationState::Succeeded);
-        ApproveCommand::Request first{.key = "run-5:confirm", .decision = ApprovalDecision::Redispatch,
-                                      .reason = "refund checked", .approvalId = "ap-6"};
-        QCOMPARE(ApproveCommand(*store, {"bob", "approver"}, first).execute().at("status").get<std::string>(),
-                 std::string("pending")); // 2500.00 EUR is above the four-eyes threshold carried over
+        QCOMPARE(engine.complete("default", "run-5:live", 2, "{}", "").state,
+                 OperationState::Succeeded);
+        ApproveCommand::Request first{.key = "run-5:confirm",
+                                      .decision = ApprovalDecision::Redispatch,
+                                      .reason = "refund checked",
+                                      .approvalId = "ap-6"};
+        QCOMPARE(
+            ApproveCommand(*store, {"bob", "approver"}, first)
+                .execute()
+                .at("status")
+                .get<std::string>(),
+            std::string("pending")); // 2500.00 EUR is above the four-eyes threshold carried over
         first.approvalId = "ap-7";
-        QCOMPARE(ApproveCommand(*store, {"carol", "approver"}, first).execute().at("status").get<std::string>(),
+        QCOMPARE(ApproveCommand(*store, {"carol", "approver"}, first)
+                     .execute()
+                     .at("status")
+                     .get<std::string>(),
                  std::string("applied"));
         QCOMPARE(store->find("default", "run-5:confirm")->state, OperationState::Received);
         PostgresMessageQueue queue(store);
         const auto read = queue.read("old", 30'000, 10);
         QCOMPARE(read.size(), std::size_t(1)); // message 2 had used its one read: dead-lettered
         QCOMPARE(queue.deadLetters("old", 0, 10).size(), std::size_t(2));
-        QCOMPARE(queue.deadLetters("old", 0, 10).back().provenance.lastErrorDetail, std::string("503"));
+        QCOMPARE(queue.deadLetters("old", 0, 10).back().provenance.lastErrorDetail,
+                 std::string("503"));
         QCOMPARE(queue.ack("old", {read[0].msgId, read[0].readCount}), std::string("done"));
 
         const AuditVerify::Result after = AuditVerify(*store).run(verified.lastHash);

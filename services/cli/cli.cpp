@@ -14,13 +14,13 @@
 #include "jsonview.h"
 #include "ledgerfactory.h"
 #include "queuebench.h"
+#include "queueenvelope.h"
 #include "queuename.h"
 #include "queuerules.h"
 #include "sandboxjournal.h"
 #include "processsandboxrunner.h"
 #include "sandboxrunner.h"
 #include "sandboxworker.h"
-#include "sqliteledgerstore.h"
 
 #include <algorithm>
 #include <atomic>
@@ -974,15 +974,6 @@ int cmdApprove(Context &c)
 
 int cmdReject(Context &c) { return runApproval(c, ApprovalDecision::Reject); }
 
-/// Where reconciliation asks: the sandbox's effect journals on the embedded ledger; no
-/// provider to ask elsewhere (the operation then goes to a person).
-std::unique_ptr<ProviderLookup> providerLookup(Context &c)
-{
-    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(&c.engine().store()))
-        return std::make_unique<JournalLookup>(*sqlite);
-    return std::make_unique<NoProviderLookup>();
-}
-
 int cmdReconcile(Context &c)
 {
     ReconcileCommand::Request request;
@@ -1003,7 +994,7 @@ int cmdReconcile(Context &c)
         throw UsageError{"missing KEY, or a filter: --state, --key-prefix or --run"};
     request.reason = requiredReason(c);
     LedgerStore &store = c.engine().store();
-    const auto lookup = providerLookup(c);
+    const auto lookup = openProviderLookup(store);
     ReconcileCommand command(store, *lookup, store.actor(), request, {.retentionMs = c.engine().settings().retentionMs});
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
@@ -1346,8 +1337,9 @@ std::map<QString, Command> commands()
         {QStringLiteral("reconcile"),
          {1, "reconcile KEY|--state S|--key-prefix P|--run R --reason TEXT [--yes] [--dry-run]",
           "Look operations up at their provider by key, record the answer as evidence and move them:\n"
-          "found -> succeeded; not found -> received (unknown_outcome only); otherwise\n"
-          "confirmation_required. A filter prints the count first and acts only with --yes.",
+          "found -> succeeded; not found at the operation's own provider -> received (unknown_outcome\n"
+          "only); pending or no lookup for the operation -> confirmation_required. A filter prints the\n"
+          "count first and acts only with --yes.",
           {opt("state", "Bulk: only this state.", "S"), opt("key-prefix", "Bulk: only keys starting with P.", "P"),
            opt("run", "Bulk: only this run.", "R"), opt("reason", "Why (required).", "TEXT"),
            opt("yes", "Bulk: reconcile the counted set."), opt("dry-run", "Look up and show; write nothing.")},

@@ -212,6 +212,20 @@ std::vector<RunRecord> PostgresSandboxJournal::runs(const std::string &ns)
     return rows;
 }
 
+std::optional<RunRecord> PostgresSandboxJournal::findRun(const std::string &ns, const std::string &runId)
+{
+    if (!tablesExist())
+        return std::nullopt;
+    PgParams p;
+    p.text(ns).text(runId);
+    const PgResult r = m_store.connection().execPrepared(
+        "read a sandbox run", "sandbox_find_run",
+        "SELECT scenario, naive FROM sandbox_runs WHERE namespace = $1 AND run_id = $2", p);
+    if (r.rows() == 0)
+        return std::nullopt;
+    return RunRecord{ns, runId, r.text(0, 0), r.text(0, 1) == "t"};
+}
+
 std::vector<Effect> PostgresSandboxJournal::effects(const std::string &ns)
 {
     std::vector<Effect> rows;

@@ -87,6 +87,8 @@ public:
     /// True when `ns` already holds sandbox runs (tables absent count as empty).
     virtual bool hasRuns(const std::string &ns) = 0;
     virtual std::vector<RunRecord> runs(const std::string &ns) = 0;
+    /// The run `runId` of `ns`, if the sandbox started it (tables absent count as empty).
+    virtual std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) = 0;
     /// Every effect of `ns`, ordered by operation key and effect id.
     virtual std::vector<Effect> effects(const std::string &ns) = 0;
     /// The history of every operation of `ns` in the engine's tables, per operation oldest first.

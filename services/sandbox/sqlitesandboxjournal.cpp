@@ -277,6 +277,20 @@ std::vector<RunRecord> SqliteSandboxJournal::runs(const std::string &ns)
     return rows;
 }
 
+std::optional<RunRecord> SqliteSandboxJournal::findRun(const std::string &ns, const std::string &runId)
+{
+    if (!tablesExist())
+        return std::nullopt;
+    QSqlQuery q(m_store.connection().db);
+    q.prepare(QStringLiteral("SELECT scenario, naive FROM sandbox_runs WHERE namespace = ? AND run_id = ?"));
+    q.bindValue(0, text(ns));
+    q.bindValue(1, text(runId));
+    exec(q, "read a sandbox run");
+    if (!q.next())
+        return std::nullopt;
+    return RunRecord{ns, runId, str(q.value(0)), q.value(1).toInt() != 0};
+}
+
 std::vector<Effect> SqliteSandboxJournal::effects(const std::string &ns)
 {
     std::vector<Effect> rows;

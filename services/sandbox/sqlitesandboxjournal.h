@@ -26,6 +26,7 @@ public:
     bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) override;
     bool hasRuns(const std::string &ns) override;
     std::vector<RunRecord> runs(const std::string &ns) override;
+    std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) override;
     std::vector<Effect> effects(const std::string &ns) override;
     std::vector<HistoryRow> history(const std::string &ns) override;
 

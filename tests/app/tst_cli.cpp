@@ -430,9 +430,13 @@ private Q_SLOTS:
         const Run done = idempo({S("--json"), S("reconcile"), S("--state"), S("unknown_outcome"), S("--reason"),
                                  S("outage"), S("--yes")});
         QCOMPARE(done.exitCode, 0);
-        // The embedded ledger's journals hold no effect for these keys: not found, dispatch again.
-        QCOMPARE(done.json.value(S("result")).toObject().value(S("reconciled")).toArray().size(), 2);
-        QCOMPARE(idempo({S("--json"), S("show"), S("run-2:a")}).json.value(S("state")).toString(), S("received"));
+        // No sandbox run sent these to a provider the journals stand for: no lookup for them, so
+        // a person decides; they are never dispatched again on the journals' silence.
+        const QJsonArray reconciled = done.json.value(S("result")).toObject().value(S("reconciled")).toArray();
+        QCOMPARE(reconciled.size(), 2);
+        QCOMPARE(reconciled.at(0).toObject().value(S("evidence")).toObject().value(S("status")).toString(), S("unsupported"));
+        QCOMPARE(idempo({S("--json"), S("show"), S("run-2:a")}).json.value(S("state")).toString(), S("confirmation_required"));
+        QCOMPARE(idempo({S("--json"), S("claim"), S("run-2:a"), S("--payload"), S("{}")}).exitCode, 75);
         QCOMPARE(idempo({S("--json"), S("audit"), S("list")}).json.value(S("records")).toArray().size(), 2);
     }
 

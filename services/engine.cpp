@@ -13,6 +13,12 @@
 namespace idempo {
 namespace {
 
+/// A projection as an error message names it.
+std::string projectionText(const std::vector<std::string> &pointers)
+{
+    return pointers.empty() ? std::string("the whole payload") : "the projection " + nlohmann::json(pointers).dump();
+}
+
 void validateIdentity(const std::string &ns, const std::string &key)
 {
     validateNamespace(ns);
@@ -122,7 +128,7 @@ ClaimResult Engine::claim(const ClaimInput &input)
     if (input.value)
         validateAmount(*input.value);
     request.value = input.value;
-    request.fingerprintFields = input.fingerprintFields;
+    request.fingerprintFields = projectionSet(input.fingerprintFields);
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");
     request.payload = canonicalJson(payload);
@@ -134,6 +140,22 @@ ClaimResult Engine::claim(const ClaimInput &input)
     request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
 
     ClaimResult result = m_store->claim(request);
+    // The record's projection decides. A caller that names none is fingerprinted by it (a new
+    // record in between may bring another); one that names another is refused as such.
+    for (int attempt = 0; result.projectionDiffers; ++attempt) {
+        const std::vector<std::string> &recorded = result.operation.fingerprintFields;
+        if (!input.fingerprintFields.empty())
+            throw Error(ErrorCode::ProjectionMismatch,
+                        "operation '" + request.key + "' fingerprints " + projectionText(recorded)
+                            + "; this claim names " + projectionText(request.fingerprintFields)
+                            + ": the projection differs (omit the fingerprint fields to use the record's)");
+        if (attempt == 3)
+            throw Error(ErrorCode::LedgerUnavailable,
+                        "claim of '" + request.key + "' kept meeting records of other projections; try again");
+        request.fingerprintFields = projectionSet(recorded);
+        request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
+        result = m_store->claim(request);
+    }
     spdlog::info("claim ns={} key={} run={} step={} owner={} outcome={} state={} token={} attempt={}",
                  request.ns, request.key, request.runId, request.stepId, request.owner,
                  claimOutcomeName(result.outcome), stateName(result.operation.state),

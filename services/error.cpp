@@ -16,6 +16,7 @@ const char *errorCodeName(ErrorCode code)
     case ErrorCode::LedgerUnavailable: return "ledger_unavailable";
     case ErrorCode::SchemaMismatch: return "schema_mismatch";
     case ErrorCode::Refused: return "refused";
+    case ErrorCode::ProjectionMismatch: return "projection_mismatch";
     case ErrorCode::Internal: return "internal";
     }
     return "internal";

@@ -19,6 +19,7 @@ enum class ErrorCode {
     LedgerUnavailable,  ///< the ledger cannot be opened or reached
     SchemaMismatch,     ///< the ledger's schema is newer than this build, or missing
     Refused,            ///< a guarded action's rule said no (role, four-eyes, reason, reused approval id)
+    ProjectionMismatch, ///< a claim names another fingerprint projection than the operation's record
     Internal,           ///< a storage failure that is none of the above
 };
 

@@ -56,7 +56,8 @@ std::string sql(std::string_view text)
 
 // The claim: one statement, one round trip. `existing` locks the key's row; the clock is read
 // in `seen`, after the lock is held, so a claim that queued behind another judges leases at the
-// moment it decides. `decided` is planClaim() (ledgerrules.cpp) case by case, fingerprint first;
+// moment it decides. `decided` is planClaim() (ledgerrules.cpp) case by case, projection and
+// fingerprint first ('projection_differs' is ClaimResult::projectionDiffers, never recorded);
 // `plan` names the write. At most one of created / replaced / moved writes; `event` and
 // `announced` derive from what was written and `suppressed` from the answer, so a write that
 // did not happen leaves no trace. One race remains: a key inserted by a claim that committed
@@ -80,6 +81,12 @@ decided AS MATERIALIZED (
     SELECT s.*, CASE
         WHEN s.id IS NULL OR s.retention_expires_at_ms <= s.now_ms THEN
             CASE WHEN $15::boolean THEN 'in_progress' ELSE 'claimed' END
+        WHEN s.fingerprint_fields <> $11
+             AND ARRAY(SELECT DISTINCT f COLLATE "C"
+                       FROM jsonb_array_elements_text(s.fingerprint_fields::jsonb) AS f ORDER BY 1)
+                 IS DISTINCT FROM ARRAY(SELECT DISTINCT f COLLATE "C"
+                                        FROM jsonb_array_elements_text($11::jsonb) AS f ORDER BY 1)
+            THEN 'projection_differs'
         WHEN s.payload_fingerprint <> $10 THEN 'payload_mismatch'
         WHEN s.state IN ('succeeded', 'failed_terminal') THEN 'replayed'
         WHEN s.state IN ('awaiting_approval', 'confirmation_required') THEN 'in_progress'
@@ -196,7 +203,7 @@ suppressed AS (
     INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, state, source, fingerprint)
     SELECT $3, $4, p.now_ms, p.outcome, a.state, $12, $10
     FROM answer AS a CROSS JOIN plan AS p
-    WHERE p.outcome <> 'claimed'
+    WHERE p.outcome NOT IN ('claimed', 'projection_differs')
 )
 SELECT p.outcome, (SELECT count(*) FROM announced), a.*
 FROM plan AS p LEFT JOIN answer AS a ON true
@@ -563,6 +570,8 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         const PgResult r = connection().execPrepared("claim", "idempo_claim", kClaimSql, params);
         if (r.isNull(0, 2))
             continue;
+        if (r.text(0, 0) == "projection_differs")
+            return {ClaimOutcome::PayloadMismatch, readOperation(r, 0, 2), true};
         const auto outcome = parseClaimOutcome(r.text(0, 0));
         if (!outcome)
             throw Error(ErrorCode::Internal,

@@ -412,7 +412,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
 
-    ClaimResult result{plan.outcome, {}};
+    ClaimResult result{plan.outcome, {}, plan.projectionDiffers};
     switch (plan.write) {
     case ClaimWrite::None:
         result.operation = *existing;
@@ -448,7 +448,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
         break;
     }
     }
-    if (plan.outcome != ClaimOutcome::Claimed)
+    if (plan.outcome != ClaimOutcome::Claimed && !plan.projectionDiffers)
         recordSuppression(db, request, plan.outcome, result.operation.state, now);
     tx.commit();
     return result;

@@ -733,12 +733,29 @@ int cmdQueueCreate(Context &c)
     return ExitOk;
 }
 
+/// `queue send --envelope`: the message must be an envelope as `worker` and `dlq replay` read it
+/// (docs/envelope.md, resources/schema/envelope.schema.json), judged by the engine's own parser.
+void requireEnvelope(const std::string &message)
+{
+    const nlohmann::json parsed = nlohmann::json::parse(message, nullptr, false);
+    if (parsed.is_discarded())
+        throw Error(ErrorCode::InvalidJson, "--envelope: the message is not JSON text");
+    try {
+        QueueEnvelope::fromJson(parsed);
+    } catch (const Error &e) {
+        throw Error(e.code() == ErrorCode::InvalidKey ? ErrorCode::InvalidKey : ErrorCode::InvalidJson,
+                    std::string("--envelope: the message is not a queue envelope (docs/envelope.md): ") + e.what());
+    }
+}
+
 int cmdQueueSend(Context &c)
 {
     const std::string name = queueName(c);
     if (!c.parser.isSet(QStringLiteral("message")))
         throw UsageError{"missing --message JSON (or @FILE)"};
     const std::string message = c.jsonArgument(QStringLiteral("message"));
+    if (c.parser.isSet(QStringLiteral("envelope")))
+        requireEnvelope(message);
     const std::string headers =
         c.parser.isSet(QStringLiteral("headers")) ? c.jsonArgument(QStringLiteral("headers")) : std::string();
     const std::int64_t delayMs = c.parser.isSet(QStringLiteral("delay")) ? c.secondsOption(QStringLiteral("delay")) : 0;
@@ -859,7 +876,10 @@ int cmdQueue(Context &c)
     return dispatch(c, "queue",
                     {{QStringLiteral("create"), {1, {QStringLiteral("max-reads")}, cmdQueueCreate}},
                      {QStringLiteral("send"),
-                      {1, {QStringLiteral("message"), QStringLiteral("headers"), QStringLiteral("delay")}, cmdQueueSend}},
+                      {1,
+                       {QStringLiteral("message"), QStringLiteral("headers"), QStringLiteral("delay"),
+                        QStringLiteral("envelope")},
+                       cmdQueueSend}},
                      {QStringLiteral("read"), {1, {QStringLiteral("vt"), QStringLiteral("qty")}, cmdQueueRead}},
                      {QStringLiteral("ack"), {2, {}, cmdQueueAck}},
                      {QStringLiteral("archive"), {2, {}, cmdQueueArchive}},
@@ -1277,7 +1297,7 @@ std::map<QString, Command> commands()
          {3, "queue SUBCOMMAND NAME [ARGS]",
           "Message queues with a dead-letter queue each (pgmq's table layout):\n"
           "  create NAME [--max-reads N]        create NAME and NAME_dlq (idempotent)\n"
-          "  send NAME --message JSON|@FILE [--headers JSON] [--delay S]\n"
+          "  send NAME --message JSON|@FILE [--headers JSON] [--delay S] [--envelope]\n"
           "  read NAME [--vt S] [--qty N]       deliver visible messages, hidden for S seconds\n"
           "  ack NAME MSG_ID                    delete a processed message\n"
           "  archive NAME MSG_ID                move a message to the archive a_NAME\n"
@@ -1289,6 +1309,7 @@ std::map<QString, Command> commands()
            opt("message", "send: the message, JSON text, @FILE or @- for stdin.", "JSON"),
            opt("headers", "send: a JSON object of headers.", "JSON"),
            opt("delay", "send: seconds before the message becomes visible (default 0).", "S"),
+           opt("envelope", "send: refuse a message that is not a queue envelope (docs/envelope.md)."),
            opt("vt", "read: visibility timeout in seconds (default 30).", "S"),
            opt("qty", "read: at most this many messages (default 1).", "N"),
            opt("class", "nack: transient, rate_limited, validation, auth, policy_denied, unknown_outcome.", "CLASS"),

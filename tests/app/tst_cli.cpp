@@ -477,6 +477,52 @@ private Q_SLOTS:
         QCOMPARE(idempo({S("--json"), S("audit"), S("verify")}).json.value(S("records")).toInt(), 2);
     }
 
+    /// At the shell: the record's projection decides a claim that names none, another one is
+    /// refused as such; unknown dead-letter ids are named and refused with nothing audited;
+    /// --envelope holds a message to the envelope's rules.
+    void projectionsDeadLetterIdsAndEnvelopes()
+    {
+        const auto S = [](const char *s) { return QString::fromUtf8(s); };
+        QCOMPARE(idempo({S("claim"), S("run-5:refund"), S("--payload"), S(R"({"amount":10,"at":"09:00"})"),
+                         S("--fingerprint-fields"), S("/amount")})
+                     .exitCode,
+                 0);
+        const Run same = idempo({S("--json"), S("claim"), S("run-5:refund"), S("--payload"), S(R"({"amount":10,"at":"09:05"})")});
+        QCOMPARE(same.json.value(S("outcome")).toString(), S("in_progress"));
+        const Run other = idempo({S("--json"), S("claim"), S("run-5:refund"), S("--payload"), S(R"({"amount":10,"at":"09:05"})"),
+                                  S("--fingerprint-fields"), S("/at")});
+        QCOMPARE(other.exitCode, 65);
+        QCOMPARE(other.json.value(S("error")).toString(), S("projection_mismatch"));
+        QVERIFY2(other.json.value(S("message")).toString().contains(S("the projection differs")), other.out.constData());
+
+        QCOMPARE(idempo({S("queue"), S("create"), S("steps")}).exitCode, 0);
+        const Run dry = idempo({S("dlq"), S("replay"), S("steps"), S("--ids"), S("987654"), S("--dry-run")});
+        QCOMPARE(dry.exitCode, 65);
+        QVERIFY2(dry.out.contains("987654 is not in the dead-letter queue of steps"), dry.out.constData());
+        const Run empty = idempo({S("--json"), S("dlq"), S("replay"), S("steps"), S("--ids"), S("987654"), S("--confirm"),
+                                  S("0"), S("--reason"), S("retry")});
+        QCOMPARE(empty.exitCode, 65);
+        QVERIFY2(empty.json.value(S("message")).toString().contains(S("987654")), empty.out.constData());
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list")}).json.value(S("records")).toArray().size(), 0);
+
+        const QString valid = S(R"({"run_id":"run-6","step_id":"refund","source_agent":"planner","target_agent":"payments",)"
+                                R"("payload":{"amount":10},"produced_at":1700000000000,"idempotency_key":"run-6:refund"})");
+        QCOMPARE(idempo({S("queue"), S("send"), S("steps"), S("--envelope"), S("--message"), valid}).exitCode, 0);
+        const Run partial = idempo({S("--json"), S("queue"), S("send"), S("steps"), S("--envelope"), S("--message"),
+                                    S(R"({"run_id":"run-6"})")});
+        QCOMPARE(partial.exitCode, 65);
+        QCOMPARE(partial.json.value(S("error")).toString(), S("invalid_json"));
+        QVERIFY2(partial.json.value(S("message")).toString().contains(S("envelope has no step_id")), partial.out.constData());
+        QString badKey = valid;
+        badKey.replace(S("\"idempotency_key\":\"run-6:refund\""), S("\"idempotency_key\":\"run-6:refund \""));
+        const Run key = idempo({S("--json"), S("queue"), S("send"), S("steps"), S("--envelope"), S("--message"), badKey});
+        QCOMPARE(key.exitCode, 65);
+        QCOMPARE(key.json.value(S("error")).toString(), S("invalid_key"));
+        // Without --envelope any JSON is a message.
+        QCOMPARE(idempo({S("queue"), S("send"), S("steps"), S("--message"), S(R"({"run_id":"run-6"})")}).exitCode, 0);
+        QCOMPARE(idempo({S("--json"), S("queue"), S("list"), S("steps")}).json.value(S("messages")).toArray().size(), 2);
+    }
+
     void helpDocumentsExitCodes()
     {
         const Run r = idempo({QStringLiteral("--help")});

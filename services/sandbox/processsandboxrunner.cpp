@@ -36,6 +36,9 @@ std::string runNumber(int i)
     return buffer;
 }
 
+/// Runs recorded and started per turn of the driver's event loop.
+constexpr std::size_t StartBatch = 200;
+
 /// One worker process and the last status line it printed (cumulative for its lifetime).
 struct Worker
 {
@@ -91,7 +94,6 @@ nlohmann::json ProcessSandboxRunner::run()
         records.push_back({o.ns, runId, scenario.name(), o.naive});
         ctx.addRun(scenario, std::move(runId));
     }
-    journal->addRuns(records);
 
     std::list<Worker> workers;
     int generation = 0;
@@ -210,15 +212,37 @@ nlohmann::json ProcessSandboxRunner::run()
     };
     for (int slot = 0; slot < o.workers; ++slot)
         start(slot);
-    // Workers start on the first messages while the rest are still being sent.
-    const std::int64_t sendStart = nanosSince(wallStart);
-    for (RunState &run : ctx.runs()) {
-        const WorkflowStep &first = run.scenario->steps().front();
-        const std::string message =
-            ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner", ctx.workerNowMs(0));
-        ctx.queue().send(ctx.queueName(), message, {}, 0);
-    }
-    const std::int64_t driverSendNs = nanosSince(wallStart) - sendStart;
+    // Workers start on the first messages while the rest are still being sent. The runs are
+    // recorded and started a batch per turn of the event loop, so that crash announcements are
+    // answered meanwhile and a stop starts nothing more: it waits for the work in hand only.
+    std::size_t startedRuns = 0;
+    std::int64_t driverSendNs = 0;
+    QTimer sender;
+    QObject::connect(&sender, &QTimer::timeout, &loop, [&] {
+        if (stopping || cancelRequested() || startedRuns == records.size()) {
+            sender.stop();
+            return;
+        }
+        const auto sendStart = std::chrono::steady_clock::now();
+        try {
+            const std::size_t end = std::min(records.size(), startedRuns + StartBatch);
+            journal->addRuns({records.begin() + static_cast<std::ptrdiff_t>(startedRuns),
+                              records.begin() + static_cast<std::ptrdiff_t>(end)});
+            for (; startedRuns < end; ++startedRuns) {
+                RunState &run = ctx.runs()[startedRuns];
+                const WorkflowStep &first = run.scenario->steps().front();
+                ctx.queue().send(ctx.queueName(),
+                                 ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner",
+                                              ctx.workerNowMs(0)),
+                                 {}, 0);
+            }
+        } catch (const std::exception &e) {
+            failure = e.what();
+            sender.stop();
+        }
+        driverSendNs += nanosSince(sendStart);
+    });
+    sender.start(0);
 
     Reconciler reconciler(ctx);
     std::int64_t driverBusyNs = 0;
@@ -233,7 +257,8 @@ nlohmann::json ProcessSandboxRunner::run()
             const Reconciler::Pass pass = o.naive ? Reconciler::Pass{} : reconciler.run();
             const std::int64_t queued = ctx.queue().metrics(ctx.queueName()).length;
             driverBusyNs += nanosSince(passStart);
-            quietChecks = queued == 0 && pass.actions == 0 && pass.waiting == 0 ? quietChecks + 1 : 0;
+            const bool allStarted = startedRuns == records.size();
+            quietChecks = allStarted && queued == 0 && pass.actions == 0 && pass.waiting == 0 ? quietChecks + 1 : 0;
             timedOut = nanosSince(wallStart) / 1'000'000 >= m_process.maxWallMs;
             if (o.progress) {
                 SandboxProgress progress;
@@ -258,6 +283,7 @@ nlohmann::json ProcessSandboxRunner::run()
     tick.start(static_cast<int>(m_process.checkEveryMs));
     loop.exec();
     tick.stop();
+    sender.stop();
     for (Worker &w : workers) {
         // Only after a start failure can any be left: end them without waiting for more.
         QObject::disconnect(w.process, nullptr, &loop, nullptr);
@@ -297,6 +323,7 @@ nlohmann::json ProcessSandboxRunner::run()
     report["unexpected_exits"] = unexpectedExits;
     report["timed_out"] = timedOut;
     report["cancelled"] = cancelled;
+    report["runs_started"] = startedRuns;
     report["runs_withdrawn"] = withdrawn;
     return report;
 }

@@ -27,15 +27,18 @@ struct ProcessRunOptions
 /// The sandbox's process mode: `options.workers` `idempo worker` processes on a shared ledger,
 /// killed with SIGKILL at the crash points they announce and replaced at once.
 ///
-/// The driver creates the sandbox tables and the queue, records the runs, starts the workers,
-/// sends each run's first envelope, and then, every checkEveryMs, runs the Reconciler (against
+/// The driver creates the sandbox tables and the queue, starts the workers, records the runs and
+/// sends each one's first envelope a batch per turn of its event loop, and, every checkEveryMs,
+/// runs the Reconciler (against
 /// the providers' journals in the ledger) until the queue is empty and the reconciler has had
 /// nothing to do twice in a row; then it stops the workers (SIGTERM: each finishes its
 /// message and reports) and checks the invariants. A worker's "crash" line gets a
 /// `kill(pid, SIGKILL)`; any worker that ends while the run goes on is replaced. When
-/// SandboxOptions::cancelled answers true (asked every checkEveryMs and whenever a worker ends)
-/// the driver stops the workers the same way, waits for every one, runs the reconciler once,
-/// empties the queue and reports "cancelled": true with the invariants over what ran. Each
+/// SandboxOptions::cancelled answers true (asked before each batch of runs is started, every
+/// checkEveryMs and whenever a worker ends) the driver starts no more runs, stops the workers
+/// the same way, waits for every one, lets the reconciler settle what they left (at most a
+/// lease and a confirmation delay), empties the queue and reports "cancelled": true with the
+/// invariants over the runs it started; so a stop costs the work in hand, not the plan. Each
 /// worker gets SIGTERM from the kernel when its driver ends (PR_SET_PDEATHSIG), so none is
 /// left consuming the shared queue. Time is real:
 /// equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).

@@ -23,7 +23,8 @@ struct Field
 
 bool startsWithNoCase(std::string_view s, std::string_view prefix)
 {
-    return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
+    return s.size() >= prefix.size() &&
+           std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
                return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
            });
 }
@@ -60,8 +61,8 @@ std::string percentEncoded(std::string_view s)
     std::string out;
     for (const char c : s) {
         const auto u = static_cast<unsigned char>(c);
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~') {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
             out += c;
         } else {
             out += '%';
@@ -99,7 +100,8 @@ std::vector<std::string_view> split(std::string_view s, char separator)
     std::vector<std::string_view> parts;
     for (std::size_t start = 0;;) {
         const std::size_t end = s.find(separator, start);
-        parts.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        parts.push_back(
+            s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
         if (end == std::string_view::npos)
             return parts;
         start = end + 1;
@@ -123,7 +125,8 @@ std::string keywordForm(const std::vector<Field> &fields)
 std::string uriForm(std::string_view scheme, std::vector<Field> fields)
 {
     const auto take = [&fields](std::string_view keyword) -> std::optional<std::string> {
-        const auto it = std::find_if(fields.begin(), fields.end(), [&](const Field &f) { return f.keyword == keyword; });
+        const auto it = std::find_if(fields.begin(), fields.end(),
+                                     [&](const Field &f) { return f.keyword == keyword; });
         if (it == fields.end())
             return std::nullopt;
         std::string value = std::move(it->value);
@@ -134,19 +137,24 @@ std::string uriForm(std::string_view scheme, std::vector<Field> fields)
     if (const auto user = take("user"))
         out += percentEncoded(*user) + '@';
     const auto find = [&fields](std::string_view keyword) -> std::optional<std::string> {
-        const auto it = std::find_if(fields.begin(), fields.end(), [&](const Field &f) { return f.keyword == keyword; });
+        const auto it = std::find_if(fields.begin(), fields.end(),
+                                     [&](const Field &f) { return f.keyword == keyword; });
         return it == fields.end() ? std::nullopt : std::optional<std::string>(it->value);
     };
     const std::optional<std::string> host = find("host");
-    const std::vector<std::string_view> hosts = host ? split(*host, ',') : std::vector<std::string_view>{};
-    if (host && std::none_of(hosts.begin(), hosts.end(), [](std::string_view h) { return h.empty(); })) {
+    const std::vector<std::string_view> hosts =
+        host ? split(*host, ',') : std::vector<std::string_view>{};
+    if (host &&
+        std::none_of(hosts.begin(), hosts.end(), [](std::string_view h) { return h.empty(); })) {
         const std::optional<std::string> port = find("port");
-        const std::vector<std::string_view> ports = port ? split(*port, ',') : std::vector<std::string_view>{};
+        const std::vector<std::string_view> ports =
+            port ? split(*port, ',') : std::vector<std::string_view>{};
         const bool paired = ports.size() == hosts.size();
         for (std::size_t i = 0; i < hosts.size(); ++i) {
             if (i > 0)
                 out += ',';
-            out += hosts[i].find(':') != std::string_view::npos ? ipv6Host(hosts[i]) : percentEncoded(hosts[i]);
+            out += hosts[i].find(':') != std::string_view::npos ? ipv6Host(hosts[i])
+                                                                : percentEncoded(hosts[i]);
             if (paired && !ports[i].empty())
                 out += ':' + percentEncoded(ports[i]);
         }

@@ -25,13 +25,16 @@ enum class OpenMode {
 /// - `sqlite:PATH`: the embedded ledger; migrated if needed, created only with
 ///   OpenMode::CreateIfMissing; the only option, `?synchronous=normal`, trades power-loss
 ///   durability for speed (`full` is the default). Times come from `clock`.
-/// - `postgresql://…` or `postgres://…` (libpq URI), or a libpq keyword string such as
-///   `service=NAME` or `host=… dbname=…`: the shared ledger. Connects (connect_timeout 5 s
-///   unless given) but does not migrate: `idempo init` (LedgerStore::migrate) does, and until
-///   then ledger calls throw Error(SchemaMismatch). Passwords only through .pgpass, PGPASSFILE
-///   or a service file. Times come from the server's clock; `clock` is not used.
-/// Throws Error(InvalidArgument) for an unknown scheme or option, Error(LedgerUnavailable) when the
-/// ledger cannot be opened or reached, Error(SchemaMismatch) for a newer schema.
+/// - `postgresql://…` or `postgres://…` (libpq URI, the scheme in any case), or a libpq
+///   keyword string such as `service=NAME` or `host=… dbname=…`: the shared ledger. Connects
+///   (connect_timeout 5 s unless given) but does not migrate: `idempo init`
+///   (LedgerStore::migrate) does, and until then ledger calls throw Error(SchemaMismatch).
+///   Passwords only through .pgpass, PGPASSFILE or a service file. Times come from the
+///   server's clock; `clock` is not used.
+/// Messages name the ledger as redactConninfo() shows it, never with a password. Throws
+/// Error(InvalidArgument) for an unknown scheme or option or an address libpq cannot parse,
+/// Error(LedgerUnavailable) when the ledger cannot be opened or reached, Error(SchemaMismatch)
+/// for a newer schema.
 std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 

@@ -72,77 +72,6 @@ void receiveNotice(void *, const PGresult *notice)
         spdlog::debug("postgresql: {}", message);
 }
 
-bool isSecretKeyword(std::string_view keyword)
-{
-    return keyword == "password" || keyword == "sslpassword";
-}
-
-std::string percentDecoded(std::string_view s)
-{
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        unsigned value = 0;
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr ==
-                s.data() + i + 3) {
-            out += static_cast<char>(value);
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-std::string redactUri(const std::string &uri)
-{
-    const std::size_t authority = uri.find("://") + 3;
-    std::size_t authorityEnd = uri.find_first_of("/?", authority);
-    if (authorityEnd == std::string::npos)
-        authorityEnd = uri.size();
-    std::string out = uri.substr(0, authorityEnd);
-    const std::size_t at = out.rfind('@');
-    if (at != std::string::npos && at >= authority) {
-        const std::size_t colon = out.find(':', authority);
-        if (colon != std::string::npos && colon < at)
-            out.erase(colon, at - colon);
-    }
-    const std::size_t query = uri.find('?', authorityEnd);
-    out +=
-        uri.substr(authorityEnd, (query == std::string::npos ? uri.size() : query) - authorityEnd);
-    if (query == std::string::npos)
-        return out;
-    std::string kept;
-    std::size_t start = query + 1;
-    while (start <= uri.size()) {
-        std::size_t end = uri.find('&', start);
-        if (end == std::string::npos)
-            end = uri.size();
-        const std::string_view item(uri.data() + start, end - start);
-        const std::string keyword = percentDecoded(item.substr(0, item.find('=')));
-        if (!item.empty() && !isSecretKeyword(keyword)) {
-            kept += kept.empty() ? "?" : "&";
-            kept += item;
-        }
-        start = end + 1;
-    }
-    return out + kept;
-}
-
-std::string quotedConninfoValue(std::string_view value)
-{
-    const bool plain = !value.empty() && value.find_first_of(" \t\n'\\") == std::string_view::npos;
-    if (plain)
-        return std::string(value);
-    std::string out = "'";
-    for (char c : value) {
-        if (c == '\'' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out + "'";
-}
-
 } // namespace
 
 PgParams &PgParams::text(std::string_view value)
@@ -247,6 +176,14 @@ std::optional<std::int64_t> PgResult::optionalInteger(int row, int column) const
 
 PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
 {
+    // libpq's own reason for a string it cannot parse quotes the string, password and all.
+    if (!parseConninfo(conninfo)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "cannot read the ledger address " + redactConninfo(conninfo) +
+                        ": libpq cannot parse it (keywords are lower case, URI parts "
+                        "percent-encoded; psql with the same string names the fault)");
+    }
+    const std::string libpqForm = libpqConninfo(conninfo);
     // Entries before dbname are defaults the connection string may override; client_encoding
     // after it is forced: keys and payloads are UTF-8.
     const std::string timeout = std::to_string(connectTimeoutS);
@@ -263,7 +200,7 @@ PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
                                      "tcp_user_timeout", "fallback_application_name", "dbname",
                                      "client_encoding", nullptr});
     values.insert(values.end(),
-                  {"30", "10", "3", "60000", "idempo", conninfo.c_str(), "UTF8", nullptr});
+                  {"30", "10", "3", "60000", "idempo", libpqForm.c_str(), "UTF8", nullptr});
     m_conn = PQconnectdbParams(keywords.data(), values.data(), 1);
     if (!m_conn)
         throw Error(ErrorCode::LedgerUnavailable, "cannot connect to the ledger: out of memory");
@@ -453,28 +390,6 @@ std::string pgbenchStatement(std::string_view statement, const std::vector<std::
     // The script ends the statement itself, with ';' or \gset.
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
-    return out;
-}
-
-std::string redactConninfo(const std::string &conninfo)
-{
-    if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://"))
-        return redactUri(conninfo);
-    char *error = nullptr;
-    PQconninfoOption *options = PQconninfoParse(conninfo.c_str(), &error);
-    if (!options) {
-        PQfreemem(error);
-        return "(unparseable connection string)";
-    }
-    std::string out;
-    for (const PQconninfoOption *o = options; o->keyword; ++o) {
-        if (!o->val || isSecretKeyword(o->keyword))
-            continue;
-        if (!out.empty())
-            out += ' ';
-        out += std::string(o->keyword) + '=' + quotedConninfoValue(o->val);
-    }
-    PQconninfoFree(options);
     return out;
 }
 

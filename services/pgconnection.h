@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "conninfo.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,7 +80,8 @@ public:
     /// PGPASSFILE, a service file). Waits at most `connectTimeoutS` seconds unless the string or
     /// PGCONNECT_TIMEOUT sets connect_timeout; a server lost later fails calls within about a
     /// minute (TCP keepalives, tcp_user_timeout; the string may override them). Throws
-    /// Error(LedgerUnavailable) with libpq's reason.
+    /// Error(LedgerUnavailable) with libpq's reason, Error(InvalidArgument) for a string libpq
+    /// cannot parse (named by redactConninfo(): nothing of it but its scheme).
     explicit PgConnection(const std::string &conninfo, int connectTimeoutS = 5);
     PgConnection(const PgConnection &) = delete;
     PgConnection &operator=(const PgConnection &) = delete;
@@ -162,9 +165,5 @@ private:
 /// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
 /// statements quote none). Throws Error(Internal) for a placeholder without a value.
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
-
-/// `conninfo` without secrets (password, sslpassword), for describe() and logs. A URI stays a
-/// URI; a keyword string is rewritten from libpq's parse of it.
-std::string redactConninfo(const std::string &conninfo);
 
 } // namespace idempo

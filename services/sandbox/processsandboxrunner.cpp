@@ -187,10 +187,14 @@ nlohmann::json ProcessSandboxRunner::run()
                 ::raise(SIGTERM);
         });
         const QString owner = QStringLiteral("p%1.%2").arg(slot).arg(++generation);
-        QStringList args{QStringLiteral("--ledger"), m_process.ledgerUrl, QStringLiteral("--namespace"),
-                         QString::fromStdString(o.ns), QStringLiteral("worker"), QStringLiteral("--queue"),
-                         QString::fromStdString(ctx.queueName()), QStringLiteral("--owner"), owner,
-                         QStringLiteral("--index"), QString::number(slot), QStringLiteral("--faults"),
+        // The ledger travels in the worker's environment, which only its user can read: argv, which
+        // `ps` shows to everyone, would carry a password of the address.
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("IDEMPO_LEDGER"), m_process.ledgerUrl);
+        w.process->setProcessEnvironment(environment);
+        QStringList args{QStringLiteral("--namespace"), QString::fromStdString(o.ns), QStringLiteral("worker"),
+                         QStringLiteral("--queue"), QString::fromStdString(ctx.queueName()), QStringLiteral("--owner"),
+                         owner, QStringLiteral("--index"), QString::number(slot), QStringLiteral("--faults"),
                          QString::fromStdString(o.faults.toList()), QStringLiteral("--seed"),
                          QString::number(o.faults.seed()), QStringLiteral("--lease-ms"),
                          QString::number(m_process.timings.leaseMs), QStringLiteral("--vt-ms"),

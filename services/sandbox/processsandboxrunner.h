@@ -16,7 +16,8 @@ namespace idempo::sandbox {
 /// How the process mode runs its workers.
 struct ProcessRunOptions
 {
-    QString ledgerUrl;          ///< the ledger every process opens (PostgreSQL, or sqlite:PATH)
+    QString ledgerUrl;          ///< the ledger every process opens (PostgreSQL, or sqlite:PATH);
+                                ///< workers get it as IDEMPO_LEDGER, never in their argv
     OpenMode openMode = OpenMode::OpenExisting;
     QString program;            ///< the `idempo` binary whose `worker` command the workers run
     std::int64_t maxWallMs = 3600'000; ///< gives up after this long (the checker then names what is stuck)

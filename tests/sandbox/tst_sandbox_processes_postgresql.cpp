@@ -11,9 +11,11 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QUrl>
 #include <QtTest>
 
 #include <cerrno>
+#include <set>
 #include <csignal>
 #include <vector>
 
@@ -231,6 +233,68 @@ private Q_SLOTS:
         const QJsonObject once = check.json.value(QStringLiteral("invariants")).toArray().at(0).toObject();
         QCOMPARE(once.value(QStringLiteral("name")).toString(), QStringLiteral("at_most_one_effect"));
         QCOMPARE(once.value(QStringLiteral("violations")).toInt(), duplicated);
+    }
+
+    /// A ledger address with a password reaches the workers in their environment: no worker's
+    /// argv (what `ps` shows every user) holds it, and the workers authenticate with it.
+    void workersGetTheLedgerPasswordOutsideTheirArgv()
+    {
+        const QByteArray password = "sandb0x-s3cret";
+        {
+            idempo::PgConnection admin(ledgerUrl().toStdString());
+            admin.execScript("create role",
+                             "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'idempo_sandbox_secret') "
+                             "THEN CREATE ROLE idempo_sandbox_secret LOGIN SUPERUSER PASSWORD 'sandb0x-s3cret'; "
+                             "END IF; END $$");
+        }
+        const QUrl server(ledgerUrl());
+        const QString url = QStringLiteral("postgresql://idempo_sandbox_secret:%1@%2:%3/idempo_test")
+                                .arg(QString::fromLatin1(password), server.host())
+                                .arg(server.port());
+        QProcess driver;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("IDEMPO_LEDGER"), url);
+        env.insert(QStringLiteral("PGPASSFILE"), m_home.filePath(QStringLiteral("no-pgpass"))); // only the URL's
+        env.insert(QStringLiteral("HOME"), m_home.path());
+        driver.setProcessEnvironment(env);
+        driver.start(QStringLiteral(IDEMPO_CLI_PATH),
+                     {QStringLiteral("--json"), QStringLiteral("--namespace"), QStringLiteral("secret"),
+                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), QStringLiteral("8"),
+                      QStringLiteral("--workers"), QStringLiteral("2"), QStringLiteral("--faults"),
+                      QStringLiteral("crash-after-effect=0.3"), QStringLiteral("--seed"), QStringLiteral("7")});
+        QVERIFY(driver.waitForStarted(10'000));
+        std::set<pid_t> seen;
+        QByteArray leaked;
+        QDeadlineTimer deadline(120'000);
+        // Every few milliseconds, until the driver ends: each worker lives for the whole run.
+        while (!driver.waitForFinished(5) && !deadline.hasExpired()) {
+            for (const pid_t pid : childrenOf(static_cast<pid_t>(driver.processId()))) {
+                QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
+                if (!cmdline.open(QIODevice::ReadOnly))
+                    continue;
+                const QByteArray args = cmdline.readAll();
+                if (!args.contains(QByteArray("worker\0")))
+                    continue;
+                seen.insert(pid);
+                if (args.contains(password))
+                    leaked = args;
+            }
+        }
+        QCOMPARE(driver.state(), QProcess::NotRunning);
+        const QByteArray out = driver.readAllStandardOutput();
+        const QByteArray err = driver.readAllStandardError();
+        QVERIFY2(driver.exitCode() == 0, err.constData());
+        QVERIFY2(leaked.isEmpty(), leaked.replace('\0', ' ').constData());
+        QVERIFY2(seen.size() >= 2, qPrintable(QStringLiteral("%1 workers seen").arg(seen.size())));
+        QVERIFY(!out.contains(password) && !err.contains(password));
+        const QJsonObject r = QJsonDocument::fromJson(out).object();
+        QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 8);
+        QCOMPARE(r.value(QStringLiteral("unexpected_exits")).toInt(), 0);
+        QVERIFY(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
+        // Only workers consume the queue, and none ended on its own: they signed in with the
+        // URL's password, the only one there is for that role.
+        QVERIFY(r.value(QStringLiteral("deliveries")).toInt() >= 8);
     }
 
     /// SIGTERM to the driver stops the run the documented way: its workers finish the message in

@@ -43,20 +43,25 @@ std::int64_t ReconnectBackoff::recovered(std::int64_t nowMs)
 
 std::int64_t steadyNowMs()
 {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
-std::string gaveUpOnLedger(const std::string &ledger, const ReconnectPolicy &policy, const std::string &reason)
+std::string gaveUpOnLedger(const std::string &ledger, const ReconnectPolicy &policy,
+                           const std::string &reason)
 {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(policy.deadlineMs) / 1000.0);
-    return "gave up on the ledger " + ledger + " after " + seconds + " s without it (--reconnect-deadline): " + reason;
+    return "gave up on the ledger " + ledger + " after " + seconds +
+           " s without it (--reconnect-deadline): " + reason;
 }
 
-bool retryThroughOutage(const ReconnectPolicy &policy, const std::string &ledger, const std::function<void()> &attempt,
+bool retryThroughOutage(const ReconnectPolicy &policy, const std::string &ledger,
+                        const std::function<void()> &attempt,
                         const std::function<void(const std::string &reason)> &lost,
-                        const std::function<void(std::int64_t afterMs)> &back, const std::atomic<bool> *stop)
+                        const std::function<void(std::int64_t afterMs)> &back,
+                        const std::atomic<bool> *stop)
 {
     ReconnectBackoff backoff(policy);
     for (;;) {
@@ -80,7 +85,8 @@ bool retryThroughOutage(const ReconnectPolicy &policy, const std::string &ledger
         while (steadyNowMs() < wakeAt) {
             if (stop && stop->load())
                 return false;
-            std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(20, wakeAt - steadyNowMs())));
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(std::min<std::int64_t>(20, wakeAt - steadyNowMs())));
         }
     }
 }

@@ -49,15 +49,18 @@ std::int64_t steadyNowMs();
 
 /// The message of the Error(LedgerUnavailable) a client ends with when the deadline passed:
 /// names the ledger (as describe() gives it, without a password), the deadline and the last reason.
-std::string gaveUpOnLedger(const std::string &ledger, const ReconnectPolicy &policy, const std::string &reason);
+std::string gaveUpOnLedger(const std::string &ledger, const ReconnectPolicy &policy,
+                           const std::string &reason);
 
 /// Calls `attempt` until it returns without an outage (isLedgerOutage()), sleeping between tries as
 /// ReconnectBackoff says: `lost(reason)` is called at the first outage, `back(ms)` when an
 /// attempt succeeds after one. Anything but an outage is rethrown at once. Returns false when
 /// `stop` (checked every 20 ms while waiting) turned true; throws Error(LedgerUnavailable) with
 /// gaveUpOnLedger() when the deadline passes.
-bool retryThroughOutage(const ReconnectPolicy &policy, const std::string &ledger, const std::function<void()> &attempt,
+bool retryThroughOutage(const ReconnectPolicy &policy, const std::string &ledger,
+                        const std::function<void()> &attempt,
                         const std::function<void(const std::string &reason)> &lost,
-                        const std::function<void(std::int64_t afterMs)> &back, const std::atomic<bool> *stop = nullptr);
+                        const std::function<void(std::int64_t afterMs)> &back,
+                        const std::atomic<bool> *stop = nullptr);
 
 } // namespace idempo

@@ -64,9 +64,9 @@ std::string seconds(std::int64_t ms)
 /// `text` as one shell word.
 std::string shellWord(const std::string &text)
 {
-    const bool plain = !text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                               "0123456789_@%+=:,./-")
-                                            == std::string::npos;
+    const bool plain = !text.empty() &&
+                       text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_@%+=:,./-") == std::string::npos;
     if (plain)
         return text;
     std::string out = "'";
@@ -78,14 +78,16 @@ std::string shellWord(const std::string &text)
 std::string pidOf(const std::string &instance)
 {
     const std::size_t end = instance.rfind('/');
-    const std::size_t start = end == std::string::npos ? std::string::npos : instance.rfind('/', end - 1);
+    const std::size_t start =
+        end == std::string::npos ? std::string::npos : instance.rfind('/', end - 1);
     return start == std::string::npos ? std::string() : instance.substr(start + 1, end - start - 1);
 }
 
 QueueHolder mine(const std::string &queueName, const std::string &ns)
 {
     return {queueName, ns,
-            "pid " + std::to_string(::getpid()) + " on host " + QSysInfo::machineHostName().toStdString(),
+            "pid " + std::to_string(::getpid()) + " on host " +
+                QSysInfo::machineHostName().toStdString(),
             DriverLease::thisProcess(), 0};
 }
 
@@ -94,7 +96,8 @@ QueueHolder mine(const std::string &queueName, const std::string &ns)
 std::int64_t emptySandboxQueue(MessageQueue &queue, const std::string &queueName)
 {
     std::int64_t removed = 0;
-    for (auto left = queue.browse(queueName, 0, 1000); !left.empty(); left = queue.browse(queueName, 0, 1000))
+    for (auto left = queue.browse(queueName, 0, 1000); !left.empty();
+         left = queue.browse(queueName, 0, 1000))
         for (const QueueMessage &m : left)
             removed += queue.deleteMessage(queueName, m.msgId) ? 1 : 0;
     return removed;
@@ -123,9 +126,11 @@ std::optional<bool> DriverLease::isAlive(const std::string &instance)
     return start && start->first == rest.substr(slash + 1) && !start->second;
 }
 
-DriverLease::DriverLease(SandboxJournal &journal, MessageQueue &queue, std::string queueName, std::string ns,
-                         const std::string &ledger, const std::function<void(const std::string &)> &say)
-    : m_journal(journal), m_queue(queue), m_mine(mine(queueName, ns)), m_renewedAt(std::chrono::steady_clock::now())
+DriverLease::DriverLease(SandboxJournal &journal, MessageQueue &queue, std::string queueName,
+                         std::string ns, const std::string &ledger,
+                         const std::function<void(const std::string &)> &say)
+    : m_journal(journal), m_queue(queue), m_mine(mine(queueName, ns)),
+      m_renewedAt(std::chrono::steady_clock::now())
 {
     const std::string reset = "idempo --ledger " + shellWord(ledger) + " sandbox reset";
     // Two drivers starting together race for the row; the loser looks again.
@@ -134,11 +139,12 @@ DriverLease::DriverLease(SandboxJournal &journal, MessageQueue &queue, std::stri
         if (!holder) {
             const std::int64_t left = m_queue.metrics(m_mine.queue).length;
             if (left > 0) {
-                throw Error(ErrorCode::InvalidArgument,
-                            "the sandbox queue '" + m_mine.queue + "' holds " + std::to_string(left)
-                                + " messages of a run no driver holds (an older idempo's, or sent by hand); "
-                                  "if no sandbox run is going on, empty it with: "
-                                + reset);
+                throw Error(
+                    ErrorCode::InvalidArgument,
+                    "the sandbox queue '" + m_mine.queue + "' holds " + std::to_string(left) +
+                        " messages of a run no driver holds (an older idempo's, or sent by hand); "
+                        "if no sandbox run is going on, empty it with: " +
+                        reset);
             }
             if (m_journal.takeQueue(m_mine, std::nullopt, LeaseMs))
                 return;
@@ -147,31 +153,36 @@ DriverLease::DriverLease(SandboxJournal &journal, MessageQueue &queue, std::stri
         const std::optional<bool> alive = isAlive(holder->instance);
         const bool dead = alive ? !*alive : holder->leaseExpiresAtMs <= nowMs;
         if (!dead) {
-            const std::string who = "the sandbox queue '" + m_mine.queue + "' is held by the run in namespace '"
-                                    + holder->ns + "' (driver " + holder->driver + ")";
+            const std::string who = "the sandbox queue '" + m_mine.queue +
+                                    "' is held by the run in namespace '" + holder->ns +
+                                    "' (driver " + holder->driver + ")";
             if (alive) {
-                throw Error(ErrorCode::LedgerBusy, who + ", which still runs on this machine: wait for it to end, "
-                                                         "or stop it with kill -TERM "
-                                                         + pidOf(holder->instance));
+                throw Error(ErrorCode::LedgerBusy,
+                            who +
+                                ", which still runs on this machine: wait for it to end, "
+                                "or stop it with kill -TERM " +
+                                pidOf(holder->instance));
             }
-            throw Error(ErrorCode::LedgerBusy,
-                        who + " until " + when(holder->leaseExpiresAtMs) + " on the ledger's clock (in "
-                            + seconds(holder->leaseExpiresAtMs - nowMs)
-                            + " s) unless it renews its lease; try again then, or, if that run is gone, clear the "
-                              "queue now with: "
-                            + reset);
+            throw Error(ErrorCode::LedgerBusy, who + " until " + when(holder->leaseExpiresAtMs) +
+                                                   " on the ledger's clock (in " +
+                                                   seconds(holder->leaseExpiresAtMs - nowMs) +
+                                                   " s) unless it renews its lease; try again "
+                                                   "then, or, if that run is gone, clear the "
+                                                   "queue now with: " +
+                                                   reset);
         }
         if (!m_journal.takeQueue(m_mine, holder->instance, LeaseMs))
             continue;
         const std::int64_t removed = emptySandboxQueue(m_queue, m_mine.queue);
-        say("sandbox: the run in namespace '" + holder->ns + "' (driver " + holder->driver
-            + ") ended without cleaning up the sandbox queue '" + m_mine.queue + "'; removed its "
-            + std::to_string(removed) + " messages. Its namespace stays as it was left: idempo --namespace "
-            + shellWord(holder->ns) + " check");
+        say("sandbox: the run in namespace '" + holder->ns + "' (driver " + holder->driver +
+            ") ended without cleaning up the sandbox queue '" + m_mine.queue + "'; removed its " +
+            std::to_string(removed) +
+            " messages. Its namespace stays as it was left: idempo --namespace " +
+            shellWord(holder->ns) + " check");
         return;
     }
-    throw Error(ErrorCode::LedgerBusy,
-                "another sandbox run is taking the sandbox queue '" + m_mine.queue + "' right now; try again");
+    throw Error(ErrorCode::LedgerBusy, "another sandbox run is taking the sandbox queue '" +
+                                           m_mine.queue + "' right now; try again");
 }
 
 DriverLease::~DriverLease()
@@ -180,8 +191,9 @@ DriverLease::~DriverLease()
         if (m_queue.metrics(m_mine.queue).length == 0)
             m_journal.releaseQueue(m_mine.queue, m_mine.instance);
     } catch (const Error &e) {
-        spdlog::warn("sandbox: could not let the sandbox queue '{}' go ({}); the next run takes it over", m_mine.queue,
-                     e.what());
+        spdlog::warn(
+            "sandbox: could not let the sandbox queue '{}' go ({}); the next run takes it over",
+            m_mine.queue, e.what());
     }
 }
 
@@ -191,27 +203,31 @@ void DriverLease::renew()
     if (now - m_renewedAt < std::chrono::milliseconds(RenewEveryMs))
         return;
     if (!m_journal.renewQueue(m_mine.queue, m_mine.instance, LeaseMs)) {
-        throw Error(ErrorCode::Refused, "another sandbox run took the sandbox queue '" + m_mine.queue
-                                            + "' over while this driver could not renew its lease; this run "
-                                              "stops, its namespace '"
-                                            + m_mine.ns + "' stays as it was left");
+        throw Error(ErrorCode::Refused,
+                    "another sandbox run took the sandbox queue '" + m_mine.queue +
+                        "' over while this driver could not renew its lease; this run "
+                        "stops, its namespace '" +
+                        m_mine.ns + "' stays as it was left");
     }
     m_renewedAt = now;
 }
 
-nlohmann::json DriverLease::reset(SandboxJournal &journal, MessageQueue &queue, const std::string &queueName)
+nlohmann::json DriverLease::reset(SandboxJournal &journal, MessageQueue &queue,
+                                  const std::string &queueName)
 {
     journal.createTables();
     for (int attempt = 0; attempt < 3; ++attempt) {
         const auto [holder, nowMs] = journal.queueHolder(queueName);
         if (holder && isAlive(holder->instance) == true) {
-            throw Error(ErrorCode::Refused, "the sandbox queue '" + queueName + "' is held by the run in namespace '"
-                                                + holder->ns + "' (driver " + holder->driver
-                                                + "), which still runs on this machine: stop it first (kill -TERM "
-                                                + pidOf(holder->instance) + ")");
+            throw Error(ErrorCode::Refused,
+                        "the sandbox queue '" + queueName + "' is held by the run in namespace '" +
+                            holder->ns + "' (driver " + holder->driver +
+                            "), which still runs on this machine: stop it first (kill -TERM " +
+                            pidOf(holder->instance) + ")");
         }
         const QueueHolder resetter = mine(queueName, "");
-        if (!journal.takeQueue(resetter, holder ? std::optional(holder->instance) : std::nullopt, LeaseMs))
+        if (!journal.takeQueue(resetter, holder ? std::optional(holder->instance) : std::nullopt,
+                               LeaseMs))
             continue;
         std::int64_t removed = 0;
         try {
@@ -228,7 +244,8 @@ nlohmann::json DriverLease::reset(SandboxJournal &journal, MessageQueue &queue, 
                         {"lease_expires_at_ms", holder->leaseExpiresAtMs}};
         return {{"queue", queueName}, {"messages_removed", removed}, {"previous_holder", previous}};
     }
-    throw Error(ErrorCode::LedgerBusy, "a sandbox run is taking the sandbox queue '" + queueName + "' right now; try again");
+    throw Error(ErrorCode::LedgerBusy, "a sandbox run is taking the sandbox queue '" + queueName +
+                                           "' right now; try again");
 }
 
 } // namespace idempo::sandbox

@@ -55,7 +55,8 @@ public:
     /// it go. Returns {"queue", "messages_removed", "previous_holder" ({"namespace", "driver",
     /// "lease_expires_at_ms"} or null)}. Throws Error(Refused) when the holder is a process of
     /// this machine that still runs.
-    static nlohmann::json reset(SandboxJournal &journal, MessageQueue &queue, const std::string &queueName);
+    static nlohmann::json reset(SandboxJournal &journal, MessageQueue &queue,
+                                const std::string &queueName);
 
     /// This process, as recorded in QueueHolder::instance: boot id, PID namespace, pid and start
     /// time, so that a reused pid is not mistaken for the driver.

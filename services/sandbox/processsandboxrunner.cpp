@@ -208,12 +208,14 @@ nlohmann::json ProcessSandboxRunner::run()
         w.process = new QProcess();
         w.process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
         // A worker must not outlive its driver and go on consuming the shared queue: it gets
-        // SIGTERM (finish the message in hand, then exit) when the driver ends, however it ends.
+        // SIGKILL when the driver ends, however it ends. Not SIGTERM: finishing the message in
+        // hand could send the next step's message after the next run took the queue over
+        // (DriverLease), while a worker killed mid-message is a crash the ledger is built for.
         const pid_t driver = ::getpid();
         w.process->setChildProcessModifier([driver] {
-            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (::getppid() != driver) // the driver ended before the line above
-                ::raise(SIGTERM);
+                ::raise(SIGKILL);
         });
         const QString owner = QStringLiteral("p%1.%2").arg(slot).arg(++generation);
         QStringList args{QStringLiteral("--ledger"), m_process.ledgerUrl, QStringLiteral("--namespace"),

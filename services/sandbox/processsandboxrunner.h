@@ -38,8 +38,8 @@ struct ProcessRunOptions
 /// SandboxOptions::cancelled answers true (asked every checkEveryMs and whenever a worker ends)
 /// the driver stops the workers the same way, waits for every one, runs the reconciler once,
 /// empties the queue and reports "cancelled": true with the invariants over what ran. Each
-/// worker gets SIGTERM from the kernel when its driver ends (PR_SET_PDEATHSIG), so none is
-/// left consuming the shared queue. Time is real:
+/// worker gets SIGKILL from the kernel when its driver dies (PR_SET_PDEATHSIG), so none is
+/// left consuming the shared queue, nor sending to it after the next run took it over. Time is real:
 /// equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).
 ///
 /// A lost or busy ledger (a PostgreSQL restart, a full disk) does not end the run: the driver

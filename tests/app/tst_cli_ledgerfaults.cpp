@@ -37,7 +37,10 @@ QStringList listing(const QString &folder)
 {
     QStringList out;
     for (const QFileInfo &f : QDir(folder).entryInfoList(QDir::Files | QDir::Hidden, QDir::Name))
-        out << QStringLiteral("%1 %2 %3").arg(f.fileName()).arg(f.size()).arg(f.lastModified().toMSecsSinceEpoch());
+        out << QStringLiteral("%1 %2 %3")
+                   .arg(f.fileName())
+                   .arg(f.size())
+                   .arg(f.lastModified().toMSecsSinceEpoch());
     return out;
 }
 
@@ -56,7 +59,8 @@ private:
     /// through setpriv; otherwise the current user, for whom the permissions hold anyway.
     /// `fileSizeLimit`: RLIMIT_FSIZE in bytes, with SIGXFSZ ignored, so that a write past it
     /// fails as it would on a full disk.
-    Run idempo(const QString &ledger, const QStringList &args, bool asAuditor = false, rlim_t fileSizeLimit = 0)
+    Run idempo(const QString &ledger, const QStringList &args, bool asAuditor = false,
+               rlim_t fileSizeLimit = 0)
     {
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -72,11 +76,13 @@ private:
                 std::signal(SIGXFSZ, SIG_IGN); // kept across exec: write() then fails with EFBIG
             });
         }
-        const QStringList full = QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json")} + args;
+        const QStringList full =
+            QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json")} + args;
         if (asAuditor && ::geteuid() == 0) {
-            p.start(QStringLiteral("setpriv"), QStringList{QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
-                                                           QStringLiteral("--clear-groups"), m_binary}
-                                                   + full);
+            p.start(QStringLiteral("setpriv"),
+                    QStringList{QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
+                                QStringLiteral("--clear-groups"), m_binary} +
+                        full);
         } else {
             p.start(m_binary, full);
         }
@@ -95,22 +101,24 @@ private:
     QString makeLedger(const QString &folder)
     {
         QDir().mkpath(m_dir.filePath(folder));
-        const QString url = QStringLiteral("sqlite:") + m_dir.filePath(folder + QStringLiteral("/ledger.db"));
+        const QString url =
+            QStringLiteral("sqlite:") + m_dir.filePath(folder + QStringLiteral("/ledger.db"));
         const auto ok = [&](const QStringList &args) {
             const Run r = idempo(url, args);
             if (r.exitCode != 0)
                 qWarning("%s: %s", qPrintable(args.join(QLatin1Char(' '))), r.err.constData());
             return r.exitCode == 0;
         };
-        if (!ok({QStringLiteral("init")})
-            || !ok({QStringLiteral("claim"), QStringLiteral("run-1:refund"), QStringLiteral("--payload"),
-                    QStringLiteral("{\"amount\":5}")})
-            || !ok({QStringLiteral("complete"), QStringLiteral("run-1:refund"), QStringLiteral("--token"),
-                    QStringLiteral("1"), QStringLiteral("--result"), QStringLiteral("{\"ok\":true}")})
-            || !ok({QStringLiteral("four-eyes"), QStringLiteral("--above"), QStringLiteral("1000"),
-                    QStringLiteral("--reason"), QStringLiteral("policy")})
-            || !ok({QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--runs"), QStringLiteral("4"),
-                    QStringLiteral("--seed"), QStringLiteral("2")}))
+        if (!ok({QStringLiteral("init")}) ||
+            !ok({QStringLiteral("claim"), QStringLiteral("run-1:refund"),
+                 QStringLiteral("--payload"), QStringLiteral("{\"amount\":5}")}) ||
+            !ok({QStringLiteral("complete"), QStringLiteral("run-1:refund"),
+                 QStringLiteral("--token"), QStringLiteral("1"), QStringLiteral("--result"),
+                 QStringLiteral("{\"ok\":true}")}) ||
+            !ok({QStringLiteral("four-eyes"), QStringLiteral("--above"), QStringLiteral("1000"),
+                 QStringLiteral("--reason"), QStringLiteral("policy")}) ||
+            !ok({QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--runs"),
+                 QStringLiteral("4"), QStringLiteral("--seed"), QStringLiteral("2")}))
             return {};
         return url;
     }
@@ -120,14 +128,15 @@ private Q_SLOTS:
     {
         QVERIFY(m_dir.isValid());
         // The temporary folder and the binary's copy must be reachable for `nobody`.
-        QVERIFY(QFile::setPermissions(m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner
-                                                        | QFileDevice::ExeOwner | QFileDevice::ReadOther
-                                                        | QFileDevice::ExeOther | QFileDevice::ReadGroup
-                                                        | QFileDevice::ExeGroup));
+        QVERIFY(QFile::setPermissions(
+            m_dir.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner |
+                              QFileDevice::ReadOther | QFileDevice::ExeOther |
+                              QFileDevice::ReadGroup | QFileDevice::ExeGroup));
         m_binary = m_dir.filePath(QStringLiteral("idempo"));
         QVERIFY(QFile::copy(QStringLiteral(IDEMPO_CLI_PATH), m_binary));
         if (::geteuid() == 0 && QStandardPaths::findExecutable(QStringLiteral("setpriv")).isEmpty())
-            QSKIP("running as root without setpriv: cannot run as a user who may not write the ledger");
+            QSKIP("running as root without setpriv: cannot run as a user who may not write the "
+                  "ledger");
     }
 
     /// A ledger file that may not grow: the claim fails with exit 69, says the ledger could not
@@ -143,15 +152,18 @@ private Q_SLOTS:
         QVERIFY(payload.open(QIODevice::WriteOnly));
         payload.write("{\"blob\":\"" + QByteArray(300'000, 'x') + "\"}");
         payload.close();
-        const QStringList claim{QStringLiteral("claim"), QStringLiteral("run-2:big"), QStringLiteral("--payload"),
-                                QLatin1Char('@') + payload.fileName()};
+        const QStringList claim{QStringLiteral("claim"), QStringLiteral("run-2:big"),
+                                QStringLiteral("--payload"), QLatin1Char('@') + payload.fileName()};
         const Run full = idempo(url, claim, false, 64 * 1024);
         QVERIFY2(full.exitCode == 69, full.err.constData());
-        QCOMPARE(full.json.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
+        QCOMPARE(full.json.value(QStringLiteral("error")).toString(),
+                 QStringLiteral("ledger_unavailable"));
         const QString message = full.json.value(QStringLiteral("message")).toString();
-        QVERIFY2(message.contains(QLatin1String("nothing of this write was kept")), qPrintable(message));
+        QVERIFY2(message.contains(QLatin1String("nothing of this write was kept")),
+                 qPrintable(message));
         QVERIFY2(message.contains(url), qPrintable(message));
-        QVERIFY2(message.contains(QLatin1String("I/O error")) || message.contains(QLatin1String("disk is full")),
+        QVERIFY2(message.contains(QLatin1String("I/O error")) ||
+                     message.contains(QLatin1String("disk is full")),
                  qPrintable(message));
 
         const Run show = idempo(url, {QStringLiteral("show"), QStringLiteral("run-2:big")});
@@ -176,24 +188,30 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(folder));
         const QString path = folder + QStringLiteral("/ledger.db");
         QVERIFY(QFile::copy(source.mid(7), path));
-        QVERIFY(QFile::setPermissions(path, QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther));
-        QVERIFY(QFile::setPermissions(folder, QFileDevice::ReadOwner | QFileDevice::ExeOwner | QFileDevice::ReadGroup
-                                                  | QFileDevice::ExeGroup | QFileDevice::ReadOther
-                                                  | QFileDevice::ExeOther));
+        QVERIFY(QFile::setPermissions(path, QFileDevice::ReadOwner | QFileDevice::ReadGroup |
+                                                QFileDevice::ReadOther));
+        QVERIFY(QFile::setPermissions(folder, QFileDevice::ReadOwner | QFileDevice::ExeOwner |
+                                                  QFileDevice::ReadGroup | QFileDevice::ExeGroup |
+                                                  QFileDevice::ReadOther | QFileDevice::ExeOther));
         const QString url = QStringLiteral("sqlite:") + path;
         const QStringList before = listing(folder);
 
-        const Run show = idempo(url, {QStringLiteral("show"), QStringLiteral("run-1:refund")}, true);
+        const Run show =
+            idempo(url, {QStringLiteral("show"), QStringLiteral("run-1:refund")}, true);
         QVERIFY2(show.exitCode == 0, show.err.constData());
         QCOMPARE(show.json.value(QStringLiteral("state")).toString(), QStringLiteral("succeeded"));
-        const Run history = idempo(url, {QStringLiteral("history"), QStringLiteral("run-1:refund")}, true);
+        const Run history =
+            idempo(url, {QStringLiteral("history"), QStringLiteral("run-1:refund")}, true);
         QVERIFY2(history.exitCode == 0, history.err.constData());
         const Run list = idempo(url, {QStringLiteral("list")}, true);
         QVERIFY2(list.exitCode == 0, list.err.constData());
         QCOMPARE(list.json.value(QStringLiteral("operations")).toArray().size(), 1);
         const Run metrics = idempo(url, {QStringLiteral("metrics")}, true);
         QVERIFY2(metrics.exitCode == 0, metrics.err.constData());
-        const Run check = idempo(url, {QStringLiteral("--namespace"), QStringLiteral("sandbox"), QStringLiteral("check")}, true);
+        const Run check = idempo(
+            url,
+            {QStringLiteral("--namespace"), QStringLiteral("sandbox"), QStringLiteral("check")},
+            true);
         QVERIFY2(check.exitCode == 0, check.err.constData());
         QVERIFY(check.json.value(QStringLiteral("ok")).toBool());
         const Run verify = idempo(url, {QStringLiteral("audit"), QStringLiteral("verify")}, true);
@@ -201,17 +219,24 @@ private Q_SLOTS:
         QCOMPARE(verify.json.value(QStringLiteral("records")).toInt(), 1);
         const Run audit = idempo(url, {QStringLiteral("audit"), QStringLiteral("list")}, true);
         QVERIFY2(audit.exitCode == 0, audit.err.constData());
-        const Run queue = idempo(url, {QStringLiteral("queue"), QStringLiteral("metrics"), QStringLiteral("sandbox")}, true);
+        const Run queue = idempo(
+            url, {QStringLiteral("queue"), QStringLiteral("metrics"), QStringLiteral("sandbox")},
+            true);
         QVERIFY2(queue.exitCode == 0, queue.err.constData());
         QCOMPARE(listing(folder), before);
 
-        const Run claim = idempo(url, {QStringLiteral("claim"), QStringLiteral("run-9:x"), QStringLiteral("--payload"),
-                                       QStringLiteral("{}")},
+        const Run claim = idempo(url,
+                                 {QStringLiteral("claim"), QStringLiteral("run-9:x"),
+                                  QStringLiteral("--payload"), QStringLiteral("{}")},
                                  true);
         QVERIFY2(claim.exitCode == 69, claim.err.constData());
-        QCOMPARE(claim.json.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
-        QVERIFY2(claim.json.value(QStringLiteral("message")).toString().contains(path), claim.out.constData());
-        QVERIFY2(claim.json.value(QStringLiteral("message")).toString().contains(QLatin1String("not writable")),
+        QCOMPARE(claim.json.value(QStringLiteral("error")).toString(),
+                 QStringLiteral("ledger_unavailable"));
+        QVERIFY2(claim.json.value(QStringLiteral("message")).toString().contains(path),
+                 claim.out.constData());
+        QVERIFY2(claim.json.value(QStringLiteral("message"))
+                     .toString()
+                     .contains(QLatin1String("not writable")),
                  claim.out.constData());
         QCOMPARE(listing(folder), before);
     }
@@ -225,13 +250,16 @@ private Q_SLOTS:
         const QString path = source.mid(7);
         int latest = 0;
         {
-            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("downgrade"));
+            QSqlDatabase db =
+                QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("downgrade"));
             db.setDatabaseName(path);
             QVERIFY(db.open());
             QSqlQuery q(db);
-            QVERIFY(q.exec(QStringLiteral("SELECT max(version) FROM schema_migrations")) && q.next());
+            QVERIFY(q.exec(QStringLiteral("SELECT max(version) FROM schema_migrations")) &&
+                    q.next());
             latest = q.value(0).toInt();
-            QVERIFY(q.exec(QStringLiteral("DELETE FROM schema_migrations WHERE version = %1").arg(latest)));
+            QVERIFY(q.exec(
+                QStringLiteral("DELETE FROM schema_migrations WHERE version = %1").arg(latest)));
             QVERIFY(q.exec(QStringLiteral("PRAGMA wal_checkpoint(TRUNCATE)")));
             q.finish();
             db.close();
@@ -243,9 +271,12 @@ private Q_SLOTS:
 
         const Run list = idempo(source, {QStringLiteral("list")});
         QCOMPARE(list.exitCode, 69);
-        QCOMPARE(list.json.value(QStringLiteral("error")).toString(), QStringLiteral("schema_mismatch"));
+        QCOMPARE(list.json.value(QStringLiteral("error")).toString(),
+                 QStringLiteral("schema_mismatch"));
         const QString message = list.json.value(QStringLiteral("message")).toString();
-        QVERIFY2(message.contains(QStringLiteral("schema version %1, older than this build's %2").arg(latest - 1).arg(latest)),
+        QVERIFY2(message.contains(QStringLiteral("schema version %1, older than this build's %2")
+                                      .arg(latest - 1)
+                                      .arg(latest)),
                  qPrintable(message));
         QVERIFY2(message.contains(QLatin1String("idempo init")), qPrintable(message));
         QCOMPARE(listing(m_dir.filePath(QStringLiteral("old"))), before);

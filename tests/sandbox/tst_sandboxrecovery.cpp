@@ -41,8 +41,9 @@ private:
 
     QStringList withLedger(const QStringList &args) const
     {
-        return QStringList{QStringLiteral("--ledger"), QStringLiteral("sqlite:") + m_path, QStringLiteral("--json")}
-               + args;
+        return QStringList{QStringLiteral("--ledger"), QStringLiteral("sqlite:") + m_path,
+                           QStringLiteral("--json")} +
+               args;
     }
 
     void prepare(QProcess &p) const
@@ -71,20 +72,22 @@ private:
 
     Run sandboxRun(const QString &ns, const QString &runs = QStringLiteral("4"))
     {
-        return idempo({QStringLiteral("--namespace"), ns, QStringLiteral("sandbox"), QStringLiteral("run"),
-                       QStringLiteral("--runs"), runs});
+        return idempo({QStringLiteral("--namespace"), ns, QStringLiteral("sandbox"),
+                       QStringLiteral("run"), QStringLiteral("--runs"), runs});
     }
 
     /// Makes `instance` the holder of the sandbox queue, its lease running for an hour.
     void holdQueue(const QString &ns, const QString &instance)
     {
         {
-            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("holder"));
+            QSqlDatabase db =
+                QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("holder"));
             db.setDatabaseName(m_path);
             QVERIFY(db.open());
             QSqlQuery q(db);
-            QVERIFY(q.prepare(QStringLiteral("INSERT OR REPLACE INTO sandbox_queue_holders (queue, namespace, driver, "
-                                             "instance, lease_expires_at_ms) VALUES ('sandbox', ?, ?, ?, ?)")));
+            QVERIFY(q.prepare(QStringLiteral(
+                "INSERT OR REPLACE INTO sandbox_queue_holders (queue, namespace, driver, "
+                "instance, lease_expires_at_ms) VALUES ('sandbox', ?, ?, ?, ?)")));
             q.addBindValue(ns);
             q.addBindValue(QStringLiteral("pid 4711 on host elsewhere"));
             q.addBindValue(instance);
@@ -131,13 +134,15 @@ private Q_SLOTS:
         QProcess driver;
         prepare(driver);
         driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     withLedger({QStringLiteral("--namespace"), QStringLiteral("killed"), QStringLiteral("sandbox"),
-                                 QStringLiteral("run"), QStringLiteral("--runs"), QStringLiteral("50000")}));
+                     withLedger({QStringLiteral("--namespace"), QStringLiteral("killed"),
+                                 QStringLiteral("sandbox"), QStringLiteral("run"),
+                                 QStringLiteral("--runs"), QStringLiteral("50000")}));
         QVERIFY(driver.waitForStarted(10'000));
         QDeadlineTimer deadline(60'000);
         int queued = 0;
         while (queued == 0 && !deadline.hasExpired() && driver.state() == QProcess::Running) {
-            const Run metrics = idempo({QStringLiteral("queue"), QStringLiteral("metrics"), QStringLiteral("sandbox")});
+            const Run metrics = idempo(
+                {QStringLiteral("queue"), QStringLiteral("metrics"), QStringLiteral("sandbox")});
             queued = metrics.json.value(QStringLiteral("queue_length")).toInt();
             if (queued == 0)
                 QThread::msleep(20);
@@ -149,9 +154,13 @@ private Q_SLOTS:
         const Run next = sandboxRun(QStringLiteral("after-kill"));
         QVERIFY2(next.exitCode == 0, next.err.constData());
         QVERIFY2(next.err.contains("the run in namespace 'killed'"), next.err.constData());
-        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"), next.err.constData());
+        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"),
+                 next.err.constData());
         QVERIFY2(next.err.contains("idempo --namespace killed check"), next.err.constData());
-        QVERIFY(next.json.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
+        QVERIFY(next.json.value(QStringLiteral("invariants"))
+                    .toObject()
+                    .value(QStringLiteral("ok"))
+                    .toBool());
         const Run again = sandboxRun(QStringLiteral("after-that"));
         QVERIFY2(again.exitCode == 0, again.err.constData());
         QVERIFY2(!again.err.contains("ended without cleaning up"), again.err.constData());
@@ -167,12 +176,17 @@ private Q_SLOTS:
         QCOMPARE(run.json.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_busy"));
         const QString message = run.json.value(QStringLiteral("message")).toString();
         QVERIFY2(message.contains(QLatin1String("namespace 'busy'")), qPrintable(message));
-        QVERIFY2(message.contains(QStringLiteral("kill -TERM %1").arg(::getpid())), qPrintable(message));
+        QVERIFY2(message.contains(QStringLiteral("kill -TERM %1").arg(::getpid())),
+                 qPrintable(message));
         const Run reset = idempo({QStringLiteral("sandbox"), QStringLiteral("reset")});
         QCOMPARE(reset.exitCode, 65);
-        QVERIFY2(reset.json.value(QStringLiteral("message")).toString().contains(QLatin1String("still runs")),
+        QVERIFY2(reset.json.value(QStringLiteral("message"))
+                     .toString()
+                     .contains(QLatin1String("still runs")),
                  reset.err.constData());
-        QCOMPARE(idempo({QStringLiteral("--namespace"), QStringLiteral("blocked"), QStringLiteral("check")}).exitCode,
+        QCOMPARE(idempo({QStringLiteral("--namespace"), QStringLiteral("blocked"),
+                         QStringLiteral("check")})
+                     .exitCode,
                  65); // refused before anything was recorded
     }
 
@@ -185,13 +199,17 @@ private Q_SLOTS:
         QCOMPARE(run.exitCode, 75);
         const QString message = run.json.value(QStringLiteral("message")).toString();
         QVERIFY2(message.contains(QLatin1String("on the ledger's clock")), qPrintable(message));
-        const QString command = QStringLiteral("idempo --ledger sqlite:") + m_path + QStringLiteral(" sandbox reset");
+        const QString command =
+            QStringLiteral("idempo --ledger sqlite:") + m_path + QStringLiteral(" sandbox reset");
         QVERIFY2(message.endsWith(command), qPrintable(message));
 
         const QStringList words = command.split(QLatin1Char(' ')).mid(1);
         const Run reset = idempo(QStringList{QStringLiteral("--json")} + words, false);
         QVERIFY2(reset.exitCode == 0, reset.err.constData());
-        QCOMPARE(reset.json.value(QStringLiteral("previous_holder")).toObject().value(QStringLiteral("namespace")).toString(),
+        QCOMPARE(reset.json.value(QStringLiteral("previous_holder"))
+                     .toObject()
+                     .value(QStringLiteral("namespace"))
+                     .toString(),
                  QStringLiteral("remote"));
         const Run after = sandboxRun(QStringLiteral("after-reset"));
         QVERIFY2(after.exitCode == 0, after.err.constData());

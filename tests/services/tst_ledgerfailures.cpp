@@ -43,7 +43,10 @@ Error errorOf(const std::function<void()> &f)
     return Error(ErrorCode::Internal, "no error was thrown");
 }
 
-bool onPostgres() { return !qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL"); }
+bool onPostgres()
+{
+    return !qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL");
+}
 
 /// A payload of about `bytes` bytes: more pages than a nearly full ledger has left.
 std::string bigPayload(int bytes)
@@ -74,17 +77,22 @@ private Q_SLOTS:
         QVERIFY(pragma.exec(QStringLiteral("PRAGMA max_page_count = %1").arg(pages)));
         const QByteArray before = f.snapshot();
 
-        const Error full = errorOf([&] { f.engine().claim(claimInput("run-1:second", bigPayload(200'000))); });
+        const Error full =
+            errorOf([&] { f.engine().claim(claimInput("run-1:second", bigPayload(200'000))); });
         QCOMPARE(full.code(), ErrorCode::LedgerUnavailable);
         QVERIFY2(std::string(full.what()).find("disk is full") != std::string::npos, full.what());
-        QVERIFY2(std::string(full.what()).find("nothing of this write was kept") != std::string::npos, full.what());
+        QVERIFY2(std::string(full.what()).find("nothing of this write was kept") !=
+                     std::string::npos,
+                 full.what());
         QCOMPARE(f.snapshot(), before);
         QVERIFY(!f.store().find(kNs, "run-1:second"));
 
         // Space again: the same claim goes through, once.
         QVERIFY(pragma.exec(QStringLiteral("PRAGMA max_page_count = 1073741823")));
-        QCOMPARE(f.engine().claim(claimInput("run-1:second", bigPayload(200'000))).outcome, ClaimOutcome::Claimed);
-        QCOMPARE(f.engine().claim(claimInput("run-1:second", bigPayload(200'000))).outcome, ClaimOutcome::InProgress);
+        QCOMPARE(f.engine().claim(claimInput("run-1:second", bigPayload(200'000))).outcome,
+                 ClaimOutcome::Claimed);
+        QCOMPARE(f.engine().claim(claimInput("run-1:second", bigPayload(200'000))).outcome,
+                 ClaimOutcome::InProgress);
     }
 
     /// Another process holding the write lock past the busy timeout: try again (LedgerBusy).
@@ -118,7 +126,8 @@ private Q_SLOTS:
         LedgerFixture f;
         QCOMPARE(f.engine().claim(claimInput("run-3:a")).outcome, ClaimOutcome::Claimed);
         auto &pg = dynamic_cast<PostgresLedgerStore &>(f.store());
-        const std::string pid = pg.connection().exec("backend pid", "SELECT pg_backend_pid()").text(0, 0);
+        const std::string pid =
+            pg.connection().exec("backend pid", "SELECT pg_backend_pid()").text(0, 0);
         PgConnection admin(qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString());
         PgParams p;
         p.text(pid);
@@ -126,7 +135,9 @@ private Q_SLOTS:
 
         const Error lost = errorOf([&] { f.engine().claim(claimInput("run-3:b")); });
         QCOMPARE(lost.code(), ErrorCode::LedgerUnavailable);
-        QVERIFY2(std::string(lost.what()).find("may or may not have been applied") != std::string::npos, lost.what());
+        QVERIFY2(std::string(lost.what()).find("may or may not have been applied") !=
+                     std::string::npos,
+                 lost.what());
         QCOMPARE(f.engine().claim(claimInput("run-3:b")).outcome, ClaimOutcome::Claimed);
         QCOMPARE(f.engine().claim(claimInput("run-3:b")).outcome, ClaimOutcome::InProgress);
     }
@@ -143,10 +154,13 @@ private Q_SLOTS:
         PgTransaction tx(holder);
         PgParams p;
         p.text(kNs).text("run-4:a");
-        holder.exec("lock", "SELECT 1 FROM operations WHERE namespace = $1 AND operation_key = $2 FOR UPDATE", p);
+        holder.exec(
+            "lock",
+            "SELECT 1 FROM operations WHERE namespace = $1 AND operation_key = $2 FOR UPDATE", p);
 
-        Engine impatient(std::make_shared<PostgresLedgerStore>(url + "?options=-c%20lock_timeout%3D100"), {},
-                         RetryPolicy{});
+        Engine impatient(
+            std::make_shared<PostgresLedgerStore>(url + "?options=-c%20lock_timeout%3D100"), {},
+            RetryPolicy{});
         const Error busy = errorOf([&] { impatient.claim(claimInput("run-4:a")); });
         QCOMPARE(busy.code(), ErrorCode::LedgerBusy);
         QVERIFY2(std::string(busy.what()).find("55P03") != std::string::npos, busy.what());

@@ -29,13 +29,15 @@ private Q_SLOTS:
             now += *delay;
         }
         // The last wait is cut so that the final attempt falls on the deadline.
-        const std::vector<std::int64_t> expected{100, 200, 400, 800, 1'600, 2'000, 2'000, 2'000, 900};
+        const std::vector<std::int64_t> expected{100,   200,   400,   800, 1'600,
+                                                 2'000, 2'000, 2'000, 900};
         QCOMPARE(delays, expected);
         QCOMPARE(now, 11'000);
         QCOMPARE(backoff.recovered(now + 5), 10'005);
         QVERIFY(!backoff.lost());
         QVERIFY(!backoff.due(now + 10'000));
-        QCOMPARE(backoff.failed(20'000), std::optional<std::int64_t>(100)); // a new outage starts over
+        QCOMPARE(backoff.failed(20'000),
+                 std::optional<std::int64_t>(100)); // a new outage starts over
     }
 
     void zeroDeadlineGivesUpAtOnce()
@@ -46,9 +48,12 @@ private Q_SLOTS:
 
     void giveUpMessageNamesLedgerDeadlineAndReason()
     {
-        const std::string message = gaveUpOnLedger("postgresql://idempo@db/ledger", {.deadlineMs = 2'500}, "refused");
-        QCOMPARE(message, std::string("gave up on the ledger postgresql://idempo@db/ledger after 2.5 s without it "
-                                      "(--reconnect-deadline): refused"));
+        const std::string message =
+            gaveUpOnLedger("postgresql://idempo@db/ledger", {.deadlineMs = 2'500}, "refused");
+        QCOMPARE(message,
+                 std::string(
+                     "gave up on the ledger postgresql://idempo@db/ledger after 2.5 s without it "
+                     "(--reconnect-deadline): refused"));
     }
 
     void retryCallsThroughAnOutageAndSaysSo()
@@ -60,9 +65,11 @@ private Q_SLOTS:
             {.firstDelayMs = 1, .maxDelayMs = 2, .deadlineMs = 10'000}, "sqlite:/l.db",
             [&] {
                 if (++calls < 3)
-                    throw Error(calls == 1 ? ErrorCode::LedgerUnavailable : ErrorCode::LedgerBusy, "down");
+                    throw Error(calls == 1 ? ErrorCode::LedgerUnavailable : ErrorCode::LedgerBusy,
+                                "down");
             },
-            [&](const std::string &reason) { lost.push_back(reason); }, [&](std::int64_t ms) { back.push_back(ms); });
+            [&](const std::string &reason) { lost.push_back(reason); },
+            [&](std::int64_t ms) { back.push_back(ms); });
         QVERIFY(done);
         QCOMPARE(calls, 3);
         QCOMPARE(lost, std::vector<std::string>{"down"});
@@ -74,15 +81,22 @@ private Q_SLOTS:
         int calls = 0;
         const auto never = [](const auto &) {};
         try {
-            retryThroughOutage({}, "l", [&] { ++calls; throw Error(ErrorCode::StaleLease, "stale"); }, never, never);
+            retryThroughOutage(
+                {}, "l",
+                [&] {
+                    ++calls;
+                    throw Error(ErrorCode::StaleLease, "stale");
+                },
+                never, never);
             QFAIL("no error");
         } catch (const Error &e) {
             QCOMPARE(e.code(), ErrorCode::StaleLease);
         }
         QCOMPARE(calls, 1);
         try {
-            retryThroughOutage({.firstDelayMs = 1, .maxDelayMs = 1, .deadlineMs = 5}, "sqlite:/l.db",
-                               [] { throw Error(ErrorCode::LedgerUnavailable, "disk full"); }, never, never);
+            retryThroughOutage(
+                {.firstDelayMs = 1, .maxDelayMs = 1, .deadlineMs = 5}, "sqlite:/l.db",
+                [] { throw Error(ErrorCode::LedgerUnavailable, "disk full"); }, never, never);
             QFAIL("no error");
         } catch (const Error &e) {
             QCOMPARE(e.code(), ErrorCode::LedgerUnavailable);
@@ -90,7 +104,8 @@ private Q_SLOTS:
             QVERIFY2(std::string(e.what()).find("disk full") != std::string::npos, e.what());
         }
         const std::atomic<bool> stop{true};
-        QVERIFY(!retryThroughOutage({}, "l", [] { throw Error(ErrorCode::LedgerBusy, "busy"); }, never, never, &stop));
+        QVERIFY(!retryThroughOutage(
+            {}, "l", [] { throw Error(ErrorCode::LedgerBusy, "busy"); }, never, never, &stop));
     }
 };
 

@@ -48,12 +48,13 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
         if (path.isEmpty() || path.startsWith(QLatin1Char(':')))
             throw Error(ErrorCode::InvalidArgument, "ledger URL '" + url.toStdString() + "' names no file");
         const QFileInfo info(path);
-        if (mode == OpenMode::OpenExisting && !info.exists()) {
+        if (mode != OpenMode::CreateIfMissing && !info.exists()) {
             // A mistyped path must not become a fresh, empty ledger on which everything runs again.
             throw Error(ErrorCode::LedgerUnavailable, "ledger " + url.toStdString()
                                                           + " does not exist; create it with 'idempo init'");
         }
-        if (!QDir().mkpath(info.absolutePath())) {
+        options.readOnly = mode == OpenMode::ReadOnly;
+        if (!options.readOnly && !QDir().mkpath(info.absolutePath())) {
             throw Error(ErrorCode::LedgerUnavailable,
                         "cannot create the ledger's folder " + info.absolutePath().toStdString());
         }

@@ -42,16 +42,20 @@ std::string oneLine(std::string_view message)
     return out;
 }
 
+/// The engine's error code for a PostgreSQL SQLSTATE, decided here for the whole shared store.
 ErrorCode codeForSqlState(std::string_view state)
 {
     if (state.size() != 5)
         return ErrorCode::Internal;
     const std::string_view cls = state.substr(0, 2);
-    // 08 connection, 28 authorization, 40 serialization/deadlock, 53 resources (too many
-    // connections), 57 operator intervention (statement timeout, shutdown), 55P03 lock timeout,
-    // 42501 missing privilege: the ledger is there but unusable right now or for this role.
-    if (cls == "08" || cls == "28" || cls == "40" || cls == "53" || cls == "57" ||
-        state == "55P03" || state == "42501")
+    // Nothing was written and the same request may pass in a moment: 40 serialization failure or
+    // deadlock, 55P03 lock timeout, 57014 statement timeout or cancel, 53300 too many connections.
+    if (cls == "40" || state == "55P03" || state == "57014" || state == "53300")
+        return ErrorCode::LedgerBusy;
+    // 08 connection, 57 operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03
+    // cannot connect now), 53 resources (disk full), 28 authorization, 42501 missing privilege,
+    // 25006 a read-only server (a standby): unusable now or for this role.
+    if (cls == "08" || cls == "57" || cls == "53" || cls == "28" || state == "42501" || state == "25006")
         return ErrorCode::LedgerUnavailable;
     if (state == "42P01" || state == "42703")
         return ErrorCode::SchemaMismatch;
@@ -234,6 +238,8 @@ PgResult PgConnection::check(pg_result *raw, const char *what)
         std::string(what) + ": " + oneLine(primary ? primary : PQerrorMessage(m_conn));
     if (state)
         message += " (SQLSTATE " + std::string(state) + ")";
+    if (lost)
+        message += "; the connection to the ledger was lost, so a write in flight may or may not have been applied";
     if (code == ErrorCode::SchemaMismatch)
         message += "; run `idempo init` to create or upgrade the ledger's schema";
     throw Error(code, message);

@@ -69,9 +69,12 @@ struct PgNotification
 
 /// One libpq connection. Not thread-safe: use it from one thread at a time.
 /// Every failure throws idempo::Error: LedgerUnavailable when the server cannot be reached or
-/// refuses (connection loss, authentication, permissions, lock or statement timeouts,
-/// serialization failures), SchemaMismatch when the ledger's tables are missing, InvalidArgument
-/// for values the server rejects, Internal otherwise. Messages are one line and hold no password.
+/// refuses (connection loss, shutdown, authentication, permissions, a full disk, a read-only
+/// standby), LedgerBusy when nothing was written and the same request may pass in a moment (lock
+/// or statement timeouts, serialization failures, deadlocks, too many connections),
+/// SchemaMismatch when the ledger's tables are missing, InvalidArgument for values the server
+/// rejects, Internal otherwise. Messages are one line and hold no password; after a lost
+/// connection they say that a write in flight may or may not have been applied.
 class PgConnection final
 {
 public:

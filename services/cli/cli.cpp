@@ -5,6 +5,7 @@
 #include "auditverify.h"
 #include "bench.h"
 #include "dlqreplaycommand.h"
+#include "driverlease.h"
 #include "guardsettingcommand.h"
 #include "helptext.h"
 #include "journallookup.h"
@@ -41,6 +42,7 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QFile>
+#include <QFileInfo>
 #include <QStringDecoder>
 
 #include <unistd.h>
@@ -73,11 +75,26 @@ public:
     }
 
     /// Only `init` and the embedded default may create a ledger file; a named one must exist.
+    /// Commands that only read open an existing ledger read-only, so that they also work on one
+    /// nobody may write (an auditor's copy).
     OpenMode openMode() const
     {
         const bool named = parser.isSet(QStringLiteral("ledger")) || !qEnvironmentVariableIsEmpty("IDEMPO_LEDGER");
-        return !named || parser.positionalArguments().value(0) == QLatin1String("init") ? OpenMode::CreateIfMissing
-                                                                                        : OpenMode::OpenExisting;
+        const QStringList args = parser.positionalArguments();
+        const QString command = args.value(0);
+        const QString sub = args.value(1);
+        const bool reads = command == QLatin1String("show") || command == QLatin1String("history")
+                           || command == QLatin1String("list") || command == QLatin1String("metrics")
+                           || command == QLatin1String("check")
+                           || (command == QLatin1String("audit")
+                               && (sub == QLatin1String("verify") || sub == QLatin1String("list")
+                                   || sub == QLatin1String("export")))
+                           || (command == QLatin1String("queue")
+                               && (sub == QLatin1String("list") || sub == QLatin1String("metrics")))
+                           || (command == QLatin1String("dlq") && sub == QLatin1String("list"));
+        if (reads && (named || QFileInfo::exists(defaultLedgerUrl().mid(7))))
+            return OpenMode::ReadOnly;
+        return !named || command == QLatin1String("init") ? OpenMode::CreateIfMissing : OpenMode::OpenExisting;
     }
 
     Engine &engine()
@@ -212,6 +229,8 @@ int exitFor(ErrorCode code)
     case ErrorCode::LedgerUnavailable:
     case ErrorCode::SchemaMismatch:
         return ExitUnavailable;
+    case ErrorCode::LedgerBusy:
+        return ExitTempFail;
     case ErrorCode::Internal:
         return ExitInternal;
     default:
@@ -411,6 +430,15 @@ std::string sandboxNamespace(const Context &c)
     return "sandbox";
 }
 
+/// How long `worker` and `sandbox run --processes` wait for a lost ledger (--reconnect-deadline).
+ReconnectPolicy reconnectPolicy(const Context &c)
+{
+    ReconnectPolicy policy;
+    if (c.parser.isSet(QStringLiteral("reconnect-deadline")))
+        policy.deadlineMs = c.secondsOption(QStringLiteral("reconnect-deadline"));
+    return policy;
+}
+
 /// A one-line progress bar on stderr, redrawn in place.
 void drawProgress(const sandbox::SandboxProgress &p)
 {
@@ -443,11 +471,29 @@ void requestSandboxStop(int signal)
     std::signal(signal, SIG_DFL);
 }
 
+/// `idempo sandbox reset`: clears the sandbox queue of a run that is gone (DriverLease::reset).
+int cmdSandboxReset(Context &c)
+{
+    const std::shared_ptr<LedgerStore> store = openLedger(c.ledgerUrl(), nullptr, c.openMode());
+    const auto journal = sandbox::SandboxJournal::open(*store);
+    const nlohmann::json r =
+        sandbox::DriverLease::reset(*journal, c.queue(), sandbox::SandboxContext::DefaultQueueName);
+    const nlohmann::json &previous = r.at("previous_holder");
+    c.print(r, "sandbox queue '" + r.at("queue").get<std::string>() + "' of " + store->describe() + " reset: removed "
+                   + r.at("messages_removed").dump() + " messages"
+                   + (previous.is_null() ? std::string()
+                                         : " of the run in namespace '" + previous.at("namespace").get<std::string>()
+                                               + "' (driver " + previous.at("driver").get<std::string>() + ")"));
+    return ExitOk;
+}
+
 int cmdSandbox(Context &c)
 {
-    const QString what = c.positional(1, "sandbox subcommand (run)");
+    const QString what = c.positional(1, "sandbox subcommand (run or reset)");
+    if (what == QLatin1String("reset"))
+        return cmdSandboxReset(c);
     if (what != QLatin1String("run"))
-        throw UsageError{"unknown subcommand 'sandbox " + escapedText(what.toStdString()) + "': expected run"};
+        throw UsageError{"unknown subcommand 'sandbox " + escapedText(what.toStdString()) + "': expected run or reset"};
     sandbox::SandboxOptions options;
     const std::string scenario = c.parser.isSet(QStringLiteral("scenario"))
                                      ? c.parser.value(QStringLiteral("scenario")).toStdString()
@@ -489,6 +535,7 @@ int cmdSandbox(Context &c)
         process.ledgerUrl = c.ledgerUrl();
         process.openMode = c.openMode();
         process.program = QCoreApplication::applicationFilePath();
+        process.reconnect = reconnectPolicy(c);
         report = sandbox::ProcessSandboxRunner(options, process).run();
     } else {
         auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
@@ -561,6 +608,7 @@ int cmdWorker(Context &c)
                                    : std::string("none");
     options.faults = sandbox::FaultPlan::parse(faults, static_cast<std::uint64_t>(seed));
     options.naive = c.parser.isSet(QStringLiteral("naive"));
+    options.reconnect = reconnectPolicy(c);
 
     std::signal(SIGTERM, requestWorkerStop);
     std::signal(SIGINT, requestWorkerStop);
@@ -1306,28 +1354,33 @@ std::map<QString, Command> commands()
         {QStringLiteral("sandbox"),
          {1,
           "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--processes] [--faults LIST|all] [--seed S]\n"
-          "              [--naive]",
+          "              [--naive] [--reconnect-deadline S]; sandbox reset",
           "Run simulated multi-agent workflows under injected faults, then check the invariants (exit 65\n"
           "when one fails): worker threads on a virtual clock on the embedded ledger, or with --processes\n"
           "'idempo worker' processes on the real clock, killed with SIGKILL at the crash points and\n"
           "restarted (any ledger; PostgreSQL is the real thing). Scenarios: kyc-onboarding,\n"
           "payment-refund, travel-booking, invoice-email. Namespace 'sandbox' unless --namespace is\n"
           "given. SIGTERM or SIGINT stops the run: workers finish the message in hand, the report says\n"
-          "cancelled and covers what ran, exit 75. See docs/sandbox.md for faults and rates.",
+          "cancelled and covers what ran, exit 75. A run killed without a word leaves the sandbox queue to\n"
+          "the next run, which clears it once the killed driver is known gone; 'sandbox reset' clears it at\n"
+          "once. See docs/sandbox.md for faults and rates.",
           {opt("scenario", "A scenario name, or all (default): runs are spread round-robin.", "NAME"),
            opt("runs", "Runs to start, 1..1000000 (default 100).", "N"),
            opt("workers", "Worker threads, or worker processes with --processes (default 2).", "W"),
            opt("processes", "Run the workers as 'idempo worker' processes and SIGKILL them at crash points."),
            opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
            opt("seed", "Seed of every random choice (default 1): the same seed gives the same report.", "S"),
-           opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes.")},
+           opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes."),
+           opt("reconnect-deadline", "With --processes: how long the driver and its workers wait for a lost "
+                                     "ledger before exit 69, seconds (default 60).", "S")},
           cmdSandbox}},
         {QStringLiteral("worker"),
          {0, "worker [--queue NAME] [--owner ID] [--max-messages N] [--idle-exit-ms MS] [--faults LIST] [--seed S]",
           "Consume sandbox envelopes from a queue of the ledger until SIGTERM or SIGINT (then finish the\n"
           "message in hand): claim, act only on 'claimed', record the outcome and send the next step's\n"
           "message in one transaction, ack last. At a crash point of --faults it prints a 'crash' line\n"
-          "and blocks until killed. stdout is one JSON object per line (events), with or without --json.",
+          "and blocks until killed. stdout is one JSON object per line (events), with or without --json.\n"
+          "A lost ledger is waited for (a line on stderr says so) up to --reconnect-deadline, then exit 69.",
           {opt("queue", "The queue to consume (default sandbox).", "NAME"),
            opt("owner", "Lease owner (default host:pid).", "ID"),
            opt("index", "The worker's number, which picks its clock skew (default 0).", "N"),
@@ -1337,7 +1390,9 @@ std::map<QString, Command> commands()
            opt("seed", "Seed of every fault decision (default 1).", "S"),
            opt("lease-ms", "Lease length, milliseconds (default 2000).", "MS"),
            opt("vt-ms", "Visibility timeout of a read, milliseconds (default 2000).", "MS"),
-           opt("naive", "Consume without the idempotency layer.")},
+           opt("naive", "Consume without the idempotency layer."),
+           opt("reconnect-deadline", "How long to wait for a lost ledger before exit 69, seconds (default 60).",
+               "S")},
           cmdWorker}},
         {QStringLiteral("check"),
          {0, "check",

@@ -34,9 +34,11 @@ const Entry kExitCodes[] = {
            "out of its range"},
     {"65", "refused input or write: payload_mismatch, invalid key or JSON, payload too large,\n"
            "stale_lease, illegal transition, unknown key"},
-    {"69", "ledger unreachable or unusable (including a newer schema)"},
+    {"69", "ledger unreachable, unusable or not writable (lost connection, full disk, read-only\n"
+           "file; a newer schema, or an older one opened read-only)"},
     {"70", "internal error"},
-    {"75", "do not execute now: in_progress, retry_later, reconcile_required"},
+    {"75", "do not execute now: in_progress, retry_later, reconcile_required; or ledger_busy\n"
+           "(locked, nothing written): try again"},
 };
 
 const char *const kGuardedExits =

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "processsandboxrunner.h"
 
+#include "driverlease.h"
 #include "error.h"
 #include "reconciler.h"
 #include "sandboxjournal.h"
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <list>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +37,20 @@ std::string runNumber(int i)
     std::snprintf(buffer, sizeof buffer, "%06d", i);
     return buffer;
 }
+
+void sayLost(const std::string &ledger, const std::string &reason, const ReconnectPolicy &policy)
+{
+    spdlog::warn("sandbox: lost the ledger {} ({}); reconnecting for up to {} s", ledger, reason,
+                 policy.deadlineMs / 1000.0);
+}
+
+void sayBack(const std::string &ledger, std::int64_t afterMs)
+{
+    spdlog::warn("sandbox: the ledger {} answers again after {} s; carrying on", ledger, afterMs / 1000.0);
+}
+
+/// The exit status of `idempo` when the ledger is unavailable (cli.h ExitUnavailable).
+constexpr int kWorkerLostLedger = 69;
 
 /// One worker process and the last status line it printed (cumulative for its lifetime).
 struct Worker
@@ -81,8 +97,8 @@ nlohmann::json ProcessSandboxRunner::run()
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
     ctx.queue().createQueue(ctx.queueName(), queueOptions);
-    if (ctx.queue().metrics(ctx.queueName()).length > 0)
-        throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
+    DriverLease lease(*journal, ctx.queue(), ctx.queueName(), o.ns, store->describe(),
+                      [](const std::string &line) { spdlog::warn("{}", line); });
 
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
@@ -106,6 +122,12 @@ nlohmann::json ProcessSandboxRunner::run()
         return cancelled;
     };
     std::string failure;
+    ErrorCode failureCode = ErrorCode::Internal;
+    const std::string ledger = store->describe();
+    const ReconnectPolicy &reconnect = m_process.reconnect;
+    ReconnectBackoff outage(reconnect);
+    std::int64_t outageEndedAtMs = -reconnect.deadlineMs;
+    std::vector<int> waitingSlots; ///< workers that could not reach the ledger, restarted once it answers
     Counters &totals = ctx.counters();
     std::int64_t deduplicated = 0;
     SandboxTiming timing;
@@ -153,7 +175,12 @@ nlohmann::json ProcessSandboxRunner::run()
                 if (&other != &w)
                     other.process->terminate();
         }
-        const bool expected = w.killed || stopping;
+        // A worker that could not reach the ledger (exit 69) during an outage the driver sees
+        // too is replaced once the ledger answers again, not at once.
+        const bool lostLedger = w.process->exitStatus() == QProcess::NormalExit
+                                && w.process->exitCode() == kWorkerLostLedger
+                                && (outage.lost() || steadyNowMs() - outageEndedAtMs < reconnect.deadlineMs);
+        const bool expected = w.killed || stopping || lostLedger;
         if (!expected) {
             ++unexpectedExits;
             spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot, w.process->exitCode());
@@ -166,7 +193,9 @@ nlohmann::json ProcessSandboxRunner::run()
         QObject::disconnect(w.process, nullptr, &loop, nullptr);
         w.process->deleteLater();
         workers.remove_if([&](const Worker &other) { return &other == &w; });
-        if (!stopping && failure.empty()) {
+        if (!stopping && failure.empty() && lostLedger) {
+            waitingSlots.push_back(slot);
+        } else if (!stopping && failure.empty()) {
             ++restarts;
             start(slot);
         } else if (workers.empty()) {
@@ -179,12 +208,14 @@ nlohmann::json ProcessSandboxRunner::run()
         w.process = new QProcess();
         w.process->setProcessChannelMode(QProcess::ForwardedErrorChannel);
         // A worker must not outlive its driver and go on consuming the shared queue: it gets
-        // SIGTERM (finish the message in hand, then exit) when the driver ends, however it ends.
+        // SIGKILL when the driver ends, however it ends. Not SIGTERM: finishing the message in
+        // hand could send the next step's message after the next run took the queue over
+        // (DriverLease), while a worker killed mid-message is a crash the ledger is built for.
         const pid_t driver = ::getpid();
         w.process->setChildProcessModifier([driver] {
-            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (::getppid() != driver) // the driver ended before the line above
-                ::raise(SIGTERM);
+                ::raise(SIGKILL);
         });
         const QString owner = QStringLiteral("p%1.%2").arg(slot).arg(++generation);
         // The ledger travels in the worker's environment, which only its user can read: argv, which
@@ -198,7 +229,8 @@ nlohmann::json ProcessSandboxRunner::run()
                          QString::fromStdString(o.faults.toList()), QStringLiteral("--seed"),
                          QString::number(o.faults.seed()), QStringLiteral("--lease-ms"),
                          QString::number(m_process.timings.leaseMs), QStringLiteral("--vt-ms"),
-                         QString::number(m_process.timings.visibilityTimeoutMs)};
+                         QString::number(m_process.timings.visibilityTimeoutMs), QStringLiteral("--reconnect-deadline"),
+                         QString::number(static_cast<double>(reconnect.deadlineMs) / 1000.0)};
         if (o.naive)
             args << QStringLiteral("--naive");
         QObject::connect(w.process, &QProcess::readyReadStandardOutput, &loop, [&w, &readLines] { readLines(w); });
@@ -220,7 +252,14 @@ nlohmann::json ProcessSandboxRunner::run()
         const WorkflowStep &first = run.scenario->steps().front();
         const std::string message =
             ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner", ctx.workerNowMs(0));
-        ctx.queue().send(ctx.queueName(), message, {}, 0);
+        retryThroughOutage(
+            reconnect, ledger,
+            [&] {
+                lease.renew();
+                ctx.queue().send(ctx.queueName(), message, {}, 0);
+            },
+            [&](const std::string &reason) { sayLost(ledger, reason, reconnect); },
+            [&](std::int64_t afterMs) { sayBack(ledger, afterMs); });
     }
     const std::int64_t driverSendNs = nanosSince(wallStart) - sendStart;
 
@@ -232,11 +271,22 @@ nlohmann::json ProcessSandboxRunner::run()
     QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
         if (stopping)
             return;
+        if (outage.lost() && !outage.due(steadyNowMs()) && !cancelRequested())
+            return;
         try {
             const auto passStart = std::chrono::steady_clock::now();
+            lease.renew();
             const Reconciler::Pass pass = o.naive ? Reconciler::Pass{} : reconciler.run();
             const std::int64_t queued = ctx.queue().metrics(ctx.queueName()).length;
             driverBusyNs += nanosSince(passStart);
+            if (outage.lost()) {
+                sayBack(ledger, outage.recovered(steadyNowMs()));
+                outageEndedAtMs = steadyNowMs();
+            }
+            for (const int slot : std::exchange(waitingSlots, {})) {
+                ++restarts;
+                start(slot);
+            }
             quietChecks = queued == 0 && pass.actions == 0 && pass.waiting == 0 ? quietChecks + 1 : 0;
             timedOut = nanosSince(wallStart) / 1'000'000 >= m_process.maxWallMs;
             if (o.progress) {
@@ -250,6 +300,21 @@ nlohmann::json ProcessSandboxRunner::run()
             }
             if (quietChecks < 2 && !timedOut && failure.empty() && !cancelRequested())
                 return;
+        } catch (const Error &e) {
+            if (!isLedgerOutage(e.code())) {
+                failure = e.what();
+                failureCode = e.code();
+            } else {
+                if (!outage.lost())
+                    sayLost(ledger, e.what(), reconnect);
+                const bool waiting = outage.failed(steadyNowMs()).has_value();
+                if (waiting && !cancelRequested())
+                    return;
+                if (!waiting) {
+                    failure = gaveUpOnLedger(ledger, reconnect, e.what());
+                    failureCode = ErrorCode::LedgerUnavailable;
+                }
+            }
         } catch (const std::exception &e) {
             failure = e.what();
         }
@@ -271,7 +336,7 @@ nlohmann::json ProcessSandboxRunner::run()
         delete w.process;
     }
     if (!failure.empty())
-        throw Error(ErrorCode::Internal, "sandbox process run failed: " + failure);
+        throw Error(failureCode, "sandbox process run failed: " + failure);
     std::int64_t withdrawn = 0;
     if (cancelled) {
         // Every worker has ended. Let the reconciler settle what it can, waiting at most until
@@ -280,21 +345,32 @@ nlohmann::json ProcessSandboxRunner::run()
         const auto passStart = std::chrono::steady_clock::now();
         const std::int64_t waitNs =
             (m_process.timings.leaseMs + m_process.timings.confirmationDelayMs + m_process.checkEveryMs) * 1'000'000;
-        while (!o.naive) {
-            const Reconciler::Pass pass = reconciler.run();
-            if ((pass.actions == 0 && pass.waiting == 0) || nanosSince(passStart) >= waitNs)
-                break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(m_process.checkEveryMs));
-        }
-        ctx.emptyQueue();
-        withdrawn = withdrawUnsettledRuns(*store, *journal, o.ns);
+        // Each step reads the ledger before it acts, so the whole clean-up may start over.
+        retryThroughOutage(
+            reconnect, ledger,
+            [&] {
+                while (!o.naive) {
+                    const Reconciler::Pass pass = reconciler.run();
+                    if ((pass.actions == 0 && pass.waiting == 0) || nanosSince(passStart) >= waitNs)
+                        break;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(m_process.checkEveryMs));
+                }
+                ctx.emptyQueue();
+                withdrawn = withdrawUnsettledRuns(*store, *journal, o.ns);
+            },
+            [&](const std::string &reason) { sayLost(ledger, reason, reconnect); },
+            [&](std::int64_t afterMs) { sayBack(ledger, afterMs); });
         driverBusyNs += nanosSince(passStart);
     }
 
     timing.wallNs = nanosSince(wallStart);
     timing.engineNs += ctx.slot(o.workers).engineNs; // the driver's reconciler
     timing.busyNs += driverBusyNs + driverSendNs;
-    nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
+    nlohmann::json report;
+    retryThroughOutage(
+        reconnect, ledger, [&] { report = sandboxReport(ctx, *journal, o, deduplicated, timing); },
+        [&](const std::string &reason) { sayLost(ledger, reason, reconnect); },
+        [&](std::int64_t afterMs) { sayBack(ledger, afterMs); });
     report["processes"] = true;
     report["kills"] = kills;
     report["restarts"] = restarts;

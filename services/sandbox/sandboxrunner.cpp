@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxrunner.h"
 
+#include "driverlease.h"
 #include "engineconsumer.h"
 #include "error.h"
 #include "ledgerfactory.h"
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+
+#include <spdlog/spdlog.h>
 
 namespace idempo::sandbox {
 namespace {
@@ -92,8 +95,8 @@ nlohmann::json SandboxRunner::run()
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
     ctx.queue().createQueue(ctx.queueName(), queueOptions);
-    if (ctx.queue().metrics(ctx.queueName()).length > 0)
-        throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
+    DriverLease lease(*journal, ctx.queue(), ctx.queueName(), o.ns, m_store->describe(),
+                      [](const std::string &line) { spdlog::warn("{}", line); });
 
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
@@ -110,6 +113,7 @@ nlohmann::json SandboxRunner::run()
         const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner",
                                                  ctx.workerNowMs(0));
         timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
+        lease.renew();
     }
 
     WorkerPool pool(o.workers);
@@ -120,6 +124,7 @@ nlohmann::json SandboxRunner::run()
     int roundsThisInstant = 0;
     bool cancelled = false;
     for (;;) {
+        lease.renew();
         const std::int64_t now = m_clock->nowMs();
         std::vector<WorkItem> items;
         for (;;) {

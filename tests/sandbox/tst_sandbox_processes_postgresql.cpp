@@ -21,6 +21,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QThread>
 
 namespace {
 
@@ -145,17 +146,20 @@ private:
         return total;
     }
 
-    /// Starts `idempo sandbox run --processes` in `ns` and returns once its workers have made
-    /// effects, with the pids of the workers running then.
-    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns)
+    /// Starts `idempo sandbox run --processes` in `ns` (`runs` runs, `extra` arguments, on
+    /// `ledger` or the test ledger) and returns once its workers have made effects, with the
+    /// pids of the workers running then.
+    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns, const QString &runs = QStringLiteral("400"),
+                                       const QStringList &extra = {}, const QString &ledger = ledgerUrl())
     {
         driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("--json"), QStringLiteral("--namespace"), ns,
-                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
-                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"),
-                      QStringLiteral("400"), QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
-                      QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
-                      QStringLiteral("5")});
+                     QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json"), QStringLiteral("--namespace"),
+                                 ns, QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                                 QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), runs,
+                                 QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
+                                 QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
+                                 QStringLiteral("5")}
+                         + extra);
         if (!driver.waitForStarted(10'000))
             return {};
         QDeadlineTimer deadline(60'000);
@@ -297,6 +301,77 @@ private Q_SLOTS:
         QVERIFY(r.value(QStringLiteral("deliveries")).toInt() >= 8);
     }
 
+    /// The server restarts (fast shutdown: every session ends with 57P01) in the middle of a
+    /// run with SIGKILLed workers: the driver and the workers say they lost the ledger and that
+    /// it is back, the run finishes, every invariant holds and no operation has a second effect.
+    void serverRestartDuringARunKeepsEveryInvariant()
+    {
+        const QString ctl = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_CTL");
+        if (ctl.isEmpty())
+            QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
+        QProcess driver;
+        const std::vector<pid_t> workers =
+            startBusyDriver(driver, QStringLiteral("restarted"), QStringLiteral("120"),
+                            {QStringLiteral("--faults"),
+                             QStringLiteral("crash-before-dispatch=0.2,crash-after-effect=0.2,duplicate-delivery")});
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("restart")}), 0);
+        QVERIFY(driver.waitForFinished(240'000));
+        const QByteArray err = driver.readAllStandardError();
+        QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(driver.exitCode() == 0, err.constData());
+        QVERIFY2(err.contains("lost the ledger postgresql://idempo@127.0.0.1:"), err.constData());
+        QVERIFY2(err.contains("answers again after"), err.constData());
+        QVERIFY2(err.contains("57P01") || err.contains("server closed the connection"), err.constData());
+        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput()).object();
+        QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 120);
+        QVERIFY(!r.value(QStringLiteral("timed_out")).toBool());
+        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QCOMPARE(r.value(QStringLiteral("duplicate_effects")).toInt(), 0);
+        for (const auto &[operation, count] : effectsPerOperation("restarted"))
+            QVERIFY2(count == 1, operation.c_str());
+        const Run check = idempo({QStringLiteral("--namespace"), QStringLiteral("restarted"), QStringLiteral("check")});
+        QVERIFY2(check.exitCode == 0, QJsonDocument(check.json).toJson().constData());
+    }
+
+    /// The server stays down past --reconnect-deadline: the driver exits 69 naming the ledger,
+    /// whose password the message leaves out, and no worker is left.
+    void ledgerDownPastTheDeadlineExits69()
+    {
+        const QString ctl = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_CTL");
+        if (ctl.isEmpty())
+            QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
+        // The superuser signs in by trust: the password is never checked, only carried.
+        QString withPassword = ledgerUrl();
+        withPassword.replace(QStringLiteral("://idempo@"), QStringLiteral("://idempo:pw-never-shown@"));
+        QProcess driver;
+        const std::vector<pid_t> workers =
+            startBusyDriver(driver, QStringLiteral("down"), QStringLiteral("400"),
+                            {QStringLiteral("--reconnect-deadline"), QStringLiteral("2")}, withPassword);
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("stop")}), 0);
+        const bool ended = driver.waitForFinished(60'000);
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("start")}), 0);
+        QVERIFY(ended);
+        const QByteArray err = driver.readAllStandardError();
+        QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(driver.exitCode() == 69, err.constData());
+        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput()).object();
+        QCOMPARE(r.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
+        const QString message = r.value(QStringLiteral("message")).toString();
+        QVERIFY2(message.contains(QLatin1String("gave up on the ledger postgresql://idempo@127.0.0.1:")),
+                 qPrintable(message));
+        QVERIFY2(message.contains(QLatin1String("after 2 s without it")), qPrintable(message));
+        QVERIFY2(!message.contains(QLatin1String("pw-never-shown")), qPrintable(message));
+        QVERIFY2(!err.contains("pw-never-shown"), err.constData());
+        QVERIFY2(err.contains("reconnecting for up to 2 s"), err.constData());
+        QDeadlineTimer deadline(30'000);
+        while (workersIn(QStringLiteral("down")) > 0 && !deadline.hasExpired())
+            QThread::msleep(50);
+        QCOMPARE(workersIn(QStringLiteral("down")), 0);
+    }
+
     /// SIGTERM to the driver stops the run the documented way: its workers finish the message in
     /// hand and are reaped, the report says cancelled, the invariants hold over what ran, the
     /// exit status is 75, and the next run finds an empty queue.
@@ -367,8 +442,8 @@ private Q_SLOTS:
                  QStringLiteral("exit"));
     }
 
-    /// A driver that dies without a word (SIGKILL) takes its workers with it. Last: the dead
-    /// driver leaves messages on the queue.
+    /// A driver that dies without a word (SIGKILL) takes its workers with it, and leaves messages
+    /// on the queue for the next test.
     void workersEndWithTheirDriver()
     {
         QProcess driver;
@@ -382,6 +457,18 @@ private Q_SLOTS:
             QThread::msleep(50);
         QVERIFY2(!anyAlive(), "a worker outlived its SIGKILLed driver");
         QCOMPARE(workersIn(QStringLiteral("orphans")), 0);
+    }
+
+    /// The run after a SIGKILLed driver finds it gone, says whose messages it removes, and runs.
+    void nextRunClearsTheQueueOfAKilledDriver()
+    {
+        const Run next = idempo({QStringLiteral("--namespace"), QStringLiteral("after-kill"), QStringLiteral("sandbox"),
+                                 QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
+                                 QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
+        QVERIFY2(next.exitCode == 0, next.err.constData());
+        QVERIFY2(next.err.contains("the run in namespace 'orphans'"), next.err.constData());
+        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"), next.err.constData());
+        QVERIFY(next.json.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
     }
 };
 

@@ -435,7 +435,7 @@ ReconnectPolicy reconnectPolicy(const Context &c)
 {
     ReconnectPolicy policy;
     if (c.parser.isSet(QStringLiteral("reconnect-deadline")))
-        policy.deadlineMs = c.secondsOption(QStringLiteral("reconnect-deadline"));
+        policy.deadlineMs = c.secondsOption(QStringLiteral("reconnect-deadline"), 0, 86400);
     return policy;
 }
 

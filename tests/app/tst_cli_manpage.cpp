@@ -103,7 +103,7 @@ private Q_SLOTS:
         const QStringList synopses = synopsisLines(text);
         QVERIFY2(synopses.size() >= 20, qPrintable(synopses.join(QLatin1Char('\n'))));
         QVERIFY(synopses.contains(S("claim KEY --payload JSON|@FILE [options]")));
-        QVERIFY(synopses.contains(S("[--naive]"))); // a continuation line of sandbox run
+        QVERIFY(synopses.contains(S("[--naive] [--reconnect-deadline S]; sandbox reset"))); // a continuation line of sandbox run
         const QStringList page = deroffedLines(m_page);
         for (const QString &synopsis : synopses)
             QVERIFY2(page.contains(synopsis), qPrintable(synopsis));

@@ -82,7 +82,7 @@ std::string exitCodesText()
 }
 
 /// Text as roff reads it literally: backslashes and hyphens escaped, a leading '.' or '\''
-/// defused, every character beyond ASCII as \[uXXXX].
+/// defused, every character beyond ASCII as \[u followed by four hex digits].
 std::string roff(const std::string &text)
 {
     std::string out;

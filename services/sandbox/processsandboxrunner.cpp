@@ -114,6 +114,7 @@ nlohmann::json ProcessSandboxRunner::run()
     std::int64_t kills = 0;
     std::int64_t restarts = 0;
     std::int64_t unexpectedExits = 0;
+    std::int64_t unconfirmedLosses = 0; ///< exits 69 the driver has not yet seen an outage behind
     bool stopping = false;
     bool cancelled = false;
     const auto cancelRequested = [&] {
@@ -123,6 +124,12 @@ nlohmann::json ProcessSandboxRunner::run()
     };
     std::string failure;
     ErrorCode failureCode = ErrorCode::Internal;
+    // A worker that cannot work (an unreachable ledger, a broken binary) would be replaced
+    // forever: give up and say so.
+    const auto checkUnexpectedExits = [&] {
+        if (unexpectedExits > 3 * static_cast<std::int64_t>(o.workers))
+            failure = "workers keep ending on their own (see their messages above)";
+    };
     const std::string ledger = store->describe();
     const ReconnectPolicy &reconnect = m_process.reconnect;
     ReconnectBackoff outage(reconnect);
@@ -175,19 +182,18 @@ nlohmann::json ProcessSandboxRunner::run()
                 if (&other != &w)
                     other.process->terminate();
         }
-        // A worker that could not reach the ledger (exit 69) during an outage the driver sees
-        // too is replaced once the ledger answers again, not at once.
-        const bool lostLedger = w.process->exitStatus() == QProcess::NormalExit
-                                && w.process->exitCode() == kWorkerLostLedger
-                                && (outage.lost() || steadyNowMs() - outageEndedAtMs < reconnect.deadlineMs);
-        const bool expected = w.killed || stopping || lostLedger;
-        if (!expected) {
+        // A worker that could not reach the ledger (exit 69) is replaced once the driver's next
+        // check finds the ledger answering, never at once. A worker often sees an outage before
+        // the driver does, so its exit is judged by that check: unexpected only if the driver
+        // reaches the ledger the worker could not.
+        const bool lostLedger =
+            w.process->exitStatus() == QProcess::NormalExit && w.process->exitCode() == kWorkerLostLedger;
+        if (lostLedger && !outage.lost() && steadyNowMs() - outageEndedAtMs >= reconnect.deadlineMs)
+            ++unconfirmedLosses;
+        if (!w.killed && !stopping && !lostLedger) {
             ++unexpectedExits;
             spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot, w.process->exitCode());
-            // A worker that cannot work (an unreachable ledger, a broken binary) would be
-            // replaced forever: give up and say so.
-            if (unexpectedExits > 3 * static_cast<std::int64_t>(o.workers))
-                failure = "workers keep ending on their own (see their messages above)";
+            checkUnexpectedExits();
         }
         const int slot = w.slot;
         QObject::disconnect(w.process, nullptr, &loop, nullptr);
@@ -283,6 +289,12 @@ nlohmann::json ProcessSandboxRunner::run()
                 sayBack(ledger, outage.recovered(steadyNowMs()));
                 outageEndedAtMs = steadyNowMs();
             }
+            if (unconfirmedLosses > 0) {
+                spdlog::warn("sandbox: {} worker(s) could not reach the ledger {}, which answers the driver",
+                             unconfirmedLosses, ledger);
+                unexpectedExits += std::exchange(unconfirmedLosses, 0);
+                checkUnexpectedExits();
+            }
             for (const int slot : std::exchange(waitingSlots, {})) {
                 ++restarts;
                 start(slot);
@@ -307,6 +319,7 @@ nlohmann::json ProcessSandboxRunner::run()
             } else {
                 if (!outage.lost())
                     sayLost(ledger, e.what(), reconnect);
+                unconfirmedLosses = 0;
                 const bool waiting = outage.failed(steadyNowMs()).has_value();
                 if (waiting && !cancelRequested())
                     return;

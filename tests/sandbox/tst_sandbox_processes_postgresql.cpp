@@ -356,8 +356,9 @@ private Q_SLOTS:
         QVERIFY(ended);
         const QByteArray err = driver.readAllStandardError();
         QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
-        QVERIFY2(driver.exitCode() == 69, err.constData());
-        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput()).object();
+        const QByteArray out = driver.readAllStandardOutput();
+        QVERIFY2(driver.exitCode() == 69, QByteArray(QByteArray::number(driver.exitCode()) + " " + out + err).constData());
+        const QJsonObject r = QJsonDocument::fromJson(out).object();
         QCOMPARE(r.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
         const QString message = r.value(QStringLiteral("message")).toString();
         QVERIFY2(message.contains(QLatin1String("gave up on the ledger postgresql://idempo@127.0.0.1:")),

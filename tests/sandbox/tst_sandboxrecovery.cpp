@@ -4,6 +4,9 @@
 // refused with its name, one that may be gone elsewhere with the `sandbox reset` command that
 // then clears it.
 #include "driverlease.h"
+#include "error.h"
+#include "processsandboxrunner.h"
+#include "scenario.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -18,6 +21,8 @@
 
 #include <unistd.h>
 
+using idempo::Error;
+using idempo::ErrorCode;
 using idempo::sandbox::DriverLease;
 
 namespace {
@@ -213,6 +218,38 @@ private Q_SLOTS:
                  QStringLiteral("remote"));
         const Run after = sandboxRun(QStringLiteral("after-reset"));
         QVERIFY2(after.exitCode == 0, after.err.constData());
+    }
+
+    /// Workers that exit 69 (the ledger is unavailable) while the ledger answers the driver are
+    /// not waiting out an outage: the run ends with an error that says so, instead of replacing
+    /// them forever.
+    void workersWithoutALedgerTheDriverReachesEndTheRun()
+    {
+        const QString fake = m_dir.filePath(QStringLiteral("no-ledger-worker"));
+        QFile script(fake);
+        QVERIFY(script.open(QIODevice::WriteOnly));
+        script.write("#!/bin/sh\nexit 69\n");
+        script.close();
+        QVERIFY(script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+
+        idempo::sandbox::SandboxOptions options;
+        options.scenarios.push_back(idempo::sandbox::Scenario::find("payment-refund"));
+        options.runs = 2;
+        options.workers = 2;
+        options.ns = "lonely";
+        idempo::sandbox::ProcessRunOptions process;
+        process.ledgerUrl = QStringLiteral("sqlite:") + m_path;
+        process.program = fake;
+        process.checkEveryMs = 20;
+        process.maxWallMs = 60'000;
+        try {
+            idempo::sandbox::ProcessSandboxRunner(options, process).run();
+            QFAIL("the run finished with workers that never reached the ledger");
+        } catch (const Error &e) {
+            QCOMPARE(e.code(), ErrorCode::Internal);
+            QVERIFY2(std::string_view(e.what()).find("workers keep ending on their own") != std::string_view::npos,
+                     e.what());
+        }
     }
 };
 

@@ -45,6 +45,10 @@ public:
     /// The shortest retention accepted, milliseconds: a duplicate arriving after retention is a
     /// new operation, and redeliveries within an hour are common.
     static constexpr std::int64_t MinRetentionMs = 3600'000;
+    /// The longest lease, milliseconds (the shortest is 1 ms).
+    static constexpr std::int64_t MaxLeaseMs = 24 * 3600'000;
+    /// The highest attempt limit a claim may set.
+    static constexpr int MaxAttempts = 100;
 
     struct Settings
     {

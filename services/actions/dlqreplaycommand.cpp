@@ -225,7 +225,7 @@ std::vector<std::string> DlqReplayCommand::validate()
         problems.push_back(roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.ids.empty())
         problems.push_back("the replay set is empty: select messages or a filter that matches some");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
         problems.push_back("the rate must be more than 0 and at most 10000 messages per second");
     if (QueueName(m_request.queue).isDeadLetterName())
         problems.push_back("'" + m_request.queue + "' is a dead-letter queue: name its source queue");
@@ -272,7 +272,7 @@ nlohmann::json DlqReplayCommand::execute()
         throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.reason.empty())
         throw Error(ErrorCode::Refused, "a reason is required");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
         throw Error(ErrorCode::InvalidArgument, "the rate must be more than 0 and at most 10000 messages per second");
     const ActionPreview preview = describe();
     if (!m_unknown.empty())

@@ -57,6 +57,9 @@ struct ReplayItem
 class DlqReplayCommand final : public GuardedAction
 {
 public:
+    /// The fastest replay rate, messages per second.
+    static constexpr double MaxRatePerSecond = 10'000;
+
     struct Request
     {
         std::string ns = "default";    ///< the namespace of the operations the envelopes name

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxrunner.h"
 
+#include "driverlease.h"
 #include "engineconsumer.h"
 #include "error.h"
 #include "ledgerfactory.h"
@@ -18,6 +19,8 @@
 #include <chrono>
 #include <cstdio>
 #include <utility>
+
+#include <spdlog/spdlog.h>
 
 namespace idempo::sandbox {
 namespace {
@@ -116,8 +119,8 @@ nlohmann::json SandboxRunner::run()
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
     ctx.queue().createQueue(ctx.queueName(), queueOptions);
-    if (ctx.queue().metrics(ctx.queueName()).length > 0)
-        throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
+    DriverLease lease(*journal, ctx.queue(), ctx.queueName(), o.ns, m_store->describe(),
+                      [](const std::string &line) { spdlog::warn("{}", line); });
 
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
@@ -144,6 +147,7 @@ nlohmann::json SandboxRunner::run()
                                                      "planner", ctx.workerNowMs(0));
             timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
         }
+        lease.renew();
     }
 
     WorkerPool pool(o.workers);
@@ -153,6 +157,7 @@ nlohmann::json SandboxRunner::run()
     std::int64_t waitNs = 0;
     int roundsThisInstant = 0;
     while (!cancelled) {
+        lease.renew();
         const std::int64_t now = m_clock->nowMs();
         std::vector<WorkItem> items;
         for (;;) {

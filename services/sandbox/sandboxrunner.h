@@ -71,9 +71,11 @@ public:
     /// Runs to the end and returns the report (see docs/sandbox.md): runs, deliveries,
     /// suppressions by kind, retries, reconciliations, pending approvals and confirmations,
     /// provider effects, fault counts, the invariants, and "timing" (wall-clock figures, the
-    /// only part that differs between equal seeds). Throws Error(InvalidArgument) when the
-    /// namespace already holds operations or sandbox runs, or the sandbox queue is not empty;
-    /// Error(LedgerUnavailable | Internal) on storage failure.
+    /// only part that differs between equal seeds). Holds the sandbox queue meanwhile
+    /// (DriverLease: a run killed before it ended is cleared by the next). Throws
+    /// Error(InvalidArgument) when the namespace already holds operations or sandbox runs,
+    /// Error(LedgerBusy) when a live run holds the sandbox queue, and like DriverLease;
+    /// Error(LedgerUnavailable | LedgerBusy | Internal) on storage failure.
     nlohmann::json run();
 
     /// The report as text.

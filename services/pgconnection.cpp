@@ -48,6 +48,7 @@ bool isLedgerRule(std::string_view state)
     return state.size() == 5 && state.starts_with("ID");
 }
 
+/// The engine's error code for a PostgreSQL SQLSTATE, decided here for the whole shared store.
 ErrorCode codeForSqlState(std::string_view state)
 {
     if (state.size() != 5)
@@ -62,11 +63,14 @@ ErrorCode codeForSqlState(std::string_view state)
         return n >= 1 && n <= 8 ? kRules[n - 1] : ErrorCode::Internal;
     }
     const std::string_view cls = state.substr(0, 2);
-    // 08 connection, 28 authorization, 40 serialization/deadlock, 53 resources (too many
-    // connections), 57 operator intervention (statement timeout, shutdown), 55P03 lock timeout,
-    // 42501 missing privilege: the ledger is there but unusable right now or for this role.
-    if (cls == "08" || cls == "28" || cls == "40" || cls == "53" || cls == "57" ||
-        state == "55P03" || state == "42501")
+    // Nothing was written and the same request may pass in a moment: 40 serialization failure or
+    // deadlock, 55P03 lock timeout, 57014 statement timeout or cancel, 53300 too many connections.
+    if (cls == "40" || state == "55P03" || state == "57014" || state == "53300")
+        return ErrorCode::LedgerBusy;
+    // 08 connection, 57 operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03
+    // cannot connect now), 53 resources (disk full), 28 authorization, 42501 missing privilege,
+    // 25006 a read-only server (a standby): unusable now or for this role.
+    if (cls == "08" || cls == "57" || cls == "53" || cls == "28" || state == "42501" || state == "25006")
         return ErrorCode::LedgerUnavailable;
     if (state == "42P01" || state == "42703")
         return ErrorCode::SchemaMismatch;
@@ -85,77 +89,6 @@ void receiveNotice(void *, const PGresult *notice)
         spdlog::warn("postgresql: {}", message);
     else
         spdlog::debug("postgresql: {}", message);
-}
-
-bool isSecretKeyword(std::string_view keyword)
-{
-    return keyword == "password" || keyword == "sslpassword";
-}
-
-std::string percentDecoded(std::string_view s)
-{
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        unsigned value = 0;
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr ==
-                s.data() + i + 3) {
-            out += static_cast<char>(value);
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-std::string redactUri(const std::string &uri)
-{
-    const std::size_t authority = uri.find("://") + 3;
-    std::size_t authorityEnd = uri.find_first_of("/?", authority);
-    if (authorityEnd == std::string::npos)
-        authorityEnd = uri.size();
-    std::string out = uri.substr(0, authorityEnd);
-    const std::size_t at = out.rfind('@');
-    if (at != std::string::npos && at >= authority) {
-        const std::size_t colon = out.find(':', authority);
-        if (colon != std::string::npos && colon < at)
-            out.erase(colon, at - colon);
-    }
-    const std::size_t query = uri.find('?', authorityEnd);
-    out +=
-        uri.substr(authorityEnd, (query == std::string::npos ? uri.size() : query) - authorityEnd);
-    if (query == std::string::npos)
-        return out;
-    std::string kept;
-    std::size_t start = query + 1;
-    while (start <= uri.size()) {
-        std::size_t end = uri.find('&', start);
-        if (end == std::string::npos)
-            end = uri.size();
-        const std::string_view item(uri.data() + start, end - start);
-        const std::string keyword = percentDecoded(item.substr(0, item.find('=')));
-        if (!item.empty() && !isSecretKeyword(keyword)) {
-            kept += kept.empty() ? "?" : "&";
-            kept += item;
-        }
-        start = end + 1;
-    }
-    return out + kept;
-}
-
-std::string quotedConninfoValue(std::string_view value)
-{
-    const bool plain = !value.empty() && value.find_first_of(" \t\n'\\") == std::string_view::npos;
-    if (plain)
-        return std::string(value);
-    std::string out = "'";
-    for (char c : value) {
-        if (c == '\'' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out + "'";
 }
 
 } // namespace
@@ -267,6 +200,14 @@ std::optional<std::int64_t> PgResult::optionalInteger(int row, int column) const
 
 PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
 {
+    // libpq's own reason for a string it cannot parse quotes the string, password and all.
+    if (!parseConninfo(conninfo)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "cannot read the ledger address " + redactConninfo(conninfo) +
+                        ": libpq cannot parse it (keywords are lower case, URI parts "
+                        "percent-encoded; psql with the same string names the fault)");
+    }
+    const std::string libpqForm = libpqConninfo(conninfo);
     // Entries before dbname are defaults the connection string may override; client_encoding
     // after it is forced: keys and payloads are UTF-8.
     const std::string timeout = std::to_string(connectTimeoutS);
@@ -283,7 +224,7 @@ PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
                                      "tcp_user_timeout", "fallback_application_name", "dbname",
                                      "client_encoding", nullptr});
     values.insert(values.end(),
-                  {"30", "10", "3", "60000", "idempo", conninfo.c_str(), "UTF8", nullptr});
+                  {"30", "10", "3", "60000", "idempo", libpqForm.c_str(), "UTF8", nullptr});
     m_conn = PQconnectdbParams(keywords.data(), values.data(), 1);
     if (!m_conn)
         throw Error(ErrorCode::LedgerUnavailable, "cannot connect to the ledger: out of memory");
@@ -320,6 +261,8 @@ PgResult PgConnection::check(pg_result *raw, const char *what)
         std::string(what) + ": " + oneLine(primary ? primary : PQerrorMessage(m_conn));
     if (state)
         message += " (SQLSTATE " + std::string(state) + ")";
+    if (lost)
+        message += "; the connection to the ledger was lost, so a write in flight may or may not have been applied";
     if (code == ErrorCode::SchemaMismatch)
         message += "; run `idempo init` to create or upgrade the ledger's schema";
     throw Error(code, message);
@@ -508,28 +451,6 @@ std::string pgbenchStatement(std::string_view statement, const std::vector<std::
     // The script ends the statement itself, with ';' or \gset.
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
-    return out;
-}
-
-std::string redactConninfo(const std::string &conninfo)
-{
-    if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://"))
-        return redactUri(conninfo);
-    char *error = nullptr;
-    PQconninfoOption *options = PQconninfoParse(conninfo.c_str(), &error);
-    if (!options) {
-        PQfreemem(error);
-        return "(unparseable connection string)";
-    }
-    std::string out;
-    for (const PQconninfoOption *o = options; o->keyword; ++o) {
-        if (!o->val || isSecretKeyword(o->keyword))
-            continue;
-        if (!out.empty())
-            out += ' ';
-        out += std::string(o->keyword) + '=' + quotedConninfoValue(o->val);
-    }
-    PQconninfoFree(options);
     return out;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "conninfo.h"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -70,9 +72,12 @@ struct PgNotification
 
 /// One libpq connection. Not thread-safe: use it from one thread at a time.
 /// Every failure throws idempo::Error: LedgerUnavailable when the server cannot be reached or
-/// refuses (connection loss, authentication, permissions, lock or statement timeouts,
-/// serialization failures), SchemaMismatch when the ledger's tables are missing, InvalidArgument
-/// for values the server rejects, Internal otherwise. Messages are one line and hold no password.
+/// refuses (connection loss, shutdown, authentication, permissions, a full disk, a read-only
+/// standby), LedgerBusy when nothing was written and the same request may pass in a moment (lock
+/// or statement timeouts, serialization failures, deadlocks, too many connections),
+/// SchemaMismatch when the ledger's tables are missing, InvalidArgument for values the server
+/// rejects, Internal otherwise. Messages are one line and hold no password; after a lost
+/// connection they say that a write in flight may or may not have been applied.
 class PgConnection final
 {
 public:
@@ -81,7 +86,8 @@ public:
     /// PGPASSFILE, a service file). Waits at most `connectTimeoutS` seconds unless the string or
     /// PGCONNECT_TIMEOUT sets connect_timeout; a server lost later fails calls within about a
     /// minute (TCP keepalives, tcp_user_timeout; the string may override them). Throws
-    /// Error(LedgerUnavailable) with libpq's reason.
+    /// Error(LedgerUnavailable) with libpq's reason, Error(InvalidArgument) for a string libpq
+    /// cannot parse (named by redactConninfo(): nothing of it but its scheme).
     explicit PgConnection(const std::string &conninfo, int connectTimeoutS = 5);
     PgConnection(const PgConnection &) = delete;
     PgConnection &operator=(const PgConnection &) = delete;
@@ -210,9 +216,5 @@ private:
 /// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
 /// statements quote none). Throws Error(Internal) for a placeholder without a value.
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
-
-/// `conninfo` without secrets (password, sslpassword), for describe() and logs. A URI stays a
-/// URI; a keyword string is rewritten from libpq's parse of it.
-std::string redactConninfo(const std::string &conninfo);
 
 } // namespace idempo

@@ -305,6 +305,8 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         .integer(RecordSchemaVersion);
     appendClock(params);
     const PgResult r = connection().execPrepared("claim", "idempo_claim", kClaimSql, params);
+    if (r.text(0, 0) == "projection_differs")
+        return {ClaimOutcome::PayloadMismatch, readOperation(r, 0, 1), true};
     const auto outcome = parseClaimOutcome(r.text(0, 0));
     if (!outcome)
         throw Error(ErrorCode::Internal, "claim answered an unknown outcome '" + r.text(0, 0) + "'");

@@ -9,7 +9,6 @@
 #include "ledgerconnection.h"
 #include "ledgerfactory.h"
 #include "reconcilecommand.h"
-#include "sqliteledgerstore.h"
 
 #include <QHeaderView>
 #include <QProgressDialog>
@@ -70,14 +69,6 @@ Answer describeOnly(GuardedAction &action)
         a.error = QString::fromStdString(e.what());
     }
     return a;
-}
-
-/// Where reconciliation asks, as the CLI does: the sandbox's journals on the embedded ledger.
-std::unique_ptr<ProviderLookup> lookupFor(LedgerStore &store)
-{
-    if (auto *sqlite = dynamic_cast<SqliteLedgerStore *>(&store))
-        return std::make_unique<JournalLookup>(*sqlite);
-    return std::make_unique<NoProviderLookup>();
 }
 
 QString historyText(const nlohmann::json &history)
@@ -228,7 +219,7 @@ void ActionController::start(OperationAction action, const Operation &op)
         m_connection->query(
             this,
             [actor, req](LedgerStore &s, MessageQueue *) {
-                auto lookup = lookupFor(s);
+                auto lookup = openProviderLookup(s);
                 ReconcileCommand cmd(s, *lookup, actor, req);
                 return describeOnly(cmd);
             },
@@ -249,7 +240,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                             m_connection->query(
                                 this,
                                 [actor, r](LedgerStore &s, MessageQueue *) {
-                                    auto lookup = lookupFor(s);
+                                    auto lookup = openProviderLookup(s);
                                     ReconcileCommand cmd(s, *lookup, actor, r);
                                     return validateAndExecute(cmd);
                                 },

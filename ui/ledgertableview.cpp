@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgertableview.h"
 
+#include "textescape.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -16,13 +18,10 @@ namespace idempo {
 
 namespace {
 
-QString csvField(QString text)
+/// A cell's display text as a CSV field, by the rule of every stored text (textescape.h).
+QString csvField(const QString &text)
 {
-    if (text.contains(QLatin1Char(',')) || text.contains(QLatin1Char('"')) || text.contains(QLatin1Char('\n'))) {
-        text.replace(QLatin1String("\""), QLatin1String("\"\""));
-        return QString(QLatin1Char('"') + text + QLatin1Char('"'));
-    }
-    return text;
+    return QString::fromStdString(idempo::csvField(text.toStdString()));
 }
 
 } // namespace

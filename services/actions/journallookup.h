@@ -3,21 +3,38 @@
 
 #include "providerlookup.h"
 
-namespace idempo {
-class SqliteLedgerStore;
+#include <memory>
 
-/// ProviderLookup over the sandbox's effect journals (table `sandbox_effects` of the embedded
-/// ledger): the simulated providers' record of every effect they performed, by business
-/// operation key. An effect whose confirmation is not due yet (at `nowMs` of the ledger's
-/// clock) is Pending.
+namespace idempo {
+class LedgerStore;
+
+namespace sandbox {
+class SandboxJournal;
+}
+
+/// ProviderLookup over the sandbox's effect journals (table `sandbox_effects` beside the
+/// ledger, embedded or PostgreSQL): the simulated providers' record of every effect they
+/// performed, by the key they were given. It answers only for the operations it covers: a step
+/// of a run the sandbox started with the engine (not a naive run), under the key
+/// `run_id:step_id`, whose provider can be asked by key. For those, an effect is Found (Pending
+/// while its confirmation is not due at the ledger's clock) and no effect is NotFound. For
+/// every other operation it cannot know, and says so: Unsupported, so that reconciliation hands
+/// the operation to a person instead of taking silence for "never happened".
 class JournalLookup final : public ProviderLookup
 {
 public:
-    explicit JournalLookup(SqliteLedgerStore &store);
+    /// `store` must be a SqliteLedgerStore or a PostgresLedgerStore and outlive the lookup.
+    explicit JournalLookup(LedgerStore &store);
+    ~JournalLookup() override;
     ProviderEvidence lookup(const Operation &op) override;
 
 private:
-    SqliteLedgerStore &m_store;
+    LedgerStore &m_store;
+    std::unique_ptr<sandbox::SandboxJournal> m_journal;
 };
+
+/// The lookup reconciliation uses on `store`: the sandbox journals of an embedded or PostgreSQL
+/// ledger, else NoProviderLookup.
+std::unique_ptr<ProviderLookup> openProviderLookup(LedgerStore &store);
 
 } // namespace idempo

@@ -263,6 +263,62 @@ private Q_SLOTS:
                  65); // already moved
     }
 
+    /// The engine's word on the shared ledger: reconcile of an operation no lookup covers hands
+    /// it to a person; the record's projection decides a claim that names none and another one is
+    /// refused as such; unknown dead-letter ids are named and refused with nothing audited;
+    /// --envelope holds a message to the envelope's rules.
+    void trustedAnswers()
+    {
+        const auto S = [](const char *s) { return QString::fromUtf8(s); };
+        const Run claimed = idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")});
+        QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(idempo({S("fail"), S("trust-1:book"), S("--token"),
+                         QString::number(claimed.json[S("fencing_token")].toInteger()), S("--class"), S("unknown_outcome")})
+                     .exitCode,
+                 0);
+        const Run reconciled = idempo({S("--json"), S("reconcile"), S("trust-1:book"), S("--reason"), S("outage")});
+        QVERIFY2(reconciled.exitCode == 0, reconciled.out.constData());
+        const QJsonObject row = reconciled.json[S("result")][S("reconciled")][0].toObject();
+        QCOMPARE(row[S("evidence")][S("status")].toString(), S("unsupported"));
+        QCOMPARE(row[S("to")].toString(), S("confirmation_required"));
+        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")}).exitCode, 75);
+
+        QCOMPARE(idempo({S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:00"})"),
+                         S("--fingerprint-fields"), S("/amount")})
+                     .exitCode,
+                 0);
+        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:05"})")})
+                     .json[S("outcome")]
+                     .toString(),
+                 S("in_progress"));
+        const Run other = idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"),
+                                  S(R"({"amount":10,"at":"09:05"})"), S("--fingerprint-fields"), S("/at")});
+        QCOMPARE(other.exitCode, 65);
+        QCOMPARE(other.json[S("error")].toString(), S("projection_mismatch"));
+
+        const int audited = idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size();
+        QCOMPARE(idempo({S("queue"), S("create"), S("trust_steps")}).exitCode, 0);
+        const Run dry = idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--dry-run")});
+        QCOMPARE(dry.exitCode, 65);
+        QVERIFY2(dry.out.contains("987654 is not in the dead-letter queue of trust_steps"), dry.out.constData());
+        QCOMPARE(idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--confirm"), S("0"),
+                         S("--reason"), S("retry")})
+                     .exitCode,
+                 65);
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size(),
+                 audited);
+
+        const Run partial = idempo({S("--json"), S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
+                                    S(R"({"run_id":"trust-3"})")});
+        QCOMPARE(partial.exitCode, 65);
+        QCOMPARE(partial.json[S("error")].toString(), S("invalid_json"));
+        QCOMPARE(idempo({S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
+                         S(R"({"run_id":"trust-3","step_id":"s","source_agent":"","target_agent":"","payload":null,)"
+                           R"("produced_at":0,"idempotency_key":"trust-3:s"})")})
+                     .exitCode,
+                 0);
+    }
+
     /// `bench queue` on PostgreSQL: every phase measured on both sides, and its queues gone after.
     void benchQueueCleansUp()
     {

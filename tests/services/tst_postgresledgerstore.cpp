@@ -308,7 +308,6 @@ private Q_SLOTS:
             << QStringLiteral("postgresql://idempo@127.0.0.1:1/idempo_test");
         QTest::newRow("unroutable host")
             << QStringLiteral("host=192.0.2.1 dbname=idempo_test connect_timeout=1");
-        QTest::newRow("bad keyword") << QStringLiteral("hots=localhost");
     }
 
     void unreachableServerFailsFastOnOneLine()
@@ -340,31 +339,6 @@ private Q_SLOTS:
         QCOMPARE(store.schemaVersion(), latestSchemaVersion(QStringLiteral("postgresql")));
         QCOMPARE(store.describe(), url);
         qunsetenv("PGPASSFILE");
-    }
-
-    void describeHidesPasswords_data()
-    {
-        QTest::addColumn<QString>("conninfo");
-        QTest::addColumn<QString>("described");
-        QTest::newRow("uri") << QStringLiteral("postgresql://app:s3cret@db.internal:5433/ledger")
-                             << QStringLiteral("postgresql://app@db.internal:5433/ledger");
-        QTest::newRow("uri query")
-            << QStringLiteral("postgres://db/ledger?password=s3cret&sslmode=require")
-            << QStringLiteral("postgres://db/ledger?sslmode=require");
-        QTest::newRow("encoded keyword") << QStringLiteral("postgresql:///ledger?pass%77ord=s3cret")
-                                         << QStringLiteral("postgresql:///ledger");
-        QTest::newRow("keywords") << QStringLiteral(
-                                         "host=db dbname=ledger password='s3 cret' user=app")
-                                  << QStringLiteral("user=app dbname=ledger host=db");
-        QTest::newRow("service") << QStringLiteral("service=prod")
-                                 << QStringLiteral("service=prod");
-    }
-
-    void describeHidesPasswords()
-    {
-        QFETCH(QString, conninfo);
-        QFETCH(QString, described);
-        QCOMPARE(QString::fromStdString(redactConninfo(conninfo.toStdString())), described);
     }
 
     void openLedgerTakesUrisKeywordsAndServices()

@@ -166,6 +166,17 @@ BEGIN
 END
 $$;
 
+-- Whether two fingerprint projections (JSON arrays of field paths) name the same fields, in any
+-- order and with repeats: a claim under another projection judges the payload by other fields,
+-- so it is refused (outcome projection_differs, nothing written or recorded) before the
+-- fingerprints are compared.
+CREATE FUNCTION idempo.same_projection(p_recorded text, p_claimed text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+RETURN p_recorded = p_claimed
+    OR ARRAY(SELECT DISTINCT f COLLATE "C" FROM jsonb_array_elements_text(p_recorded::jsonb) AS f ORDER BY 1)
+       IS NOT DISTINCT FROM
+       ARRAY(SELECT DISTINCT f COLLATE "C" FROM jsonb_array_elements_text(p_claimed::jsonb) AS f ORDER BY 1);
+
 -- One atomic claim (ledgerrules.h planClaim): creates, re-dispatches, takes over a lapsed lease
 -- or revokes it, or answers without a change; every answer other than `claimed` is recorded as a
 -- suppression. A record in a final state or with another fingerprint is answered without a row
@@ -221,7 +232,9 @@ BEGIN
     IF present THEN
         now_ms := idempo.now_ms(p_clock_pinned_ms, p_clock_offset_ms);
         IF o.retention_expires_at_ms > now_ms OR o.retention_expires_at_ms IS NULL THEN
-            IF o.payload_fingerprint <> fingerprint THEN
+            IF NOT idempo.same_projection(o.fingerprint_fields, p_fingerprint_fields) THEN
+                outcome := 'projection_differs';
+            ELSIF o.payload_fingerprint <> fingerprint THEN
                 outcome := 'payload_mismatch';
             ELSIF o.state IN ('succeeded', 'failed_terminal') THEN
                 outcome := 'replayed';
@@ -283,7 +296,9 @@ BEGIN
         END IF;
         prior_state := o.state;
         prior_owner := o.lease_owner;
-        IF o.payload_fingerprint <> fingerprint THEN
+        IF NOT idempo.same_projection(o.fingerprint_fields, p_fingerprint_fields) THEN
+            outcome := 'projection_differs';
+        ELSIF o.payload_fingerprint <> fingerprint THEN
             outcome := 'payload_mismatch';
         ELSIF o.state IN ('succeeded', 'failed_terminal') THEN
             outcome := 'replayed';
@@ -333,7 +348,7 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
 
-    IF outcome <> 'claimed' THEN
+    IF outcome NOT IN ('claimed', 'projection_differs') THEN
         INSERT INTO idempo.suppressions (namespace, operation_key, at_ms, outcome, state, source, fingerprint)
         VALUES (p_namespace, p_key, now_ms, outcome, o.state, p_owner, fingerprint);
         IF first_write AND NOT wrote THEN

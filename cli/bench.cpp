@@ -201,7 +201,18 @@ std::string benchReportText(const nlohmann::json &report)
                   report["ledger"].get<std::string>().c_str(), report["workers"].get<int>(),
                   report["cycles"].get<int>(), kRounds, report["engine_cycles_per_s"].get<double>(),
                   report["raw_cycles_per_s"].get<double>(), report["ratio"].get<double>());
-    return line;
+    std::string text = line;
+    if (report.contains("floor_ratio")) {
+        std::snprintf(line, sizeof line,
+                      "\nagainst the floor (shared/baselines/claim.sql, same run):\n"
+                      "  claim+complete: %8.0f /s, floor %8.0f /s, ratio %5.2f\n"
+                      "  replayed claim: %8.0f /s, primary-key SELECT %8.0f /s, ratio %5.2f",
+                      report["engine_claim_complete_per_s"].get<double>(), report["floor_cycles_per_s"].get<double>(),
+                      report["floor_ratio"].get<double>(), report["engine_duplicates_per_s"].get<double>(),
+                      report["floor_lookups_per_s"].get<double>(), report["duplicate_ratio"].get<double>());
+        text += line;
+    }
+    return text;
 }
 
 } // namespace idempo::cli

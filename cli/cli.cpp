@@ -4,42 +4,45 @@
 #include "approvecommand.h"
 #include "auditverify.h"
 #include "bench.h"
-#include "csv.h"
 #include "dlqreplaycommand.h"
+#include "driverlease.h"
 #include "guardsettingcommand.h"
-#include "providerlookup.h"
+#include "helptext.h"
+#include "journallookup.h"
 #include "reconcilecommand.h"
 #include "engine.h"
 #include "error.h"
 #include "invariantchecker.h"
 #include "recordjson.h"
 #include "ledgerfactory.h"
+#include "optionvalue.h"
+#include "output.h"
 #include "queuebench.h"
+#include "queueenvelope.h"
 #include "queuename.h"
 #include "queuerules.h"
 #include "sandboxjournal.h"
 #include "processsandboxrunner.h"
 #include "sandboxrunner.h"
 #include "sandboxworker.h"
+#include "textescape.h"
+#include "usageerror.h"
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QFile>
+#include <QFileInfo>
 #include <QStringDecoder>
 
 #include <unistd.h>
@@ -47,23 +50,12 @@
 namespace idempo::cli {
 namespace {
 
-/// A command-line mistake: printed with the usage hint, exit 64.
-struct UsageError
-{
-    std::string message;
-};
-
-const char *kExitCodesHelp = R"(Exit codes:
-  0   done (including outcomes claimed and replayed)
-  64  usage error
-  65  refused input or write: payload_mismatch, invalid key or JSON, payload too large,
-      stale_lease, illegal transition, unknown key
-  69  ledger unreachable or unusable (including a newer schema)
-  70  internal error
-  75  do not execute now: in_progress, retry_later, reconcile_required
-Guarded actions (approve, reject, reconcile, dlq replay, four-eyes) exit 65 when a rule refuses
-them (role, four-eyes, missing reason, unconfirmed count) and 69 when the database refuses the role.
-)";
+/// The longest duration an option takes (about 31 years): far beyond any real use, and its
+/// milliseconds added to any clock reading still fit in 64 bits.
+constexpr double MaxSeconds = 1e9;
+/// A lease as the engine takes it: 1 ms to 24 h.
+constexpr double MinLeaseSeconds = 0.001;
+constexpr double MaxLeaseSeconds = Engine::MaxLeaseMs / 1000.0;
 
 class Context final
 {
@@ -83,11 +75,26 @@ public:
     }
 
     /// Only `init` and the embedded default may create a ledger file; a named one must exist.
+    /// Commands that only read open an existing ledger read-only, so that they also work on one
+    /// nobody may write (an auditor's copy).
     OpenMode openMode() const
     {
         const bool named = parser.isSet(QStringLiteral("ledger")) || !qEnvironmentVariableIsEmpty("IDEMPO_LEDGER");
-        return !named || parser.positionalArguments().value(0) == QLatin1String("init") ? OpenMode::CreateIfMissing
-                                                                                        : OpenMode::OpenExisting;
+        const QStringList args = parser.positionalArguments();
+        const QString command = args.value(0);
+        const QString sub = args.value(1);
+        const bool reads = command == QLatin1String("show") || command == QLatin1String("history")
+                           || command == QLatin1String("list") || command == QLatin1String("metrics")
+                           || command == QLatin1String("check")
+                           || (command == QLatin1String("audit")
+                               && (sub == QLatin1String("verify") || sub == QLatin1String("list")
+                                   || sub == QLatin1String("export")))
+                           || (command == QLatin1String("queue")
+                               && (sub == QLatin1String("list") || sub == QLatin1String("metrics")))
+                           || (command == QLatin1String("dlq") && sub == QLatin1String("list"));
+        if (reads && (named || QFileInfo::exists(defaultLedgerUrl().mid(7))))
+            return OpenMode::ReadOnly;
+        return !named || command == QLatin1String("init") ? OpenMode::CreateIfMissing : OpenMode::OpenExisting;
     }
 
     Engine &engine()
@@ -95,7 +102,8 @@ public:
         if (!m_engine) {
             Engine::Settings settings;
             if (parser.isSet(QStringLiteral("retention")))
-                settings.retentionMs = secondsOption(QStringLiteral("retention"));
+                settings.retentionMs = secondsOption(QStringLiteral("retention"),
+                                                     Engine::MinRetentionMs / 1000.0, MaxSeconds);
             m_engine = std::make_unique<Engine>(openLedger(ledgerUrl(), nullptr, openMode()), settings, RetryPolicy{});
         }
         return *m_engine;
@@ -118,37 +126,30 @@ public:
 
     std::string key() const { return positional(1, "KEY").toStdString(); }
 
-    std::int64_t integerOption(const QString &name) const
+    /// A whole-number option within [low, high] (optionvalue.h refuses anything else).
+    std::int64_t integerOption(const QString &name, std::int64_t low, std::int64_t high) const
     {
-        bool ok = false;
-        const qlonglong v = parser.value(name).toLongLong(&ok);
-        if (!ok)
-            throw UsageError{"--" + name.toStdString() + " needs a whole number, not '"
-                             + parser.value(name).toStdString() + "'"};
-        return v;
+        return parseWholeNumber("--" + name.toStdString(), parser.value(name).toStdString(), low, high);
     }
 
-    /// Seconds (may be fractional) → milliseconds.
-    std::int64_t secondsOption(const QString &name) const
+    /// Whole-number option `name` when given, else `fallback`.
+    std::int64_t integerOption(const QString &name, std::int64_t low, std::int64_t high,
+                               std::int64_t fallback) const
     {
-        const std::string text = parser.value(name).toStdString();
-        double v = -1;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        const bool ok = ec == std::errc() && end == text.data() + text.size();
-        if (!ok || v < 0 || v > 1e9)
-            throw UsageError{"--" + name.toStdString() + " needs a number of seconds, not '"
-                             + parser.value(name).toStdString() + "'"};
-        return static_cast<std::int64_t>(v * 1000.0);
+        return parser.isSet(name) ? integerOption(name, low, high) : fallback;
+    }
+
+    /// Seconds (may be fractional) within [low, high] → milliseconds.
+    std::int64_t secondsOption(const QString &name, double low, double high) const
+    {
+        return parseSeconds("--" + name.toStdString(), parser.value(name).toStdString(), low, high);
     }
 
     std::int64_t token() const
     {
         if (!parser.isSet(QStringLiteral("token")))
             throw UsageError{"missing --token (the fencing token the claim returned)"};
-        const std::int64_t token = integerOption(QStringLiteral("token"));
-        if (token < 1)
-            throw UsageError{"--token must be a positive fencing token"};
-        return token;
+        return integerOption(QStringLiteral("token"), 1, MaxWholeNumber);
     }
 
     /// A JSON argument: inline text, `@FILE`, or `@-` for standard input.
@@ -170,7 +171,10 @@ public:
 
     void print(const nlohmann::json &j, const std::string &human) const
     {
-        std::cout << (json ? j.dump() : human) << '\n';
+        if (json)
+            printJson(j);
+        else
+            printOut(human);
     }
 
 private:
@@ -192,11 +196,12 @@ std::string describe(const Operation &op)
     if (op.value)
         s += "  value=" + amountText(*op.value);
     if (op.state == OperationState::Dispatching)
-        s += "  owner=" + op.leaseOwner + "  lease_until=" + when(op.leaseExpiresAtMs);
+        s += "  owner=" + escapedText(op.leaseOwner) + "  lease_until=" + when(op.leaseExpiresAtMs);
     if (op.nextAttemptAtMs)
         s += "  next_attempt=" + when(op.nextAttemptAtMs);
     if (op.errorClass)
-        s += "  error=" + std::string(errorClassName(*op.errorClass)) + (op.errorDetail.empty() ? "" : ": " + op.errorDetail);
+        s += "  error=" + std::string(errorClassName(*op.errorClass))
+             + (op.errorDetail.empty() ? "" : ": " + escapedText(op.errorDetail));
     return s;
 }
 
@@ -224,6 +229,8 @@ int exitFor(ErrorCode code)
     case ErrorCode::LedgerUnavailable:
     case ErrorCode::SchemaMismatch:
         return ExitUnavailable;
+    case ErrorCode::LedgerBusy:
+        return ExitTempFail;
     case ErrorCode::Internal:
         return ExitInternal;
     default:
@@ -242,10 +249,11 @@ struct Command
     Handler handler;
 };
 
+/// The command table's texts are UTF-8 source literals.
 QCommandLineOption opt(const char *name, const char *help, const char *valueName = nullptr)
 {
-    return valueName ? QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(help), QString::fromLatin1(valueName))
-                     : QCommandLineOption(QString::fromLatin1(name), QString::fromLatin1(help));
+    return valueName ? QCommandLineOption(QString::fromUtf8(name), QString::fromUtf8(help), QString::fromUtf8(valueName))
+                     : QCommandLineOption(QString::fromUtf8(name), QString::fromUtf8(help));
 }
 
 int cmdInit(Context &c)
@@ -269,17 +277,18 @@ int cmdClaim(Context &c)
     if (c.parser.isSet(QStringLiteral("kind"))) {
         const auto kind = parseToolKind(c.parser.value(QStringLiteral("kind")).toStdString());
         if (!kind)
-            throw UsageError{"--kind must be read, idempotent_write or protected_write"};
+            throw UsageError{"--kind must be read, idempotent_write or protected_write, not "
+                             + quotedValue(c.parser.value(QStringLiteral("kind")).toStdString())};
         in.kind = *kind;
     }
     in.owner = c.parser.value(QStringLiteral("owner")).toStdString();
     if (c.parser.isSet(QStringLiteral("lease")))
-        in.leaseMs = c.secondsOption(QStringLiteral("lease"));
+        in.leaseMs = c.secondsOption(QStringLiteral("lease"), MinLeaseSeconds, MaxLeaseSeconds);
     in.runId = c.parser.value(QStringLiteral("run")).toStdString();
     in.stepId = c.parser.value(QStringLiteral("step")).toStdString();
     in.target = c.parser.value(QStringLiteral("target")).toStdString();
     if (c.parser.isSet(QStringLiteral("max-attempts")))
-        in.maxAttempts = static_cast<int>(c.integerOption(QStringLiteral("max-attempts")));
+        in.maxAttempts = static_cast<int>(c.integerOption(QStringLiteral("max-attempts"), 1, Engine::MaxAttempts));
     in.requiresApproval = c.parser.isSet(QStringLiteral("requires-approval"));
     if (c.parser.isSet(QStringLiteral("value")))
         in.value = parseAmount(c.parser.value(QStringLiteral("value")).toStdString());
@@ -291,7 +300,7 @@ int cmdClaim(Context &c)
     const Operation &op = result.operation;
     std::string human = std::string(claimOutcomeName(result.outcome)) + "  " + describe(op);
     if (result.outcome == ClaimOutcome::Replayed && !op.result.empty())
-        human += "\nresult: " + op.result;
+        human += "\nresult: " + escapedJson(op.result);
     c.print(claimJson(result), human);
     return exitFor(result.outcome);
 }
@@ -310,10 +319,10 @@ int cmdFail(Context &c)
         throw UsageError{"missing --class (transient, rate_limited, validation, auth, policy_denied, unknown_outcome)"};
     const auto errorClass = parseErrorClass(c.parser.value(QStringLiteral("class")).toStdString());
     if (!errorClass)
-        throw UsageError{"unknown --class '" + c.parser.value(QStringLiteral("class")).toStdString() + "'"};
+        throw UsageError{"unknown --class " + quotedValue(c.parser.value(QStringLiteral("class")).toStdString())};
     std::optional<std::int64_t> retryAfter;
     if (c.parser.isSet(QStringLiteral("retry-after")))
-        retryAfter = c.secondsOption(QStringLiteral("retry-after"));
+        retryAfter = c.secondsOption(QStringLiteral("retry-after"), 0, MaxSeconds);
     const Operation op = c.engine().fail(c.ns, c.key(), c.token(), *errorClass,
                                          c.parser.value(QStringLiteral("detail")).toStdString(), retryAfter);
     c.print(operationJson(op), describe(op));
@@ -324,7 +333,7 @@ int cmdHeartbeat(Context &c)
 {
     std::optional<std::int64_t> lease;
     if (c.parser.isSet(QStringLiteral("lease")))
-        lease = c.secondsOption(QStringLiteral("lease"));
+        lease = c.secondsOption(QStringLiteral("lease"), MinLeaseSeconds, MaxLeaseSeconds);
     const Operation op = c.engine().heartbeat(c.ns, c.key(), c.token(), lease);
     c.print(operationJson(op), describe(op));
     return ExitOk;
@@ -334,11 +343,11 @@ int cmdShow(Context &c)
 {
     const Operation op = c.engine().get(c.ns, c.key());
     std::string human = describe(op) + "\nrun=" + op.runId + " step=" + op.stepId + " fingerprint=" + op.fingerprint
-                        + "\npayload: " + op.payload;
+                        + "\npayload: " + escapedJson(op.payload);
     if (!op.result.empty())
-        human += "\nresult: " + op.result;
+        human += "\nresult: " + escapedJson(op.result);
     if (!op.receipt.empty())
-        human += "\nreceipt: " + op.receipt;
+        human += "\nreceipt: " + escapedJson(op.receipt);
     c.print(operationJson(op), human);
     return ExitOk;
 }
@@ -353,8 +362,8 @@ int cmdHistory(Context &c)
         events.push_back(eventJson(e));
         human += when(e.atMs) + "  " + (e.fromState ? std::string(stateName(*e.fromState)) : std::string("(new)"))
                  + " -> " + std::string(stateName(e.toState)) + "  token=" + std::to_string(e.fencingToken)
-                 + "  attempt=" + std::to_string(e.attempt) + "  " + e.actor + (e.detail.empty() ? "" : "  " + e.detail)
-                 + '\n';
+                 + "  attempt=" + std::to_string(e.attempt) + "  " + escapedText(e.actor)
+                 + (e.detail.empty() ? "" : "  " + escapedText(e.detail)) + '\n';
     }
     if (!human.empty())
         human.pop_back();
@@ -369,17 +378,12 @@ int cmdList(Context &c)
     if (c.parser.isSet(QStringLiteral("state"))) {
         filter.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
         if (!filter.state)
-            throw UsageError{"unknown --state '" + c.parser.value(QStringLiteral("state")).toStdString() + "'"};
+            throw UsageError{"unknown --state " + quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
     }
     filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
     filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
-    if (c.parser.isSet(QStringLiteral("after")))
-        filter.afterId = c.integerOption(QStringLiteral("after"));
-    filter.limit = 50;
-    if (c.parser.isSet(QStringLiteral("limit")))
-        filter.limit = static_cast<int>(c.integerOption(QStringLiteral("limit")));
-    if (filter.limit < 1 || filter.limit > 10'000)
-        throw UsageError{"--limit must be 1..10000"};
+    filter.afterId = c.integerOption(QStringLiteral("after"), 0, MaxWholeNumber, 0);
+    filter.limit = static_cast<int>(c.integerOption(QStringLiteral("limit"), 1, 10'000, 50));
     const auto ops = c.engine().store().list(filter);
     nlohmann::json rows = nlohmann::json::array();
     std::string human;
@@ -426,22 +430,33 @@ std::string sandboxNamespace(const Context &c)
     return "sandbox";
 }
 
+/// How long `worker` and `sandbox run --processes` wait for a lost ledger (--reconnect-deadline).
+ReconnectPolicy reconnectPolicy(const Context &c)
+{
+    ReconnectPolicy policy;
+    if (c.parser.isSet(QStringLiteral("reconnect-deadline")))
+        policy.deadlineMs = c.secondsOption(QStringLiteral("reconnect-deadline"), 0, 86400);
+    return policy;
+}
+
 /// A one-line progress bar on stderr, redrawn in place.
 void drawProgress(const sandbox::SandboxProgress &p)
 {
+    char line[160];
     if (p.realTime) {
-        std::fprintf(stderr, "\r%lld messages queued, %lld SIGKILLs, t+%llds ", static_cast<long long>(p.queued),
-                     static_cast<long long>(p.kills), static_cast<long long>(p.virtualMs / 1000));
-        std::fflush(stderr);
+        std::snprintf(line, sizeof line, "%lld messages queued, %lld SIGKILLs, t+%llds ",
+                      static_cast<long long>(p.queued), static_cast<long long>(p.kills),
+                      static_cast<long long>(p.virtualMs / 1000));
+        printProgress(line);
         return;
     }
     constexpr int Width = 30;
     const int filled = p.runs > 0 ? p.settled * Width / p.runs : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(Width, '.');
-    std::fprintf(stderr, "\r[%s] %d/%d runs settled, %lld deliveries, virtual t+%llds ", bar.c_str(), p.settled,
-                 p.runs, static_cast<long long>(p.deliveries), static_cast<long long>(p.virtualMs / 1000));
-    std::fflush(stderr);
+    std::snprintf(line, sizeof line, "[%s] %d/%d runs settled, %lld deliveries, virtual t+%llds ", bar.c_str(),
+                  p.settled, p.runs, static_cast<long long>(p.deliveries), static_cast<long long>(p.virtualMs / 1000));
+    printProgress(line);
 }
 
 /// Set by the first SIGTERM or SIGINT during `sandbox run`: the run stops its workers, checks
@@ -456,11 +471,29 @@ void requestSandboxStop(int signal)
     std::signal(signal, SIG_DFL);
 }
 
+/// `idempo sandbox reset`: clears the sandbox queue of a run that is gone (DriverLease::reset).
+int cmdSandboxReset(Context &c)
+{
+    const std::shared_ptr<LedgerStore> store = openLedger(c.ledgerUrl(), nullptr, c.openMode());
+    const auto journal = sandbox::SandboxJournal::open(*store);
+    const nlohmann::json r =
+        sandbox::DriverLease::reset(*journal, c.queue(), sandbox::SandboxContext::DefaultQueueName);
+    const nlohmann::json &previous = r.at("previous_holder");
+    c.print(r, "sandbox queue '" + r.at("queue").get<std::string>() + "' of " + store->describe() + " reset: removed "
+                   + r.at("messages_removed").dump() + " messages"
+                   + (previous.is_null() ? std::string()
+                                         : " of the run in namespace '" + previous.at("namespace").get<std::string>()
+                                               + "' (driver " + previous.at("driver").get<std::string>() + ")"));
+    return ExitOk;
+}
+
 int cmdSandbox(Context &c)
 {
-    const QString what = c.positional(1, "sandbox subcommand (run)");
+    const QString what = c.positional(1, "sandbox subcommand (run or reset)");
+    if (what == QLatin1String("reset"))
+        return cmdSandboxReset(c);
     if (what != QLatin1String("run"))
-        throw UsageError{"unknown subcommand 'sandbox " + what.toStdString() + "': expected run"};
+        throw UsageError{"unknown subcommand 'sandbox " + escapedText(what.toStdString()) + "': expected run or reset"};
     sandbox::SandboxOptions options;
     const std::string scenario = c.parser.isSet(QStringLiteral("scenario"))
                                      ? c.parser.value(QStringLiteral("scenario")).toStdString()
@@ -475,22 +508,14 @@ int cmdSandbox(Context &c)
         std::string known;
         for (const sandbox::Scenario &k : sandbox::Scenario::all())
             known += ", " + k.name();
-        throw UsageError{"unknown scenario '" + scenario + "'; known: all" + known};
+        throw UsageError{"unknown scenario " + quotedValue(scenario) + "; known: all" + known};
     }
-    if (c.parser.isSet(QStringLiteral("runs")))
-        options.runs = static_cast<int>(
-            std::clamp<std::int64_t>(c.integerOption(QStringLiteral("runs")), -1, sandbox::SandboxOptions::MaxRuns + 1));
-    if (c.parser.isSet(QStringLiteral("workers")))
-        options.workers = static_cast<int>(std::clamp<std::int64_t>(c.integerOption(QStringLiteral("workers")), -1, 65));
-    if (options.runs < 1 || options.runs > sandbox::SandboxOptions::MaxRuns)
-        throw UsageError{"--runs must be 1.." + std::to_string(sandbox::SandboxOptions::MaxRuns)
-                         + " (the sandbox keeps every run in memory)"};
-    if (options.workers < 1 || options.workers > 64)
-        throw UsageError{"--workers must be 1..64"};
+    // The sandbox keeps every run in memory: hence the bound on --runs.
+    options.runs = static_cast<int>(
+        c.integerOption(QStringLiteral("runs"), 1, sandbox::SandboxOptions::MaxRuns, options.runs));
+    options.workers = static_cast<int>(c.integerOption(QStringLiteral("workers"), 1, 64, options.workers));
     const bool processes = c.parser.isSet(QStringLiteral("processes"));
-    const std::int64_t seed = c.parser.isSet(QStringLiteral("seed")) ? c.integerOption(QStringLiteral("seed")) : 1;
-    if (seed < 0)
-        throw UsageError{"--seed must not be negative"};
+    const std::int64_t seed = c.integerOption(QStringLiteral("seed"), 0, MaxWholeNumber, 1);
     const std::string faults = c.parser.isSet(QStringLiteral("faults"))
                                    ? c.parser.value(QStringLiteral("faults")).toStdString()
                                    : std::string("none");
@@ -510,6 +535,7 @@ int cmdSandbox(Context &c)
         process.ledgerUrl = c.ledgerUrl();
         process.openMode = c.openMode();
         process.program = QCoreApplication::applicationFilePath();
+        process.reconnect = reconnectPolicy(c);
         report = sandbox::ProcessSandboxRunner(options, process).run();
     } else {
         auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
@@ -518,7 +544,7 @@ int cmdSandbox(Context &c)
         report = runner.run();
     }
     if (bar)
-        std::fputs("\n", stderr);
+        printErr("");
     c.print(report, sandbox::SandboxRunner::reportText(report));
     if (!report.at("invariants").at("ok").get<bool>())
         return ExitRefused;
@@ -569,34 +595,25 @@ int cmdWorker(Context &c)
     if (options.owner.empty())
         throw UsageError{"--owner must not be empty"};
     const auto bounded = [&](const char *name, std::int64_t low, std::int64_t high, std::int64_t fallback) {
-        const QString option = QString::fromLatin1(name);
-        if (!c.parser.isSet(option))
-            return fallback;
-        const std::int64_t v = c.integerOption(option);
-        if (v < low || v > high)
-            throw UsageError{"--" + std::string(name) + " must be " + std::to_string(low) + ".." + std::to_string(high)};
-        return v;
+        return c.integerOption(QString::fromUtf8(name), low, high, fallback);
     };
     options.index = static_cast<int>(bounded("index", 0, 1'000'000, 0));
-    options.maxMessages = bounded("max-messages", 0, std::numeric_limits<std::int64_t>::max(), 0);
+    options.maxMessages = bounded("max-messages", 0, MaxWholeNumber, 0);
     options.idleExitMs = bounded("idle-exit-ms", 0, 86'400'000, 0);
     options.timings.leaseMs = bounded("lease-ms", 100, 3'600'000, options.timings.leaseMs);
     options.timings.visibilityTimeoutMs = bounded("vt-ms", 100, 3'600'000, options.timings.visibilityTimeoutMs);
-    const std::int64_t seed = bounded("seed", 0, std::numeric_limits<std::int64_t>::max(), 1);
+    const std::int64_t seed = bounded("seed", 0, MaxWholeNumber, 1);
     const std::string faults = c.parser.isSet(QStringLiteral("faults"))
                                    ? c.parser.value(QStringLiteral("faults")).toStdString()
                                    : std::string("none");
     options.faults = sandbox::FaultPlan::parse(faults, static_cast<std::uint64_t>(seed));
     options.naive = c.parser.isSet(QStringLiteral("naive"));
+    options.reconnect = reconnectPolicy(c);
 
     std::signal(SIGTERM, requestWorkerStop);
     std::signal(SIGINT, requestWorkerStop);
     // The event stream is the output, with or without --json: one JSON object per line.
-    const auto emit = [](const std::string &line) {
-        std::fwrite(line.data(), 1, line.size(), stdout);
-        std::fputc('\n', stdout);
-        std::fflush(stdout);
-    };
+    const auto emit = [](const std::string &line) { printJsonLine(line); };
     sandbox::SandboxWorker worker(openLedger(c.ledgerUrl(), nullptr, c.openMode()),
                                   openQueue(c.ledgerUrl(), nullptr, c.openMode()), options, emit);
     worker.run(g_stopWorker);
@@ -610,12 +627,7 @@ int cmdBenchQueue(Context &c)
         if (c.parser.isSet(other))
             throw UsageError{"--" + other.toStdString() + " does not apply to 'bench queue'"};
     QueueBenchOptions options;
-    if (c.parser.isSet(QStringLiteral("messages"))) {
-        const std::int64_t messages = c.integerOption(QStringLiteral("messages"));
-        if (messages < 1 || messages > 1'000'000)
-            throw UsageError{"--messages must be 1..1000000"};
-        options.messages = static_cast<int>(messages);
-    }
+    options.messages = static_cast<int>(c.integerOption(QStringLiteral("messages"), 1, 1'000'000, options.messages));
     const nlohmann::json report = benchQueue(openLedger(c.ledgerUrl(), nullptr, c.openMode()), options);
     c.print(report, queueBenchReportText(report));
     return ExitOk;
@@ -627,16 +639,13 @@ int cmdBench(Context &c)
     if (what == QLatin1String("queue"))
         return cmdBenchQueue(c);
     if (what != QLatin1String("claim"))
-        throw UsageError{"unknown benchmark '" + what.toStdString() + "': expected claim or queue"};
+        throw UsageError{"unknown benchmark " + quotedValue(what.toStdString()) + ": expected claim or queue"};
     if (c.parser.isSet(QStringLiteral("messages")))
         throw UsageError{"--messages does not apply to 'bench claim'"};
     BenchOptions options;
-    if (c.parser.isSet(QStringLiteral("cycles")))
-        options.cycles = static_cast<int>(c.integerOption(QStringLiteral("cycles")));
-    if (c.parser.isSet(QStringLiteral("workers")))
-        options.workers = static_cast<int>(c.integerOption(QStringLiteral("workers")));
-    if (options.cycles < 1 || options.workers < 1 || options.workers > 64)
-        throw UsageError{"--cycles must be positive and --workers 1..64"};
+    options.cycles = static_cast<int>(
+        c.integerOption(QStringLiteral("cycles"), 1, std::numeric_limits<int>::max(), options.cycles));
+    options.workers = static_cast<int>(c.integerOption(QStringLiteral("workers"), 1, 64, options.workers));
     const nlohmann::json report = benchClaim(c.engine(), options);
     c.print(report, benchReportText(report));
     return ExitOk;
@@ -656,11 +665,11 @@ int dispatch(Context &c, const std::string &command, const std::map<QString, Sub
     const QString word = c.positional(1, "subcommand");
     const auto found = subcommands.find(word);
     if (found == subcommands.end())
-        throw UsageError{"unknown subcommand '" + command + " " + word.toStdString() + "'"};
+        throw UsageError{"unknown subcommand '" + command + " " + escapedText(word.toStdString()) + "'"};
     const Subcommand &sub = found->second;
     const QStringList positionals = c.parser.positionalArguments();
     if (positionals.size() > sub.arguments + 2)
-        throw UsageError{"unexpected argument '" + positionals.at(sub.arguments + 2).toStdString() + "'"};
+        throw UsageError{"unexpected argument " + quotedValue(positionals.at(sub.arguments + 2).toStdString())};
     for (const auto &[otherWord, other] : subcommands)
         for (const QString &name : other.options)
             if (c.parser.isSet(name) && !sub.options.contains(name))
@@ -673,28 +682,18 @@ std::string queueName(const Context &c) { return c.positional(2, "NAME").toStdSt
 
 std::int64_t messageId(const Context &c)
 {
-    const QString text = c.positional(3, "MSG_ID");
-    bool ok = false;
-    const qlonglong id = text.toLongLong(&ok);
-    if (!ok || id < 1)
-        throw UsageError{"MSG_ID must be a positive whole number, not '" + text.toStdString() + "'"};
-    return id;
+    return parseWholeNumber("MSG_ID", c.positional(3, "MSG_ID").toStdString(), 1, MaxWholeNumber);
 }
 
 /// --limit for a browsing subcommand: 1..MaxQueueBatch, default 50.
 int pageLimit(const Context &c)
 {
-    if (!c.parser.isSet(QStringLiteral("limit")))
-        return 50;
-    const std::int64_t limit = c.integerOption(QStringLiteral("limit"));
-    if (limit < 1 || limit > MaxQueueBatch)
-        throw UsageError{"--limit must be 1.." + std::to_string(MaxQueueBatch)};
-    return static_cast<int>(limit);
+    return static_cast<int>(c.integerOption(QStringLiteral("limit"), 1, MaxQueueBatch, 50));
 }
 
 std::int64_t afterId(const Context &c)
 {
-    return c.parser.isSet(QStringLiteral("after")) ? c.integerOption(QStringLiteral("after")) : 0;
+    return c.integerOption(QStringLiteral("after"), 0, MaxWholeNumber, 0);
 }
 
 nlohmann::json queueMessageJson(const QueueMessage &m)
@@ -711,18 +710,14 @@ nlohmann::json queueMessageJson(const QueueMessage &m)
 std::string describe(const QueueMessage &m)
 {
     return "msg " + std::to_string(m.msgId) + "  read_ct=" + std::to_string(m.readCount) + "  vt=" + when(m.vtMs)
-           + "  " + m.message + (m.headers.empty() ? "" : "  headers=" + m.headers);
+           + "  " + escapedJson(m.message) + (m.headers.empty() ? "" : "  headers=" + escapedJson(m.headers));
 }
 
 int cmdQueueCreate(Context &c)
 {
     QueueOptions options;
-    if (c.parser.isSet(QStringLiteral("max-reads"))) {
-        const std::int64_t maxReads = c.integerOption(QStringLiteral("max-reads"));
-        if (maxReads < 1 || maxReads > std::numeric_limits<int>::max())
-            throw UsageError{"--max-reads must be a positive whole number"};
-        options.maxReads = static_cast<int>(maxReads);
-    }
+    options.maxReads = static_cast<int>(
+        c.integerOption(QStringLiteral("max-reads"), 1, std::numeric_limits<int>::max(), options.maxReads));
     const QueueInfo info = c.queue().createQueue(queueName(c), options);
     c.print({{"queue", info.name},
              {"max_reads", info.maxReads.value_or(0)},
@@ -733,15 +728,33 @@ int cmdQueueCreate(Context &c)
     return ExitOk;
 }
 
+/// `queue send --envelope`: the message must be an envelope as `worker` and `dlq replay` read it
+/// (docs/envelope.md, resources/schema/envelope.schema.json), judged by the engine's own parser.
+void requireEnvelope(const std::string &message)
+{
+    const nlohmann::json parsed = nlohmann::json::parse(message, nullptr, false);
+    if (parsed.is_discarded())
+        throw Error(ErrorCode::InvalidJson, "--envelope: the message is not JSON text");
+    try {
+        QueueEnvelope::fromJson(parsed);
+    } catch (const Error &e) {
+        throw Error(e.code() == ErrorCode::InvalidKey ? ErrorCode::InvalidKey : ErrorCode::InvalidJson,
+                    std::string("--envelope: the message is not a queue envelope (docs/envelope.md): ") + e.what());
+    }
+}
+
 int cmdQueueSend(Context &c)
 {
     const std::string name = queueName(c);
     if (!c.parser.isSet(QStringLiteral("message")))
         throw UsageError{"missing --message JSON (or @FILE)"};
     const std::string message = c.jsonArgument(QStringLiteral("message"));
+    if (c.parser.isSet(QStringLiteral("envelope")))
+        requireEnvelope(message);
     const std::string headers =
         c.parser.isSet(QStringLiteral("headers")) ? c.jsonArgument(QStringLiteral("headers")) : std::string();
-    const std::int64_t delayMs = c.parser.isSet(QStringLiteral("delay")) ? c.secondsOption(QStringLiteral("delay")) : 0;
+    const std::int64_t delayMs =
+        c.parser.isSet(QStringLiteral("delay")) ? c.secondsOption(QStringLiteral("delay"), 0, MaxSeconds) : 0;
     const std::int64_t msgId = c.queue().send(name, message, headers, delayMs);
     c.print({{"queue", name}, {"msg_id", msgId}}, "sent message " + std::to_string(msgId) + " to " + name);
     return ExitOk;
@@ -750,13 +763,9 @@ int cmdQueueSend(Context &c)
 int cmdQueueRead(Context &c)
 {
     const std::string name = queueName(c);
-    const std::int64_t vtMs = c.parser.isSet(QStringLiteral("vt")) ? c.secondsOption(QStringLiteral("vt")) : 30'000;
-    std::int64_t quantity = 1;
-    if (c.parser.isSet(QStringLiteral("qty"))) {
-        quantity = c.integerOption(QStringLiteral("qty"));
-        if (quantity < 1 || quantity > MaxQueueBatch)
-            throw UsageError{"--qty must be 1.." + std::to_string(MaxQueueBatch)};
-    }
+    const std::int64_t vtMs =
+        c.parser.isSet(QStringLiteral("vt")) ? c.secondsOption(QStringLiteral("vt"), 0, MaxSeconds) : 30'000;
+    const std::int64_t quantity = c.integerOption(QStringLiteral("qty"), 1, MaxQueueBatch, 1);
     const auto messages = c.queue().read(name, vtMs, static_cast<int>(quantity));
     nlohmann::json rows = nlohmann::json::array();
     std::string human;
@@ -800,17 +809,18 @@ int cmdQueueNack(Context &c)
         throw UsageError{"missing --class (transient, rate_limited, validation, auth, policy_denied, unknown_outcome)"};
     const auto errorClass = parseErrorClass(c.parser.value(QStringLiteral("class")).toStdString());
     if (!errorClass)
-        throw UsageError{"unknown --class '" + c.parser.value(QStringLiteral("class")).toStdString() + "'"};
+        throw UsageError{"unknown --class " + quotedValue(c.parser.value(QStringLiteral("class")).toStdString())};
     const std::string detail = c.parser.value(QStringLiteral("detail")).toStdString();
-    const std::int64_t retryMs =
-        c.parser.isSet(QStringLiteral("retry-after")) ? c.secondsOption(QStringLiteral("retry-after")) : 0;
+    const std::int64_t retryMs = c.parser.isSet(QStringLiteral("retry-after"))
+                                     ? c.secondsOption(QStringLiteral("retry-after"), 0, MaxSeconds)
+                                     : 0;
     const QueueMessage m = c.queue().nack(name, msgId, *errorClass, detail, retryMs);
     c.print({{"queue", name},
              {"message", queueMessageJson(m)},
              {"error_class", errorClassName(*errorClass)},
              {"error_detail", detail}},
             "message " + std::to_string(msgId) + " of " + name + " failed (" + std::string(errorClassName(*errorClass))
-                + (detail.empty() ? "" : ": " + detail) + "); visible again at " + when(m.vtMs));
+                + (detail.empty() ? "" : ": " + escapedText(detail)) + "); visible again at " + when(m.vtMs));
     return ExitOk;
 }
 
@@ -859,7 +869,10 @@ int cmdQueue(Context &c)
     return dispatch(c, "queue",
                     {{QStringLiteral("create"), {1, {QStringLiteral("max-reads")}, cmdQueueCreate}},
                      {QStringLiteral("send"),
-                      {1, {QStringLiteral("message"), QStringLiteral("headers"), QStringLiteral("delay")}, cmdQueueSend}},
+                      {1,
+                       {QStringLiteral("message"), QStringLiteral("headers"), QStringLiteral("delay"),
+                        QStringLiteral("envelope")},
+                       cmdQueueSend}},
                      {QStringLiteral("read"), {1, {QStringLiteral("vt"), QStringLiteral("qty")}, cmdQueueRead}},
                      {QStringLiteral("ack"), {2, {}, cmdQueueAck}},
                      {QStringLiteral("archive"), {2, {}, cmdQueueArchive}},
@@ -890,9 +903,9 @@ int cmdDlqList(Context &c)
                  + std::to_string(p.sourceMsgId) + " after " + std::to_string(p.readCount) + " read(s)  at "
                  + when(p.deadLetteredAtMs) + "  last error: "
                  + (p.lastErrorClass ? std::string(errorClassName(*p.lastErrorClass))
-                                           + (p.lastErrorDetail.empty() ? "" : ": " + p.lastErrorDetail)
+                                           + (p.lastErrorDetail.empty() ? "" : ": " + escapedText(p.lastErrorDetail))
                                      : std::string("none reported"))
-                 + "\n  " + d.message.message + '\n';
+                 + "\n  " + escapedJson(d.message.message) + '\n';
     }
     const bool full = static_cast<int>(letters.size()) == limit;
     if (full)
@@ -910,12 +923,17 @@ int cmdDlqList(Context &c)
 // Guarded actions: each command object validates, describes and executes (approvecommand.h,
 // reconcilecommand.h, dlqreplaycommand.h); the CLI only gathers arguments and prints.
 
-/// --reason, required by every guarded action.
+/// --reason, required by every guarded action: a rule of the action (exit 65, like the command
+/// object's own check), not a slip of the command line.
 std::string requiredReason(const Context &c)
 {
-    const std::string reason = c.parser.value(QStringLiteral("reason")).trimmed().toStdString();
+    if (!c.parser.isSet(QStringLiteral("reason")))
+        throw Error(ErrorCode::Refused, "missing --reason TEXT: a guarded action records why in the audit log");
+    const QString given = c.parser.value(QStringLiteral("reason"));
+    const std::string reason = given.trimmed().toStdString();
     if (reason.empty())
-        throw UsageError{"missing --reason TEXT (recorded with the action in the audit log)"};
+        throw Error(ErrorCode::Refused, "--reason is blank (" + quotedValue(given.toStdString())
+                                            + "): a guarded action records why in the audit log");
     return reason;
 }
 
@@ -930,14 +948,15 @@ void requireValid(const std::vector<std::string> &problems)
     throw Error(ErrorCode::Refused, message);
 }
 
-int runApproval(Context &c, ApprovalDecision decision)
+/// `reference` is approve's --reference (reject has none).
+int runApproval(Context &c, ApprovalDecision decision, const std::string &reference)
 {
     ApproveCommand::Request request;
     request.ns = c.ns;
     request.key = c.key();
     request.decision = decision;
     request.reason = requiredReason(c);
-    request.externalReference = c.parser.value(QStringLiteral("reference")).toStdString();
+    request.externalReference = reference;
     request.approvalId = c.parser.value(QStringLiteral("approval-id")).toStdString();
     LedgerStore &store = c.engine().store();
     ApproveCommand command(store, store.actor(), request,
@@ -947,12 +966,12 @@ int runApproval(Context &c, ApprovalDecision decision)
     const ActionPreview preview = command.describe();
     if (c.parser.isSet(QStringLiteral("dry-run"))) {
         c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
-                preview.sentence + "\n(dry run: nothing written; approval id " + command.approvalId() + ")");
+                preview.sentence + "\n(dry run: nothing written; approval id " + escapedText(command.approvalId()) + ")");
         return ExitOk;
     }
     const nlohmann::json result = command.execute().toJson();
     const std::string status = result.at("status").get<std::string>();
-    std::string human = preview.sentence + "\n" + status + ": approval " + command.approvalId() + ", revision "
+    std::string human = preview.sentence + "\n" + status + ": approval " + escapedText(command.approvalId()) + ", revision "
                         + std::to_string(result.at("revision").get<int>());
     if (status == "pending")
         human += " (waiting for a second approver)";
@@ -968,11 +987,12 @@ int cmdApprove(Context &c)
         throw UsageError{"missing --decision redispatch|confirm|reject"};
     const auto decision = parseDecision(c.parser.value(QStringLiteral("decision")).toStdString());
     if (!decision)
-        throw UsageError{"--decision must be redispatch, confirm or reject"};
-    return runApproval(c, *decision);
+        throw UsageError{"--decision must be redispatch, confirm or reject, not "
+                         + quotedValue(c.parser.value(QStringLiteral("decision")).toStdString())};
+    return runApproval(c, *decision, c.parser.value(QStringLiteral("reference")).toStdString());
 }
 
-int cmdReject(Context &c) { return runApproval(c, ApprovalDecision::Reject); }
+int cmdReject(Context &c) { return runApproval(c, ApprovalDecision::Reject, std::string()); }
 
 int cmdReconcile(Context &c)
 {
@@ -984,7 +1004,7 @@ int cmdReconcile(Context &c)
     if (c.parser.isSet(QStringLiteral("state"))) {
         request.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
         if (!request.state)
-            throw UsageError{"unknown --state '" + c.parser.value(QStringLiteral("state")).toStdString() + "'"};
+            throw UsageError{"unknown --state " + quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
     }
     request.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
     request.runId = c.parser.value(QStringLiteral("run")).toStdString();
@@ -994,7 +1014,7 @@ int cmdReconcile(Context &c)
         throw UsageError{"missing KEY, or a filter: --state, --key-prefix or --run"};
     request.reason = requiredReason(c);
     LedgerStore &store = c.engine().store();
-    const auto lookup = store.providerLookup();
+    const auto lookup = openProviderLookup(store);
     ReconcileCommand command(store, *lookup, store.actor(), request, {.retentionMs = c.engine().settings().retentionMs});
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
@@ -1011,7 +1031,7 @@ int cmdReconcile(Context &c)
                  + row.at("to").get<std::string>() + " (provider: " + row.at("evidence").at("status").get<std::string>()
                  + ")";
     for (const auto &row : result.at("skipped"))
-        human += "\n" + row.at("key").get<std::string>() + ": skipped, " + row.at("why").get<std::string>();
+        human += "\n" + row.at("key").get<std::string>() + ": skipped, " + escapedText(row.at("why").get<std::string>());
     c.print({{"action", preview.sentence}, {"result", result}}, human);
     return ExitOk;
 }
@@ -1034,37 +1054,27 @@ int cmdDlqReplay(Context &c)
     if (dryRun == c.parser.isSet(QStringLiteral("confirm")))
         throw UsageError{"run --dry-run first, then --confirm COUNT --reason TEXT"};
     if (byIds) {
-        for (const QString &id : c.parser.value(QStringLiteral("ids")).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-            bool ok = false;
-            const qlonglong v = id.trimmed().toLongLong(&ok);
-            if (!ok || v < 1)
-                throw UsageError{"--ids takes positive msg_ids separated by commas, not '" + id.toStdString() + "'"};
-            request.ids.push_back(v);
-        }
+        for (const QString &id : c.parser.value(QStringLiteral("ids")).split(QLatin1Char(','), Qt::SkipEmptyParts))
+            request.ids.push_back(
+                parseWholeNumber("each msg_id of --ids", id.trimmed().toStdString(), 1, MaxWholeNumber));
     } else {
         request.ids = DlqReplayCommand::resolveFilter(c.queue(), request.queue,
                                                       c.parser.value(QStringLiteral("filter")).toStdString());
     }
-    if (c.parser.isSet(QStringLiteral("rate"))) {
-        const std::string text = c.parser.value(QStringLiteral("rate")).toStdString();
-        double rate = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rate);
-        if (ec != std::errc() || end != text.data() + text.size())
-            throw UsageError{"--rate needs messages per second, not '" + text + "'"};
-        request.ratePerSecond = rate;
-    }
+    if (c.parser.isSet(QStringLiteral("rate")))
+        request.ratePerSecond = parseNumber("--rate", c.parser.value(QStringLiteral("rate")).toStdString(), 0.001,
+                                            DlqReplayCommand::MaxRatePerSecond, "messages per second");
     if (!dryRun) {
+        request.confirmCount = c.integerOption(QStringLiteral("confirm"), 0, MaxWholeNumber);
         request.reason = requiredReason(c);
-        request.confirmCount = c.integerOption(QStringLiteral("confirm"));
     }
     DlqReplayCommand::Options options;
     options.retentionMs = c.engine().settings().retentionMs;
     const bool bar = !c.json && isatty(STDERR_FILENO);
     if (bar)
         options.progress = [](std::int64_t done, std::int64_t total) {
-            std::fprintf(stderr, "\rreplayed %lld/%lld (Ctrl-C stops after the current message) ",
-                         static_cast<long long>(done), static_cast<long long>(total));
-            std::fflush(stderr);
+            printProgress("replayed " + std::to_string(done) + "/" + std::to_string(total)
+                          + " (Ctrl-C stops after the current message) ");
         };
     options.cancelled = [] { return g_interrupted.load(); };
     LedgerStore &store = c.engine().store();
@@ -1075,7 +1085,7 @@ int cmdDlqReplay(Context &c)
         std::string human = preview.sentence + "\nreplay id " + command.replayId() + "\n";
         for (const auto &item : preview.details.at("items"))
             human += "  msg " + item.at("msg_id").dump() + "  " + item.at("class").get<std::string>() + "  "
-                     + item.at("key").get<std::string>() + "\n";
+                     + escapedText(item.at("key").get<std::string>()) + "\n";
         for (const std::string &p : problems)
             human += "cannot replay: " + p + "\n";
         human += "(dry run: nothing written; replay with --confirm " + preview.details.at("count").dump()
@@ -1090,7 +1100,7 @@ int cmdDlqReplay(Context &c)
     const nlohmann::json result = command.execute().toJson();
     std::signal(SIGINT, SIG_DFL);
     if (bar)
-        std::fputs("\n", stderr);
+        printErr("");
     c.print(result, "replay " + command.replayId() + ": " + result.at("requeued").dump() + " requeued, "
                         + result.at("taken_by_other_replay").dump() + " taken by another replay, "
                         + result.at("not_replayed").dump() + " left in the dead-letter queue"
@@ -1120,14 +1130,33 @@ nlohmann::json auditJson(const AuditRecord &r)
 
 int cmdAudit(Context &c)
 {
-    const QString what = c.positional(1, "audit subcommand (list, verify or export)");
+    const QString what = c.positional(1, "audit subcommand (list, verify, head or export)");
     LedgerStore &store = c.engine().store();
     if (what == QLatin1String("verify")) {
-        const AuditVerify::Result result = AuditVerify(store).run();
+        const std::string expected = c.parser.value(QStringLiteral("expect-head")).toStdString();
+        if (c.parser.isSet(QStringLiteral("expect-head"))
+            && (expected.size() != 64 || expected.find_first_not_of("0123456789abcdef") != std::string::npos))
+            throw UsageError{"--expect-head takes a record hash as `audit head` prints it (64 hex digits), not '" + expected + "'"};
+        const AuditVerify::Result result = AuditVerify(store).run(expected);
         c.print(AuditVerify::toJson(result),
                 result.ok ? "audit log intact: " + std::to_string(result.records) + " record(s), head " + result.lastHash
+                                + (result.anchorSeq ? "; expected head is record " + std::to_string(*result.anchorSeq) : "")
                           : "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": " + result.problem);
         return result.ok ? ExitOk : ExitRefused;
+    }
+    if (what == QLatin1String("head")) {
+        // Printed only for a chain that verifies: an anchor is worth keeping only if it is sound.
+        const AuditVerify::Result result = AuditVerify(store).run();
+        if (!result.ok) {
+            c.print(AuditVerify::toJson(result), "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": "
+                                                     + result.problem + "; no head to keep");
+            return ExitRefused;
+        }
+        const std::int64_t seq = result.head ? result.head->seq : result.records;
+        c.print({{"seq", seq}, {"hash", result.lastHash}},
+                "audit head: record " + std::to_string(seq) + ", hash " + result.lastHash
+                    + "\nkeep it outside the ledger; `idempo audit verify --expect-head HASH` checks the chain still holds it");
+        return ExitOk;
     }
     if (what == QLatin1String("list")) {
         const std::int64_t after = afterId(c);
@@ -1137,8 +1166,9 @@ int cmdAudit(Context &c)
         std::string human;
         for (const AuditRecord &r : records) {
             rows.push_back(auditJson(r));
-            human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + r.entry.who + " (" + r.entry.role + ")  "
-                     + r.entry.action + "  " + r.entry.target + "  " + r.entry.reason + "\n";
+            human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + escapedText(r.entry.who) + " ("
+                     + escapedText(r.entry.role) + ")  " + r.entry.action + "  " + escapedText(r.entry.target) + "  "
+                     + escapedText(r.entry.reason) + "\n";
         }
         const bool full = static_cast<int>(records.size()) == limit;
         if (full)
@@ -1152,12 +1182,14 @@ int cmdAudit(Context &c)
     if (what == QLatin1String("export")) {
         const QString format = c.parser.value(QStringLiteral("format"));
         if (format != QLatin1String("csv") && format != QLatin1String("json"))
-            throw UsageError{"--format must be csv or json"};
+            throw UsageError{c.parser.isSet(QStringLiteral("format"))
+                                 ? "--format must be csv or json, not " + quotedValue(format.toStdString())
+                                 : std::string("missing --format csv|json")};
         if (c.json && format == QLatin1String("csv"))
             throw UsageError{"--json prints one JSON object: use --format json"};
         nlohmann::json rows = nlohmann::json::array();
         if (format == QLatin1String("csv"))
-            std::cout << "seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_hash,hash\n";
+            printOut("seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_hash,hash");
         for (std::int64_t after = 0;;) {
             const auto page = store.auditLog(after, 1000);
             for (const AuditRecord &r : page) {
@@ -1165,24 +1197,27 @@ int cmdAudit(Context &c)
                     rows.push_back(auditJson(r));
                     continue;
                 }
+                // csvField escapes text; the JSON-valued columns keep their JSON form.
                 const std::vector<std::string> fields = {std::to_string(r.seq), when(r.atMs), r.entry.who,
                                                          r.entry.role, r.entry.action, r.entry.target,
-                                                         r.entry.reason, r.entry.beforeState, r.entry.afterState,
-                                                         r.entry.approvalId, r.entry.detail, r.prevHash, r.hash};
+                                                         r.entry.reason, escapedJson(r.entry.beforeState),
+                                                         escapedJson(r.entry.afterState), r.entry.approvalId,
+                                                         escapedJson(r.entry.detail), r.prevHash, r.hash};
                 std::string line;
                 for (const std::string &f : fields)
                     line += (line.empty() ? "" : ",") + csvField(f);
-                std::cout << line << '\n';
+                printOut(line);
             }
             if (page.size() < 1000)
                 break;
             after = page.back().seq;
         }
         if (format == QLatin1String("json"))
-            std::cout << nlohmann::json{{"records", rows}}.dump() << '\n';
+            printJson({{"records", rows}});
         return ExitOk;
     }
-    throw UsageError{"unknown subcommand 'audit " + what.toStdString() + "': expected list, verify or export"};
+    throw UsageError{"unknown subcommand 'audit " + escapedText(what.toStdString())
+                     + "': expected list, verify, head or export"};
 }
 
 int cmdFourEyes(Context &c)
@@ -1266,7 +1301,7 @@ std::map<QString, Command> commands()
          {3, "queue SUBCOMMAND NAME [ARGS]",
           "Message queues with a dead-letter queue each (pgmq's table layout):\n"
           "  create NAME [--max-reads N]        create NAME and NAME_dlq (idempotent)\n"
-          "  send NAME --message JSON|@FILE [--headers JSON] [--delay S]\n"
+          "  send NAME --message JSON|@FILE [--headers JSON] [--delay S] [--envelope]\n"
           "  read NAME [--vt S] [--qty N]       deliver visible messages, hidden for S seconds\n"
           "  ack NAME MSG_ID                    delete a processed message\n"
           "  archive NAME MSG_ID                move a message to the archive a_NAME\n"
@@ -1278,6 +1313,7 @@ std::map<QString, Command> commands()
            opt("message", "send: the message, JSON text, @FILE or @- for stdin.", "JSON"),
            opt("headers", "send: a JSON object of headers.", "JSON"),
            opt("delay", "send: seconds before the message becomes visible (default 0).", "S"),
+           opt("envelope", "send: refuse a message that is not a queue envelope (docs/envelope.md)."),
            opt("vt", "read: visibility timeout in seconds (default 30).", "S"),
            opt("qty", "read: at most this many messages (default 1).", "N"),
            opt("class", "nack: transient, rate_limited, validation, auth, policy_denied, unknown_outcome.", "CLASS"),
@@ -1326,20 +1362,24 @@ std::map<QString, Command> commands()
         {QStringLiteral("reconcile"),
          {1, "reconcile KEY|--state S|--key-prefix P|--run R --reason TEXT [--yes] [--dry-run]",
           "Look operations up at their provider by key, record the answer as evidence and move them:\n"
-          "found -> succeeded; not found -> received (unknown_outcome only); otherwise\n"
-          "confirmation_required. A filter prints the count first and acts only with --yes.",
+          "found -> succeeded; not found at the operation's own provider -> received (unknown_outcome\n"
+          "only); pending or no lookup for the operation -> confirmation_required. A filter prints the\n"
+          "count first and acts only with --yes.",
           {opt("state", "Bulk: only this state.", "S"), opt("key-prefix", "Bulk: only keys starting with P.", "P"),
            opt("run", "Bulk: only this run.", "R"), opt("reason", "Why (required).", "TEXT"),
            opt("yes", "Bulk: reconcile the counted set."), opt("dry-run", "Look up and show; write nothing.")},
           cmdReconcile}},
         {QStringLiteral("audit"),
-         {1, "audit list|verify|export [--after SEQ] [--limit N] [--format csv|json]",
+         {1, "audit list|verify|head|export [--after SEQ] [--limit N] [--format csv|json] [--expect-head HASH]",
           "The append-only audit log of guarded actions:\n"
           "  list     records, oldest first, a page at a time\n"
-          "  verify   check the hash chain; names the first edited, removed or reordered record (exit 65)\n"
+          "  verify   check the hash chain and the ledger's head; names the first edited, removed or\n"
+          "           reordered record (exit 65); --expect-head: the chain must still hold that record\n"
+          "  head     the newest record's hash, to keep outside the ledger as an anchor\n"
           "  export   every record as CSV or JSON on stdout",
           {opt("after", "list: continue after this seq.", "SEQ"), opt("limit", "list: page size (default 50).", "N"),
-           opt("format", "export: csv or json.", "F")},
+           opt("format", "export: csv or json.", "F"),
+           opt("expect-head", "verify: a hash `audit head` printed earlier; the chain must still hold it.", "HASH")},
           cmdAudit}},
         {QStringLiteral("four-eyes"),
          {0, "four-eyes [--above AMOUNT|off --reason TEXT]",
@@ -1350,28 +1390,33 @@ std::map<QString, Command> commands()
         {QStringLiteral("sandbox"),
          {1,
           "sandbox run [--scenario NAME|all] [--runs N] [--workers W] [--processes] [--faults LIST|all] [--seed S]\n"
-          "              [--naive]",
+          "              [--naive] [--reconnect-deadline S]; sandbox reset",
           "Run simulated multi-agent workflows under injected faults, then check the invariants (exit 65\n"
           "when one fails): worker threads on a virtual clock on the embedded ledger, or with --processes\n"
           "'idempo worker' processes on the real clock, killed with SIGKILL at the crash points and\n"
           "restarted (any ledger; PostgreSQL is the real thing). Scenarios: kyc-onboarding,\n"
           "payment-refund, travel-booking, invoice-email. Namespace 'sandbox' unless --namespace is\n"
           "given. SIGTERM or SIGINT stops the run: workers finish the message in hand, the report says\n"
-          "cancelled and covers what ran, exit 75. See docs/sandbox.md for faults and rates.",
+          "cancelled and covers what ran, exit 75. A run killed without a word leaves the sandbox queue to\n"
+          "the next run, which clears it once the killed driver is known gone; 'sandbox reset' clears it at\n"
+          "once. See docs/sandbox.md for faults and rates.",
           {opt("scenario", "A scenario name, or all (default): runs are spread round-robin.", "NAME"),
            opt("runs", "Runs to start, 1..1000000 (default 100).", "N"),
            opt("workers", "Worker threads, or worker processes with --processes (default 2).", "W"),
            opt("processes", "Run the workers as 'idempo worker' processes and SIGKILL them at crash points."),
            opt("faults", "none (default), all, or a comma list of fault[=rate].", "LIST"),
            opt("seed", "Seed of every random choice (default 1): the same seed gives the same report.", "S"),
-           opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes.")},
+           opt("naive", "Use a consumer without the idempotency layer, to count the duplicates it makes."),
+           opt("reconnect-deadline", "With --processes: how long the driver and its workers wait for a lost "
+                                     "ledger before exit 69, seconds (default 60).", "S")},
           cmdSandbox}},
         {QStringLiteral("worker"),
          {0, "worker [--queue NAME] [--owner ID] [--max-messages N] [--idle-exit-ms MS] [--faults LIST] [--seed S]",
           "Consume sandbox envelopes from a queue of the ledger until SIGTERM or SIGINT (then finish the\n"
           "message in hand): claim, act only on 'claimed', record the outcome and send the next step's\n"
           "message in one transaction, ack last. At a crash point of --faults it prints a 'crash' line\n"
-          "and blocks until killed. stdout is one JSON object per line (events), with or without --json.",
+          "and blocks until killed. stdout is one JSON object per line (events), with or without --json.\n"
+          "A lost ledger is waited for (a line on stderr says so) up to --reconnect-deadline, then exit 69.",
           {opt("queue", "The queue to consume (default sandbox).", "NAME"),
            opt("owner", "Lease owner (default host:pid).", "ID"),
            opt("index", "The worker's number, which picks its clock skew (default 0).", "N"),
@@ -1381,7 +1426,9 @@ std::map<QString, Command> commands()
            opt("seed", "Seed of every fault decision (default 1).", "S"),
            opt("lease-ms", "Lease length, milliseconds (default 2000).", "MS"),
            opt("vt-ms", "Visibility timeout of a read, milliseconds (default 2000).", "MS"),
-           opt("naive", "Consume without the idempotency layer.")},
+           opt("naive", "Consume without the idempotency layer."),
+           opt("reconnect-deadline", "How long to wait for a lost ledger before exit 69, seconds (default 60).",
+               "S")},
           cmdWorker}},
         {QStringLiteral("check"),
          {0, "check",
@@ -1411,36 +1458,34 @@ std::vector<QCommandLineOption> globalOptions()
             opt("verbose", "Log engine activity on stderr.")};
 }
 
-std::string helpText(const std::map<QString, Command> &all)
+HelpOption helpOption(const QCommandLineOption &o)
 {
-    std::string s = "Usage: idempo [--ledger URL] [--namespace NS] [--json] COMMAND [ARGS]\n\n"
-                    "Runs each consequential step of an agent workflow at most once.\n\nCommands:\n";
+    return {o.names().first().toStdString(), o.valueName().toStdString(), o.description().toStdString()};
+}
+
+HelpCommand helpCommand(const Command &command)
+{
+    HelpCommand help{command.synopsis, command.summary, {}};
+    for (const QCommandLineOption &o : command.options)
+        help.options.push_back(helpOption(o));
+    return help;
+}
+
+HelpDocument helpDocument(const std::map<QString, Command> &all)
+{
+    HelpDocument help;
     for (const auto &[name, command] : all)
-        s += "  " + std::string(command.synopsis) + "\n      " + QString::fromLatin1(command.summary).replace(QLatin1Char('\n'), QStringLiteral("\n      ")).toStdString() + '\n';
-    s += "\nGlobal options:\n";
-    for (const auto &o : globalOptions())
-        s += "  --" + o.names().first().toStdString() + (o.valueName().isEmpty() ? "" : " " + o.valueName().toStdString())
-             + "\n      " + o.description().toStdString() + '\n';
-    s += "\nRun 'idempo COMMAND --help' for a command's options.\n\n";
-    s += kExitCodesHelp;
-    return s;
+        help.commands.push_back(helpCommand(command));
+    for (const QCommandLineOption &o : globalOptions())
+        help.globals.push_back(helpOption(o));
+    return help;
 }
 
 void reportError(bool json, const std::string &code, const std::string &message)
 {
     if (json)
-        std::cout << nlohmann::json{{"error", code}, {"message", message}}.dump() << '\n';
-    std::cerr << "idempo: " << message << '\n';
-}
-
-void setUpLogging(bool verbose)
-{
-    auto logger = spdlog::stderr_color_mt("idempo");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-    spdlog::set_default_logger(logger);
-    const QByteArray level = qgetenv("IDEMPO_LOG_LEVEL");
-    spdlog::set_level(verbose ? spdlog::level::info
-                              : (level.isEmpty() ? spdlog::level::warn : spdlog::level::from_str(level.toStdString())));
+        printJson({{"error", code}, {"message", message}});
+    printErr("idempo: " + message);
 }
 
 } // namespace
@@ -1467,6 +1512,7 @@ int run(int argc, char **argv)
 
 int run(const QStringList &arguments)
 {
+    captureQtMessages();
     const auto all = commands();
     const auto globals = globalOptions();
 
@@ -1476,6 +1522,7 @@ int run(const QStringList &arguments)
         first.addOption(o);
     first.addOption(opt("help", "Show help."));
     first.addOption(opt("version", "Show the version."));
+    first.addOption(opt("help-man", "Print the help as a man page (roff); the build installs it as idempo(1)."));
     first.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
     const bool wantsJson = arguments.contains(QStringLiteral("--json"));
     if (!first.parse(arguments)) {
@@ -1483,7 +1530,11 @@ int run(const QStringList &arguments)
         return ExitUsage;
     }
     if (first.isSet(QStringLiteral("version"))) {
-        std::cout << "idempo " << IDEMPO_VERSION << '\n';
+        printOut("idempo " IDEMPO_VERSION);
+        return ExitOk;
+    }
+    if (first.isSet(QStringLiteral("help-man"))) {
+        printOut(manPage(helpDocument(all), IDEMPO_VERSION));
         return ExitOk;
     }
     const QStringList rest = first.positionalArguments();
@@ -1492,12 +1543,12 @@ int run(const QStringList &arguments)
         return ExitUsage;
     }
     if (rest.isEmpty() || first.isSet(QStringLiteral("help"))) {
-        (rest.isEmpty() && !first.isSet(QStringLiteral("help")) ? std::cerr : std::cout) << helpText(all);
+        (rest.isEmpty() && !first.isSet(QStringLiteral("help")) ? printErr : printOut)(helpText(helpDocument(all)));
         return first.isSet(QStringLiteral("help")) ? ExitOk : ExitUsage;
     }
     const auto found = all.find(rest.first());
     if (found == all.end()) {
-        reportError(wantsJson, "usage", "unknown command '" + rest.first().toStdString() + "' (see idempo --help)");
+        reportError(wantsJson, "usage", "unknown command " + quotedValue(rest.first().toStdString()) + " (see idempo --help)");
         return ExitUsage;
     }
     const Command &command = found->second;
@@ -1513,18 +1564,14 @@ int run(const QStringList &arguments)
         return ExitUsage;
     }
     if (c.parser.isSet(QStringLiteral("help"))) {
-        std::string s = std::string("Usage: idempo ") + command.synopsis + "\n\n" + command.summary + "\n\nOptions:\n";
-        for (const auto &o : command.options)
-            s += "  --" + o.names().first().toStdString() + (o.valueName().isEmpty() ? "" : " " + o.valueName().toStdString())
-                 + "\n      " + o.description().toStdString() + '\n';
-        std::cout << s << '\n' << kExitCodesHelp;
+        printOut(commandHelpText(helpCommand(command)));
         return ExitOk;
     }
     c.json = c.parser.isSet(QStringLiteral("json"));
     const QStringList positionals = c.parser.positionalArguments();
     if (positionals.size() > command.arguments + 1) {
-        reportError(c.json, "usage", "unexpected argument '" + positionals.at(command.arguments + 1).toStdString()
-                                         + "' (see idempo " + rest.first().toStdString() + " --help)");
+        reportError(c.json, "usage", "unexpected argument " + quotedValue(positionals.at(command.arguments + 1).toStdString())
+                                         + " (see idempo " + rest.first().toStdString() + " --help)");
         return ExitUsage;
     }
     QString ns = c.parser.value(QStringLiteral("namespace"));

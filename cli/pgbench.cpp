@@ -37,8 +37,14 @@ std::string payloadFor(int i)
     return R"({"amount":1250,"currency":"EUR","to":"acct-)" + std::to_string(i) + R"("})";
 }
 
-/// One cycle through the engine, checking each answer as a worker would.
-void engineCycle(Engine &engine, const std::string &ns, int i)
+/// What one engine round measures.
+enum class EngineStep {
+    ClaimAndComplete, ///< a fresh key claimed (claimed) and completed
+    Duplicate,        ///< the same key claimed again after it completed (replayed)
+    Cycle,            ///< both: claim, complete, duplicate claim
+};
+
+ClaimInput claimFor(const std::string &ns, int i)
 {
     ClaimInput in;
     in.ns = ns;
@@ -48,17 +54,28 @@ void engineCycle(Engine &engine, const std::string &ns, int i)
     in.key = in.runId + ':' + in.stepId;
     in.payloadJson = payloadFor(i);
     in.owner = kOwner;
-    const ClaimResult claimed = engine.claim(in);
-    if (claimed.outcome != ClaimOutcome::Claimed)
-        throw Error(ErrorCode::Internal, "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
-    engine.complete(ns, in.key, claimed.operation.fencingToken, kResult, "");
+    return in;
+}
+
+/// One step through the engine, checking each answer as a worker would.
+void engineStep(Engine &engine, const std::string &ns, int i, EngineStep step)
+{
+    const ClaimInput in = claimFor(ns, i);
+    if (step != EngineStep::Duplicate) {
+        const ClaimResult claimed = engine.claim(in);
+        if (claimed.outcome != ClaimOutcome::Claimed)
+            throw Error(ErrorCode::Internal, "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
+        engine.complete(ns, in.key, claimed.operation.fencingToken, kResult, "");
+    }
+    if (step == EngineStep::ClaimAndComplete)
+        return;
     if (const ClaimOutcome again = engine.claim(in).outcome; again != ClaimOutcome::Replayed)
         throw Error(ErrorCode::Internal, "expected replayed, got " + std::string(claimOutcomeName(again)));
 }
 
 /// Runs `workers` × `perWorker` engine cycles on `workers` threads; returns cycles/s. Each
 /// thread opens its connection before the clock starts, as pgbench leaves out connection time.
-double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker)
+double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker, EngineStep step)
 {
     std::barrier ready(workers + 1);
     std::mutex mutex;
@@ -79,7 +96,7 @@ double measureEngine(Engine &engine, const std::string &ns, int workers, int per
             ready.arrive_and_wait();
             try {
                 for (int i = w * perWorker; i < (w + 1) * perWorker; ++i)
-                    engineCycle(engine, ns, i);
+                    engineStep(engine, ns, i, step);
             } catch (const std::exception &e) {
                 fail(e);
             }
@@ -111,8 +128,8 @@ QString pgbenchFailure(const QString &output)
 void checkPgbenchWork(PgConnection &c, const std::string &ns, int cycles)
 {
     const PgResult r = c.exec("check pgbench's work",
-                              "SELECT (SELECT count(*) FROM operations WHERE namespace = $1 AND state = 'succeeded'), "
-                              "(SELECT count(*) FROM suppressions WHERE namespace = $1 AND outcome = 'replayed')",
+                              "SELECT (SELECT count(*) FROM idempo.operations WHERE namespace = $1 AND state = 'succeeded'), "
+                              "(SELECT count(*) FROM idempo.suppressions WHERE namespace = $1 AND outcome = 'replayed')",
                               PgParams().text(ns));
     if (r.integer(0, 0) != cycles || r.integer(0, 1) != cycles)
         throw Error(ErrorCode::Internal, "pgbench left " + std::to_string(r.integer(0, 0)) + " succeeded operations and "
@@ -126,9 +143,9 @@ std::string cleanUp(PgConnection &c, const std::string &prefix)
 {
     try {
         const PgResult r = c.exec("delete the benchmark's rows", R"SQL(
-WITH gone AS (DELETE FROM operations WHERE namespace ^@ $1 RETURNING id),
-history_gone AS (DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM gone)),
-suppressions_gone AS (DELETE FROM suppressions WHERE namespace ^@ $1)
+WITH gone AS (DELETE FROM idempo.operations WHERE namespace ^@ $1 RETURNING id),
+history_gone AS (DELETE FROM idempo.operation_events WHERE operation_id IN (SELECT id FROM gone)),
+suppressions_gone AS (DELETE FROM idempo.suppressions WHERE namespace ^@ $1)
 SELECT count(*) FROM gone
 )SQL",
                                   PgParams().text(prefix));
@@ -139,6 +156,37 @@ SELECT count(*) FROM gone
         return left;
     }
 }
+
+// The floor (shared/baselines/claim-schema.sql and claim.sql): the simplest claim+complete, one
+// table and two autocommit statements; its table lives in a schema of its own for the run.
+constexpr const char *kFloorTable =
+    "CREATE TABLE {s}.ops(key text primary key, payload_hash text not null, status text not null, lease_owner text, "
+    "lease_expires_at timestamptz, fencing_token bigint not null default 1, attempts int not null default 0, "
+    "result jsonb, created_at timestamptz not null default now(), updated_at timestamptz not null default now());\n"
+    "CREATE INDEX ON {s}.ops(status, updated_at);\n"
+    "INSERT INTO {s}.ops(key, payload_hash, status) VALUES ('hot', 'abc', 'succeeded')";
+constexpr const char *kFloorCycle =
+    "\\set k random(1, 1000000000)\n"
+    "INSERT INTO {s}.ops(key, payload_hash, status, lease_owner, lease_expires_at) VALUES ('r' || CAST(:k AS bigint) "
+    "|| '-s' || CAST(:client_id AS int), 'abc', 'dispatching', 'w', clock_timestamp() + interval '30 s') "
+    "ON CONFLICT (key) DO NOTHING RETURNING fencing_token;\n"
+    "UPDATE {s}.ops SET status = 'succeeded', result = jsonb_build_object('ok', true), updated_at = clock_timestamp() "
+    "WHERE key = 'r' || CAST(:k AS bigint) || '-s' || CAST(:client_id AS int) AND fencing_token = 1 "
+    "AND status = 'dispatching';\n";
+// A primary-key read of the floor's table: the floor of a replayed claim.
+constexpr const char *kFloorLookup = "SELECT fencing_token FROM {s}.ops WHERE key = 'hot';\n";
+
+/// `text` with every {s} replaced by the quoted schema name `schema` (a name this file makes).
+std::string inSchema(std::string text, const std::string &schema)
+{
+    for (std::size_t at = text.find("{s}"); at != std::string::npos; at = text.find("{s}", at))
+        text.replace(at, 3, "\"" + schema + "\"");
+    return text;
+}
+
+/// Runs pgbench on `script` (text) with `workers` clients, `perWorker` transactions each.
+double pgbenchScript(const QString &program, const std::string &conninfo, const std::string &script,
+                     const std::vector<std::string> &defines, int workers, int perWorker);
 
 } // namespace
 
@@ -207,38 +255,66 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
     completion.result = canonicalJson(parseStrictJson(kResult));
     completion.retentionMs = engine.settings().retentionMs;
 
-    double bestEngine = 0;
-    double bestPgbench = 0;
+    const std::string floorSchema = "idempo_bench_floor_" + std::to_string(QDateTime::currentMSecsSinceEpoch());
+    admin.execScript("create the floor's table", "CREATE SCHEMA \"" + floorSchema + "\";\n" + inSchema(kFloorTable, floorSchema));
+    double best[6] = {}; // own statements, engine cycle, floor, engine claim+complete, PK lookup, engine duplicate
     nlohmann::json rounds = nlohmann::json::array();
     try {
         for (int round = 0; round < kRounds; ++round) {
             claim.ns = prefix + "pgbench" + std::to_string(round);
             const PostgresLedgerStore::PgbenchCycle cycle = PostgresLedgerStore::pgbenchCycle(claim, completion);
-            QTemporaryFile script;
-            if (!script.open() || script.write(QByteArray::fromStdString(cycle.script)) < 0 || !script.flush())
-                throw Error(ErrorCode::Internal, "cannot write the pgbench script: " + script.errorString().toStdString());
-            const double pgbenchRate = measurePgbench(program, QString::fromStdString(conninfo), script.fileName(),
-                                                      cycle.defines, workers, perWorker);
+            const double own = pgbenchScript(program, conninfo, cycle.script, cycle.defines, workers, perWorker);
             checkPgbenchWork(admin, claim.ns, workers * perWorker);
-            const double engineRate = measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker);
-            bestPgbench = std::max(bestPgbench, pgbenchRate);
-            bestEngine = std::max(bestEngine, engineRate);
-            rounds.push_back({{"raw_cycles_per_s", pgbenchRate}, {"engine_cycles_per_s", engineRate}});
+            const double engineCycle =
+                measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker, EngineStep::Cycle);
+            const double floor = pgbenchScript(program, conninfo, inSchema(kFloorCycle, floorSchema), {}, workers, perWorker);
+            const std::string ns = prefix + "steps" + std::to_string(round);
+            const double engineClaim = measureEngine(engine, ns, workers, perWorker, EngineStep::ClaimAndComplete);
+            const double lookup = pgbenchScript(program, conninfo, inSchema(kFloorLookup, floorSchema), {}, workers, perWorker);
+            const double duplicate = measureEngine(engine, ns, workers, perWorker, EngineStep::Duplicate);
+            const double rates[6] = {own, engineCycle, floor, engineClaim, lookup, duplicate};
+            for (int i = 0; i < 6; ++i)
+                best[i] = std::max(best[i], rates[i]);
+            rounds.push_back({{"raw_cycles_per_s", own}, {"engine_cycles_per_s", engineCycle},
+                              {"floor_cycles_per_s", floor}, {"engine_claim_complete_per_s", engineClaim},
+                              {"floor_lookups_per_s", lookup}, {"engine_duplicates_per_s", duplicate}});
         }
     } catch (...) {
         cleanUp(admin, prefix);
+        admin.execScript("drop the floor's table", "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
         throw;
     }
     const std::string cleanup = cleanUp(admin, prefix);
-    return {{"ledger", conninfo + " (raw SQL: pgbench -M prepared, same statements)"},
+    admin.execScript("drop the floor's table", "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
+    const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    return {{"ledger", conninfo + " (raw SQL: pgbench -M prepared, same calls; floor: shared/baselines/claim.sql)"},
             {"baseline", "pgbench"},
             {"workers", workers},
             {"cycles", workers * perWorker},
-            {"engine_cycles_per_s", bestEngine},
-            {"raw_cycles_per_s", bestPgbench},
-            {"ratio", bestPgbench > 0 ? bestEngine / bestPgbench : 0.0},
+            {"engine_cycles_per_s", best[1]},
+            {"raw_cycles_per_s", best[0]},
+            {"ratio", ratio(best[1], best[0])},
+            {"floor_cycles_per_s", best[2]},
+            {"engine_claim_complete_per_s", best[3]},
+            {"floor_ratio", ratio(best[3], best[2])},
+            {"floor_lookups_per_s", best[4]},
+            {"engine_duplicates_per_s", best[5]},
+            {"duplicate_ratio", ratio(best[5], best[4])},
             {"rounds", rounds},
             {"cleanup", cleanup}};
 }
+
+namespace {
+
+double pgbenchScript(const QString &program, const std::string &conninfo, const std::string &script,
+                     const std::vector<std::string> &defines, int workers, int perWorker)
+{
+    QTemporaryFile file;
+    if (!file.open() || file.write(QByteArray::fromStdString(script)) < 0 || !file.flush())
+        throw Error(ErrorCode::Internal, "cannot write the pgbench script: " + file.errorString().toStdString());
+    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines, workers, perWorker);
+}
+
+} // namespace
 
 } // namespace idempo::cli

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audittablemodel.h"
 
-#include "csv.h"
 #include "displayformat.h"
+#include "textescape.h"
 
 #include <QDateTime>
 
@@ -138,9 +138,9 @@ QString AuditTableModel::csv() const
         const AuditEntry &e = r->entry;
         QStringList row{QString::number(r->seq),
                         QDateTime::fromMSecsSinceEpoch(r->atMs, Qt::UTC).toString(Qt::ISODateWithMs)};
-        for (const std::string *f : {&e.who, &e.role, &e.action, &e.target, &e.reason, &e.beforeState, &e.afterState,
-                                     &e.approvalId, &e.detail})
-            row << csvField(QString::fromStdString(*f));
+        for (const std::string &f : {e.who, e.role, e.action, e.target, e.reason, escapedJson(e.beforeState),
+                                     escapedJson(e.afterState), e.approvalId, escapedJson(e.detail)})
+            row << QString::fromStdString(csvField(f));
         out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
     }
     return out;
@@ -165,7 +165,7 @@ QString AuditTableModel::json() const
                        {"hash", r->hash},
                        {"prev_hash", r->prevHash}});
     }
-    return QString::fromStdString(out.dump(2));
+    return QString::fromStdString(escapedJson(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 } // namespace idempo

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "displayformat.h"
 
+#include "textescape.h"
+
 #include <QDateTime>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +11,7 @@ namespace idempo {
 
 QString displayText(const std::string &text)
 {
-    return QString::fromStdString(text);
+    return QString::fromStdString(escapedText(text));
 }
 
 QString stateText(OperationState state)
@@ -39,9 +41,9 @@ QString prettyJson(const std::string &json)
     if (json.empty())
         return QString();
     try {
-        return QString::fromStdString(nlohmann::json::parse(json).dump(2));
+        return QString::fromStdString(escapedJson(nlohmann::json::parse(json).dump(2)));
     } catch (const nlohmann::json::exception &) {
-        return QString::fromStdString(json);
+        return displayText(json);
     }
 }
 

@@ -13,7 +13,7 @@ namespace idempo {
 
 namespace {
 
-/// Notifications arriving within this many ms make one refresh: a busy ledger sends hundreds
+/// Changes arriving within this many ms make one refresh: a busy ledger writes hundreds
 /// a second, and each refresh re-reads the visible rows.
 constexpr int CoalesceMs = 100;
 

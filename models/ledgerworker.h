@@ -22,8 +22,8 @@ using LedgerJob = std::function<void(LedgerStore &store, MessageQueue *queues)>;
 
 /// Owns the ledger on a worker thread: opens it there, runs every query there (the SQLite store
 /// gives this thread its own connection) and watches for changes through the store's change
-/// feed (LedgerStore::changeFeed()). A pushing feed (PostgreSQL's LISTEN on a connection of its
-/// own) is watched by a QSocketNotifier on this thread, and the tick only pings it (and opens it
+/// feed (LedgerStore::changeFeed()). A pushing feed (PostgreSQL's long poll of idempo.wait_for_changes() on a
+/// connection of its own) is watched by a QSocketNotifier on this thread, and the tick only pings it (and opens it
 /// again when it dropped); a polled feed (SQLite's data_version) is asked each tick.
 /// Lives in LedgerConnection's thread; only LedgerConnection talks to it, through queued calls.
 class LedgerWorker final : public QObject

@@ -22,6 +22,7 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
     s.leasesLive = m.leasesLive;
     s.leasesLapsed = m.leasesLapsed;
     for (const auto &[state, count] : m.byState) {
+        s.operations += count;
         if (state == OperationState::ConfirmationRequired)
             s.confirmations = count;
         else if (state == OperationState::AwaitingApproval)

@@ -20,6 +20,7 @@ struct OverviewSnapshot
                                                                 3'600'000};
 
     std::int64_t nowMs = 0;
+    std::int64_t operations = 0; ///< in every state
     std::int64_t leasesLive = 0;
     std::int64_t leasesLapsed = 0;
     std::int64_t confirmations = 0;
@@ -38,6 +39,9 @@ struct OverviewSnapshot
     /// Suppressions read since the previous snapshot (their times) and the cursor after them.
     std::vector<std::int64_t> newSuppressionsAtMs;
     std::int64_t suppressionCursor = 0;
+
+    /// True for a ledger that holds nothing yet: no operation, no dead letter.
+    bool isEmpty() const { return operations == 0 && dlqDepth == 0; }
 
     /// Reads everything once. `suppressionCursor` continues an earlier scan.
     static OverviewSnapshot read(LedgerStore &store, MessageQueue *queues, std::int64_t suppressionCursor);

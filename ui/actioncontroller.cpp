@@ -6,7 +6,7 @@
 #include "dlqreplaycommand.h"
 #include "guardedactiondialog.h"
 #include "ledgerconnection.h"
-#include "providerlookup.h"
+#include "journallookup.h"
 #include "reconcilecommand.h"
 
 #include <QHeaderView>
@@ -181,7 +181,7 @@ void ActionController::start(OperationAction action, const Operation &op)
         m_connection->query(
             this,
             [actor, req](LedgerStore &s, MessageQueue *) {
-                const auto lookup = s.providerLookup();
+                auto lookup = openProviderLookup(s);
                 ReconcileCommand cmd(s, *lookup, actor, req);
                 return describeOnly(cmd);
             },
@@ -202,7 +202,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                             m_connection->query(
                                 this,
                                 [actor, r](LedgerStore &s, MessageQueue *) {
-                                    const auto lookup = s.providerLookup();
+                                    auto lookup = openProviderLookup(s);
                                     ReconcileCommand cmd(s, *lookup, actor, r);
                                     return validateAndExecute(cmd);
                                 },

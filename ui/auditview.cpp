@@ -3,6 +3,7 @@
 
 #include "audittablemodel.h"
 #include "auditverify.h"
+#include "emptystate.h"
 #include "ledgerconnection.h"
 
 #include <QComboBox>
@@ -71,6 +72,14 @@ AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(AuditTableModel::Target, 220);
     m_table->horizontalHeader()->resizeSection(AuditTableModel::Reason, 220);
     m_table->horizontalHeader()->resizeSection(AuditTableModel::Change, 210);
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, this, [this](const QString &link) {
+        if (link != QLatin1String(EmptyState::ClearFiltersLink))
+            return;
+        m_action->setCurrentIndex(0);
+        m_actor->clear();
+        m_target->clear();
+    });
     connect(m_action, &QComboBox::currentIndexChanged, this, &AuditView::applyFilter);
     connect(m_actor, &QLineEdit::textChanged, this, &AuditView::applyFilter);
     connect(m_target, &QLineEdit::textChanged, this, &AuditView::applyFilter);
@@ -120,6 +129,12 @@ void AuditView::applyFilter()
 {
     m_model->setFilter(m_action->currentIndex() > 0 ? m_action->currentText() : QString(), m_actor->text().trimmed(),
                        m_target->text().trimmed());
+    const bool filtered = m_action->currentIndex() > 0 || !m_actor->text().trimmed().isEmpty()
+                          || !m_target->text().trimmed().isEmpty();
+    m_empty->setMessage(filtered ? EmptyState::filteredMessage()
+                                 : tr("<b>No guarded action recorded yet.</b><br>Every approval, rejection, "
+                                      "reconciliation and DLQ replay is logged here, hash-chained."));
+    m_empty->modelAnswered();
 }
 
 void AuditView::verify()

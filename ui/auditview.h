@@ -26,6 +26,7 @@ public:
 
     void reload() override;
     void refresh() override;
+    EmptyState *emptyState() const override { return m_empty; }
     AuditTableModel *model() const { return m_model; }
     QComboBox *actionFilter() const { return m_action; }
     QLineEdit *actorFilter() const { return m_actor; }
@@ -54,6 +55,7 @@ private:
     QPushButton *m_verify;
     QLabel *m_verdict;
     QTableView *m_table;
+    EmptyState *m_empty;
     quint64 m_generation = 0;
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "confirmationsview.h"
 
+#include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
 #include "operationdetailpane.h"
@@ -58,6 +59,12 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Value, 130);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
+        if (link == QLatin1String(EmptyState::ClearFiltersLink))
+            m_filters->clear();
+    });
+    connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
     connect(m_order, &QComboBox::currentIndexChanged, this, &ConfirmationsView::reload);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &ConfirmationsView::showCurrent);
@@ -71,6 +78,10 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
 
 void ConfirmationsView::reload()
 {
+    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
+                                              : tr("<b>Nothing waits for a person.</b><br>Operations whose outcome "
+                                                   "automation could not prove, and those gated for approval, "
+                                                   "appear here."));
     OperationQuery query = m_filters->query();
     query.highestValueFirst = m_order->currentIndex() == 1;
     m_model->setQuery(query);

@@ -23,6 +23,7 @@ public:
     void reload() override;
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
+    EmptyState *emptyState() const override { return m_empty; }
     FilterBar *filters() const override { return m_filters; }
     OperationTableModel *model() const { return m_model; }
     OperationDetailPane *detail() const { return m_detail; }
@@ -36,6 +37,7 @@ private:
     FilterBar *m_filters;
     QComboBox *m_order;
     LedgerTableView *m_table;
+    EmptyState *m_empty;
     OperationDetailPane *m_detail;
 };
 

@@ -91,13 +91,15 @@ void ConnectionDialog::accept()
                  tr("Enter sqlite:PATH, a postgresql:// URI without a password, or service=NAME."));
         return;
     }
-    bool known = false;
+    // What libpq cannot parse fails to open with its reason, and is not kept.
+    const QString kept = ConnectionProfiles::storable(url());
+    bool known = kept.isEmpty();
     for (int i = 0; i < m_profiles->count(); ++i)
-        known = known || m_profiles->item(i)->data(Qt::UserRole).toString() == url();
+        known = known || m_profiles->item(i)->data(Qt::UserRole).toString() == kept;
     if (!known) {
-        const QString name = m_name->text().trimmed().isEmpty() ? url() : m_name->text().trimmed();
-        auto *item = new QListWidgetItem(name + QStringLiteral("\n  ") + url(), m_profiles);
-        item->setData(Qt::UserRole, url());
+        const QString name = m_name->text().trimmed().isEmpty() ? kept : m_name->text().trimmed();
+        auto *item = new QListWidgetItem(name + QStringLiteral("\n  ") + kept, m_profiles);
+        item->setData(Qt::UserRole, kept);
         item->setData(Qt::UserRole + 1, name);
         saveProfiles();
     }

@@ -10,7 +10,8 @@ class QListWidget;
 namespace idempo {
 
 /// Picks the ledger to open from saved profiles (the embedded ledger first) or a new address:
-/// `sqlite:PATH`, a `postgresql://` URI or `service=NAME`. Refuses to save passwords.
+/// `sqlite:PATH`, a `postgresql://` URI or `service=NAME`. Refuses an address that holds a
+/// secret by libpq's parse (ConnectionProfiles::refusal) and saves only non-secret fields.
 class ConnectionDialog final : public QDialog
 {
     Q_OBJECT

@@ -5,6 +5,7 @@
 #include "guardedactiondialog.h"
 #include "deadlettertablemodel.h"
 #include "displayformat.h"
+#include "emptystate.h"
 #include "ledgerconnection.h"
 #include "dlqreplaycommand.h"
 #include "ledgertableview.h"
@@ -67,6 +68,12 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::Key, 260);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, m_key, [this](const QString &link) {
+        if (link == QLatin1String(EmptyState::ClearFiltersLink))
+            m_key->clear();
+    });
+    connect(m_model, &DeadLetterTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_replay, &QPushButton::clicked, this, &DlqView::replaySelectionOrFilter);
     connect(m_model, &QAbstractItemModel::modelReset, this, &DlqView::updateReplay);
     connect(m_model, &QAbstractItemModel::rowsInserted, this, &DlqView::updateReplay);
@@ -125,6 +132,9 @@ void DlqView::reload()
 
 void DlqView::showQueue()
 {
+    m_empty->setMessage(!m_key->text().isEmpty() ? EmptyState::filteredMessage()
+                                                 : tr("<b>No dead letters.</b><br>A message that was read more "
+                                                      "often than its queue allows lands here, to be replayed."));
     m_payload->clear();
     m_model->setQueue(m_queue->currentText().toStdString(), m_key->text().toStdString());
 }

@@ -27,6 +27,7 @@ public:
     void reload() override;
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
+    EmptyState *emptyState() const override { return m_empty; }
     DeadLetterTableModel *model() const { return m_model; }
     /// Enables "Replay…" through `actions` (per the acting role).
     void setActions(ActionController *actions);
@@ -47,6 +48,7 @@ private:
     QLineEdit *m_key;
     QLabel *m_note;
     LedgerTableView *m_table;
+    EmptyState *m_empty;
     QPlainTextEdit *m_payload;
     QPushButton *m_replay;
     ActionController *m_actions = nullptr;

@@ -24,6 +24,9 @@ FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel
     if (!m_states.empty()) {
         m_state = new QComboBox(this);
         m_state->setAccessibleName(tr("State filter"));
+        // Its longest state name need not widen the window: the list shows them in full.
+        m_state->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        m_state->setMinimumContentsLength(15);
         m_state->addItem(m_states.size() > 1 ? tr("All listed states") : stateText(m_states.front()));
         if (m_states.size() > 1)
             for (OperationState s : m_states)
@@ -87,6 +90,21 @@ OperationQuery FilterBar::query() const
     q.keyPrefix = keyPrefix().toStdString();
     q.minAgeMs = ageMs();
     return q;
+}
+
+bool FilterBar::isActive() const
+{
+    return (m_state && m_state->currentIndex() > 0) || !runId().isEmpty() || !keyPrefix().isEmpty()
+           || m_age->currentIndex() > 0;
+}
+
+void FilterBar::clear()
+{
+    if (m_state)
+        m_state->setCurrentIndex(0);
+    m_run->clear();
+    m_key->clear();
+    m_age->setCurrentIndex(0);
 }
 
 void FilterBar::setRunId(const QString &runId) { m_run->setText(runId); }

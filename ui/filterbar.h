@@ -32,6 +32,11 @@ public:
     /// The filters as an OperationQuery.
     OperationQuery query() const;
 
+    /// True when any filter narrows the list (an empty list may then hold rows elsewhere).
+    bool isActive() const;
+    /// Back to every row: all states, no run, no key prefix, any age.
+    void clear();
+
     void setRunId(const QString &runId);
     void setKeyPrefix(const QString &prefix);
     /// Puts keyboard focus in the key prefix field (Ctrl+F).

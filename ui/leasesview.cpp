@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "leasesview.h"
 
+#include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
 #include "operationtablemodel.h"
@@ -29,8 +30,14 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 210);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
+        if (link == QLatin1String(EmptyState::ClearFiltersLink))
+            m_filters->clear();
+    });
     connect(m_filters, &FilterBar::changed, this, &LeasesView::reload);
     connect(m_model, &OperationTableModel::pageLoaded, this, &LeasesView::updateSummary);
+    connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     auto *tick = new QTimer(this);
     tick->setInterval(1000);
     connect(tick, &QTimer::timeout, this, [this] {
@@ -42,6 +49,9 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
 
 void LeasesView::reload()
 {
+    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
+                                              : tr("<b>No leases in flight.</b><br>A row appears here while a "
+                                                   "worker holds an operation it is executing."));
     m_model->setQuery(m_filters->query());
 }
 
@@ -55,7 +65,8 @@ void LeasesView::updateSummary()
     int lapsed = 0;
     for (int r = 0; r < m_model->rowCount(); ++r)
         lapsed += m_model->index(r, 0).data(OperationTableModel::LapsedRole).toBool() ? 1 : 0;
-    const QString text = tr("%n lease(s) in flight", nullptr, m_model->rowCount()) +
+    const int n = m_model->rowCount();
+    const QString text = (n == 1 ? tr("1 lease in flight") : tr("%1 leases in flight").arg(n)) +
                          (m_model->canFetchMore({}) ? tr(" (more below)") : QString());
     m_summary->setText(lapsed > 0 ? tr("%1 — <b style='color:#d64545'>%2 lapsed: the next claim fences these "
                                        "workers off</b>").arg(text).arg(lapsed)

@@ -22,6 +22,7 @@ public:
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
     FilterBar *filters() const override { return m_filters; }
+    EmptyState *emptyState() const override { return m_empty; }
     OperationTableModel *model() const { return m_model; }
 
 private:
@@ -31,6 +32,7 @@ private:
     FilterBar *m_filters;
     LedgerTableView *m_table;
     QLabel *m_summary;
+    EmptyState *m_empty;
 };
 
 } // namespace idempo

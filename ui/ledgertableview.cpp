@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgertableview.h"
 
-#include "csv.h"
+#include "textescape.h"
 
 #include <QAction>
 #include <QApplication>
@@ -15,6 +15,16 @@
 #include <QScrollBar>
 
 namespace idempo {
+
+namespace {
+
+/// A cell's display text as a CSV field, by the rule of every stored text (textescape.h).
+QString csvField(const QString &text)
+{
+    return QString::fromStdString(idempo::csvField(text.toStdString()));
+}
+
+} // namespace
 
 LedgerTableView::LedgerTableView(QWidget *parent)
     : QTableView(parent)

@@ -5,6 +5,7 @@
 
 namespace idempo {
 
+class EmptyState;
 class FilterBar;
 class LedgerTableView;
 
@@ -22,6 +23,8 @@ public:
     virtual void refresh() = 0;
     virtual LedgerTableView *table() const { return nullptr; }
     virtual FilterBar *filters() const { return nullptr; }
+    /// What the list says when it has no rows (null for a view without a list).
+    virtual EmptyState *emptyState() const { return nullptr; }
 };
 
 } // namespace idempo

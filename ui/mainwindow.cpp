@@ -8,7 +8,9 @@
 #include "connectiondialog.h"
 #include "connectionprofiles.h"
 #include "dlqview.h"
+#include "emptystate.h"
 #include "filterbar.h"
+#include "firststepspanel.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
 #include "operationdetailpane.h"
@@ -17,6 +19,7 @@
 #include "overviewview.h"
 #include "runsview.h"
 #include "sandboxpanel.h"
+#include "sandboxsession.h"
 #include "suppressionsview.h"
 
 #include <QApplication>
@@ -38,13 +41,14 @@ MainWindow::MainWindow(QWidget *parent)
     m_overview = new OverviewView(m_connection, m_tabs);
     auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
     auto *dlq = new DlqView(m_connection, m_tabs);
+    m_sandbox = new SandboxPanel(m_connection, m_tabs);
     m_views = {m_overview,
                new LeasesView(m_connection, m_tabs),
                confirmations,
                new SuppressionsView(m_connection, m_tabs),
                new RunsView(m_connection, m_tabs),
                dlq,
-               new SandboxPanel(m_connection, m_tabs),
+               m_sandbox,
                new AuditView(m_connection, m_tabs)};
     const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
                             tr("&Runs"), tr("&Dead letters"), tr("Sand&box"), tr("A&udit")};
@@ -76,6 +80,11 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_connection, &LedgerConnection::changed, this, &MainWindow::refreshCurrent);
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrent);
     connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateTabCounts);
+    connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateGuidance);
+    connect(m_overview, &OverviewView::linkActivated, this, &MainWindow::followLink);
+    for (LedgerView *v : std::as_const(m_views))
+        if (EmptyState *empty = v->emptyState())
+            connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
     OperationDetailPane *pane = confirmations->detail();
     connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
     connect(m_actions, &ActionController::actorChanged, pane, [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
@@ -139,7 +148,7 @@ void MainWindow::openLedger(const QString &url)
 
 void MainWindow::chooseLedger(const QString &error, const QString &hint)
 {
-    ConnectionDialog dialog(m_connection->url(), this);
+    ConnectionDialog dialog(ConnectionProfiles::shown(m_connection->url()), this);
     if (!error.isEmpty())
         dialog.setError(error, hint);
     if (dialog.exec() == QDialog::Accepted)
@@ -153,7 +162,8 @@ QString MainWindow::statusText() const
 
 void MainWindow::updateTitle()
 {
-    const QString ledger = m_connection->isOpen() ? m_connection->description() : m_connection->url();
+    const QString ledger =
+        m_connection->isOpen() ? m_connection->description() : ConnectionProfiles::shown(m_connection->url());
     QString live;
     if (!m_connection->isOpen()) {
         live = m_connection->lastError().isEmpty() ? tr("connecting…") : tr("NOT CONNECTED");
@@ -168,6 +178,25 @@ void MainWindow::updateTitle()
     }
     m_ledgerLabel->setText(tr("Ledger: %1").arg(ledger));
     setWindowTitle(tr("%1 [%2] — Idempo Console").arg(ledger, live));
+}
+
+void MainWindow::followLink(const QString &link)
+{
+    if (link == QLatin1String(FirstStepsPanel::SandboxLink))
+        m_tabs->setCurrentWidget(m_sandbox);
+    else if (link == QLatin1String(FirstStepsPanel::ConnectLink))
+        chooseLedger();
+}
+
+void MainWindow::updateGuidance()
+{
+    const OverviewModel *model = m_overview->model();
+    const bool empty = model->hasSnapshot() && model->snapshot().isEmpty();
+    const QString guidance =
+        empty ? FirstStepsPanel::guidance(SandboxSession::supportsLedger(m_connection->url())) : QString();
+    for (LedgerView *v : std::as_const(m_views))
+        if (EmptyState *state = v->emptyState())
+            state->setGuidance(guidance);
 }
 
 void MainWindow::refreshCurrent()

@@ -37,6 +37,8 @@ public:
 
     /// Shows the ledger picker.
     void chooseLedger(const QString &error = {}, const QString &hint = {});
+    /// Follows a first-step link of an empty view (FirstStepsPanel::SandboxLink, ConnectLink).
+    void followLink(const QString &link);
 
 Q_SIGNALS:
     /// The ledger opened and the first view asked for its rows.
@@ -48,12 +50,14 @@ private:
     void updateTitle();
     void refreshCurrent();
     void updateTabCounts();
+    void updateGuidance();
 
     LedgerConnection *m_connection;
     ActionController *m_actions;
     QTabWidget *m_tabs;
     OverviewView *m_overview = nullptr;
     QList<LedgerView *> m_views;
+    LedgerView *m_sandbox = nullptr;
     QLabel *m_ledgerLabel;
     QLabel *m_liveLabel;
     bool m_interactive = true;

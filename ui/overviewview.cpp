@@ -2,8 +2,11 @@
 #include "overviewview.h"
 
 #include "displayformat.h"
+#include "firststepspanel.h"
+#include "ledgerconnection.h"
 #include "overviewcharts.h"
 #include "overviewmodel.h"
+#include "sandboxsession.h"
 #include "stattile.h"
 
 #include <QHBoxLayout>
@@ -15,9 +18,14 @@ OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
     : LedgerView(parent)
     , m_model(new OverviewModel(connection, this))
     , m_charts(new OverviewCharts(this))
+    , m_tiles(new QWidget(this))
+    , m_firstStepsPage(new QWidget(this))
+    , m_firstSteps(new FirstStepsPanel(m_firstStepsPage))
+    , m_connection(connection)
 {
     auto *layout = new QVBoxLayout(this);
-    auto *tiles = new QHBoxLayout;
+    auto *tiles = new QHBoxLayout(m_tiles);
+    tiles->setContentsMargins(0, 0, 0, 0);
     const std::pair<const char *, QString> names[] = {
         {"leases", tr("In-flight leases")},
         {"confirmations", tr("Stuck confirmations")},
@@ -27,12 +35,25 @@ OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
         {"failures", tr("Failures by class")},
     };
     for (const auto &[name, caption] : names) {
-        auto *tile = new StatTile(caption, this);
-        m_tiles.insert(QString::fromLatin1(name), tile);
+        auto *tile = new StatTile(caption, m_tiles);
+        m_tileByName.insert(QString::fromLatin1(name), tile);
         tiles->addWidget(tile, 1);
     }
-    layout->addLayout(tiles);
+    layout->addWidget(m_tiles);
     layout->addWidget(m_charts, 1);
+    // The first steps replace tiles and charts on an empty ledger, centred where they were
+    // (stretches, not alignment: an aligned panel would not get the height its wrapped text needs).
+    auto *centre = new QVBoxLayout(m_firstStepsPage);
+    auto *row = new QHBoxLayout;
+    row->addStretch(1);
+    row->addWidget(m_firstSteps, 4);
+    row->addStretch(1);
+    centre->addStretch(1);
+    centre->addLayout(row);
+    centre->addStretch(2);
+    layout->addWidget(m_firstStepsPage, 1);
+    m_firstStepsPage->hide();
+    connect(m_firstSteps, &FirstStepsPanel::linkActivated, this, &OverviewView::linkActivated);
     connect(m_model, &OverviewModel::updated, this, &OverviewView::render);
 }
 
@@ -50,8 +71,14 @@ void OverviewView::refresh()
 void OverviewView::render()
 {
     const OverviewSnapshot &s = m_model->snapshot();
+    const bool empty = m_model->hasSnapshot() && s.isEmpty();
+    if (empty)
+        m_firstSteps->setLedger(SandboxSession::supportsLedger(m_connection->url()), m_connection->description());
+    m_firstStepsPage->setVisible(empty);
+    m_tiles->setVisible(!empty);
+    m_charts->setVisible(!empty);
     if (!m_model->hasSnapshot()) {
-        for (StatTile *tile : std::as_const(m_tiles))
+        for (StatTile *tile : std::as_const(m_tileByName))
             tile->setValue(QStringLiteral("…"), tr("loading"), false);
         m_charts->clear();
         return;

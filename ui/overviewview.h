@@ -7,12 +7,14 @@
 
 namespace idempo {
 
+class FirstStepsPanel;
 class LedgerConnection;
 class OverviewCharts;
 class OverviewModel;
 class StatTile;
 
-/// The ledger at a glance: tiles for what needs a person, charts for how it is moving.
+/// The ledger at a glance: tiles for what needs a person, charts for how it is moving; on a
+/// ledger without operations, the first steps instead.
 class OverviewView final : public LedgerView
 {
     Q_OBJECT
@@ -23,14 +25,24 @@ public:
     void refresh() override;
     OverviewModel *model() const { return m_model; }
     /// The tile captioned `name` ("leases", "confirmations", "suppressions", "dlq", "failures").
-    StatTile *tile(const QString &name) const { return m_tiles.value(name); }
+    StatTile *tile(const QString &name) const { return m_tileByName.value(name); }
+    /// Shown instead of tiles and charts while the ledger holds nothing.
+    FirstStepsPanel *firstSteps() const { return m_firstSteps; }
+
+Q_SIGNALS:
+    /// A first step was chosen (FirstStepsPanel::SandboxLink or ConnectLink).
+    void linkActivated(const QString &link);
 
 private:
     void render();
 
     OverviewModel *m_model;
     OverviewCharts *m_charts;
-    QHash<QString, StatTile *> m_tiles;
+    QWidget *m_tiles;
+    QWidget *m_firstStepsPage;
+    FirstStepsPanel *m_firstSteps;
+    LedgerConnection *m_connection;
+    QHash<QString, StatTile *> m_tileByName;
 };
 
 } // namespace idempo

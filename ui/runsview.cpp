@@ -2,6 +2,7 @@
 #include "runsview.h"
 
 #include "displayformat.h"
+#include "emptystate.h"
 #include "filterbar.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
@@ -78,6 +79,12 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(RunTableModel::RunId, 220);
     m_table->horizontalHeader()->resizeSection(RunTableModel::State, 190);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
+        if (link == QLatin1String(EmptyState::ClearFiltersLink))
+            m_filters->clear();
+    });
+    connect(m_model, &RunTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &RunsView::reload);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunsView::loadTimeline);
     connect(m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
@@ -89,6 +96,9 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
 
 void RunsView::reload()
 {
+    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
+                                              : tr("<b>No runs recorded yet.</b><br>Each workflow execution "
+                                                   "appears here with its steps as a timeline."));
     m_timeline->setTimeline({});
     m_model->setQuery(m_filters->query());
 }

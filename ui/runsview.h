@@ -23,6 +23,7 @@ public:
     void reload() override;
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
+    EmptyState *emptyState() const override { return m_empty; }
     FilterBar *filters() const override { return m_filters; }
     RunTableModel *model() const { return m_model; }
     TimelineWidget *timeline() const { return m_timeline; }
@@ -37,6 +38,7 @@ private:
     RunTableModel *m_model;
     FilterBar *m_filters;
     LedgerTableView *m_table;
+    EmptyState *m_empty;
     TimelineWidget *m_timeline;
     QScrollArea *m_scroll;
     QLabel *m_legend;

@@ -110,7 +110,12 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     m_target->setWordWrap(true);
     right->addWidget(m_target);
     m_progress->setFormat(tr("%v / %m runs settled"));
+    m_progress->setRange(0, m_runs->value());
     m_progress->setValue(0);
+    connect(m_runs, &QSpinBox::valueChanged, m_progress, [this](int runs) {
+        if (!m_session->isRunning() && m_progress->value() == 0)
+            m_progress->setMaximum(runs);
+    });
     right->addWidget(m_progressText);
     m_headline->setWordWrap(true);
     m_headline->setMargin(8);

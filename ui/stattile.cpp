@@ -20,13 +20,15 @@ StatTile::StatTile(const QString &caption, QWidget *parent)
     big.setPointSizeF(big.pointSizeF() * 2.2);
     big.setBold(true);
     m_value->setFont(big);
+    m_caption->setWordWrap(true);
     m_context->setWordWrap(true);
     m_context->setForegroundRole(QPalette::PlaceholderText);
     layout->addWidget(m_caption);
     layout->addWidget(m_value);
     layout->addWidget(m_context);
     layout->addStretch(1);
-    setMinimumWidth(170);
+    // Six side by side fit a window on a 1024-pixel screen; captions wrap.
+    setMinimumWidth(145);
 }
 
 void StatTile::setValue(const QString &value, const QString &context, bool alert)

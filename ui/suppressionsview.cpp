@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "suppressionsview.h"
 
+#include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
 #include "suppressiontablemodel.h"
@@ -39,12 +40,24 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Key, 300);
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Kind, 150);
     m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_empty = new EmptyState(m_table);
+    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
+        if (link != QLatin1String(EmptyState::ClearFiltersLink))
+            return;
+        m_kind->setCurrentIndex(0);
+        m_filters->clear();
+    });
+    connect(m_model, &SuppressionTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &SuppressionsView::reload);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &SuppressionsView::reload);
 }
 
 void SuppressionsView::reload()
 {
+    m_empty->setMessage(m_filters->isActive() || m_kind->currentIndex() > 0
+                            ? EmptyState::filteredMessage()
+                            : tr("<b>No duplicate suppressed yet.</b><br>Every redelivery, retry or second "
+                                 "planner that Idempo answers without executing is listed here."));
     SuppressionQuery q;
     q.keyPrefix = m_filters->keyPrefix().toStdString();
     q.runId = m_filters->runId().toStdString();

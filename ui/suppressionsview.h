@@ -20,6 +20,7 @@ public:
     void reload() override;
     void refresh() override;
     LedgerTableView *table() const override { return m_table; }
+    EmptyState *emptyState() const override { return m_empty; }
     FilterBar *filters() const override { return m_filters; }
     SuppressionTableModel *model() const { return m_model; }
 
@@ -28,6 +29,7 @@ private:
     FilterBar *m_filters;
     QComboBox *m_kind;
     LedgerTableView *m_table;
+    EmptyState *m_empty;
 };
 
 } // namespace idempo

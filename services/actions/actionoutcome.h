@@ -69,11 +69,11 @@ struct ReplayOutcome
     std::int64_t takenByOtherReplay = 0; ///< requeued by a replay running at the same time
     std::int64_t notReplayed = 0;        ///< left in the dead-letter queue by the dry run's verdict
     bool cancelled = false;
-    std::int64_t startAuditSeq = 0;
+    std::int64_t startAuditSeq = 0; ///< 0: nothing was to be requeued, so nothing was audited
     std::int64_t endAuditSeq = 0;
 
     /// {"replay_id", "requeued", "taken_by_other_replay", "not_replayed", "cancelled", "audit_seq":
-    /// [start, end]}.
+    /// [start, end], or [] when nothing was audited}.
     nlohmann::json toJson() const;
     /// e.g. "Replayed: 3 requeued, 1 not replayed, 0 taken by another replay (replay rp-…)."
     std::string text() const;

@@ -12,7 +12,11 @@
 namespace idempo {
 
 /// `idempo audit verify`: reads the whole audit log in seq order and checks its hash chain
-/// (auditchain.h), naming the first record that was edited, removed or reordered.
+/// (auditchain.h), naming the first record that was edited, removed or reordered. The chain's
+/// end is compared with the head the ledger keeps beside it (LedgerStore::auditHead()), which
+/// catches removed newest records; and, when given, with an anchor kept outside the ledger
+/// (`--expect-head HASH`, a hash `idempo audit head` printed earlier), which must still be a
+/// record of the chain: that also catches an owner who rewrote the chain and its head together.
 class AuditVerify final
 {
 public:
@@ -23,10 +27,13 @@ public:
         std::optional<std::int64_t> firstBad;  ///< seq of the first bad record
         std::string problem;
         std::string lastHash;                  ///< the hash of the last good record (the chain's head when ok)
+        std::optional<AuditHead> head;         ///< the head the ledger keeps, when it keeps one
+        std::optional<std::int64_t> anchorSeq; ///< the record whose hash is the expected head
     };
 
     explicit AuditVerify(LedgerStore &store);
-    Result run();
+    /// `expectHead`: empty, or the hash of a record the chain must still hold.
+    Result run(const std::string &expectHead = {});
     static nlohmann::json toJson(const Result &result);
 
 private:

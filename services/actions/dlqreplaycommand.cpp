@@ -164,8 +164,58 @@ std::vector<ReplayItem> DlqReplayCommand::dryRun()
     const std::int64_t now = m_store.nowMs();
     for (const DeadLetter &letter : frozenLetters())
         m_items.push_back(classify(letter, now));
+    std::set<std::int64_t> missing(m_request.ids.begin(), m_request.ids.end());
+    for (const ReplayItem &item : m_items)
+        missing.erase(item.msgId);
+    m_replayedBefore.clear();
+    if (!missing.empty()) {
+        // An id a replay of this queue froze before left the dead-letter queue through it (a
+        // cancelled replay run again); any other missing id names no dead letter at all.
+        for (const std::int64_t id : frozenBefore(missing)) {
+            m_replayedBefore.push_back(id);
+            missing.erase(id);
+        }
+    }
+    m_unknown.assign(missing.begin(), missing.end());
     m_classified = true;
     return m_items;
+}
+
+std::vector<std::int64_t> DlqReplayCommand::frozenBefore(const std::set<std::int64_t> &ids)
+{
+    std::set<std::int64_t> found;
+    const std::string target = "queue:" + m_request.queue;
+    std::int64_t after = 0;
+    for (;;) {
+        const std::vector<AuditRecord> page = m_store.auditLog(after, 1000);
+        for (const AuditRecord &r : page) {
+            if (r.entry.action != "dlq_replay" || r.entry.target != target)
+                continue;
+            const nlohmann::json detail = nlohmann::json::parse(r.entry.detail, nullptr, false);
+            const auto frozen = detail.is_object() ? detail.find("ids") : detail.end();
+            if (frozen == detail.end() || !frozen->is_array())
+                continue;
+            for (const nlohmann::json &id : *frozen)
+                if (id.is_number_integer() && ids.count(id.get<std::int64_t>()))
+                    found.insert(id.get<std::int64_t>());
+        }
+        if (page.size() < 1000 || found.size() == ids.size())
+            break;
+        after = page.back().seq;
+    }
+    return {found.begin(), found.end()};
+}
+
+std::string DlqReplayCommand::unknownIdsProblem(const std::vector<std::int64_t> &unknown) const
+{
+    constexpr std::size_t Named = 20;
+    std::string ids;
+    for (std::size_t i = 0; i < unknown.size() && i < Named; ++i)
+        ids += (i == 0 ? "" : ", ") + std::to_string(unknown[i]);
+    if (unknown.size() > Named)
+        ids += " and " + std::to_string(unknown.size() - Named) + " more";
+    return std::string(unknown.size() == 1 ? "msg_id " : "msg_ids ") + ids + (unknown.size() == 1 ? " is" : " are")
+           + " not in the dead-letter queue of " + m_request.queue + ": a replay set names only dead letters";
 }
 
 std::vector<std::string> DlqReplayCommand::validate()
@@ -175,11 +225,13 @@ std::vector<std::string> DlqReplayCommand::validate()
         problems.push_back(roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.ids.empty())
         problems.push_back("the replay set is empty: select messages or a filter that matches some");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
         problems.push_back("the rate must be more than 0 and at most 10000 messages per second");
     if (QueueName(m_request.queue).isDeadLetterName())
         problems.push_back("'" + m_request.queue + "' is a dead-letter queue: name its source queue");
     dryRun();
+    if (!m_unknown.empty())
+        problems.push_back(unknownIdsProblem(m_unknown));
     return problems;
 }
 
@@ -208,6 +260,8 @@ ActionPreview DlqReplayCommand::describe()
              {"queue", m_request.queue},
              {"set", m_request.ids.size()},
              {"count", count},
+             {"unknown_ids", m_unknown},
+             {"replayed_before", m_replayedBefore},
              {"by_class", byClass},
              {"items", items}}};
 }
@@ -218,9 +272,11 @@ ReplayOutcome DlqReplayCommand::execute()
         throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.reason.empty())
         throw Error(ErrorCode::Refused, "a reason is required");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > 10'000)
+    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
         throw Error(ErrorCode::InvalidArgument, "the rate must be more than 0 and at most 10000 messages per second");
     const ActionPreview preview = describe();
+    if (!m_unknown.empty())
+        throw Error(ErrorCode::Refused, unknownIdsProblem(m_unknown));
     const std::int64_t count = preview.details.at("count").get<std::int64_t>();
     if (!m_request.confirmCount || *m_request.confirmCount != count)
         throw Error(ErrorCode::Refused, "confirm the count: " + std::to_string(count) + " message"
@@ -228,6 +284,11 @@ ReplayOutcome DlqReplayCommand::execute()
                                             + (m_request.confirmCount
                                                    ? ", not " + std::to_string(*m_request.confirmCount)
                                                    : std::string()));
+    const std::int64_t notReplayed = static_cast<std::int64_t>(m_items.size()) - count;
+    if (count == 0) {
+        // Nothing to requeue: no replay happens, so there is nothing to audit either.
+        return {m_request.replayId, 0, 0, notReplayed, false, 0, 0};
+    }
 
     const auto audit = [&](const char *action, nlohmann::json detail) {
         AuditEntry entry;
@@ -282,7 +343,6 @@ ReplayOutcome DlqReplayCommand::execute()
         if (m_options.progress)
             m_options.progress(done, count);
     }
-    const std::int64_t notReplayed = static_cast<std::int64_t>(m_items.size()) - count;
     const std::int64_t endSeq = audit("dlq_replay_finished", {{"requeued", requeued},
                                                               {"taken_by_other_replay", taken},
                                                               {"not_replayed", notReplayed},

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,12 @@ struct ReplayItem
 /// idempotency key, so that the ledger suppresses the ones already done.
 ///
 /// The set is explicit and frozen: the ids given, or a filter resolved to ids once
-/// (resolveFilter()). dryRun() classifies each message; execute() needs the typed confirmation
-/// of the count it will requeue (AlreadyCompleted + WillExecute) and a reason, writes a
+/// (resolveFilter()). dryRun() classifies each message. An id that is no longer a dead letter
+/// because a replay of this queue took it (its `dlq_replay` audit record froze it) is left out,
+/// so a cancelled replay can be run again; any other id that is not a dead letter of the queue
+/// is named and refuses the whole replay (validate() and execute()). execute() needs the
+/// typed confirmation of the count it will requeue (AlreadyCompleted + WillExecute) and a
+/// reason; when that count is 0 it requeues and audits nothing. Otherwise it writes a
 /// `dlq_replay` audit record with the frozen ids, then requeues them in id order at most
 /// `ratePerSecond` messages per second, reporting progress and stopping when `cancelled`
 /// answers true, and closes with a `dlq_replay_finished` record with the counts. Each requeued
@@ -53,6 +58,9 @@ struct ReplayItem
 class DlqReplayCommand final : public GuardedAction
 {
 public:
+    /// The fastest replay rate, messages per second.
+    static constexpr double MaxRatePerSecond = 10'000;
+
     struct Request
     {
         std::string ns = "default";    ///< the namespace of the operations the envelopes name
@@ -81,19 +89,24 @@ public:
                                                    const std::string &filter);
 
     /// Classifies every message of the set, in id order; ids no longer in the dead-letter queue
-    /// are left out. Writes nothing.
+    /// are left out (and sorted into unknown and replayed before). Writes nothing.
     std::vector<ReplayItem> dryRun();
 
     std::vector<std::string> validate() override;
-    /// details: {"replay_id", "queue", "count" (to requeue), "by_class": {class: n}, "items": [...]}.
+    /// details: {"replay_id", "queue", "set", "count" (to requeue), "unknown_ids", "replayed_before",
+    /// "by_class": {class: n}, "items": [...]}.
     ActionPreview describe() override;
-    /// Requeues the set as described above, between its two audit records. Throws
-    /// Error(Refused) without the matching confirmation or a reason.
+    /// Requeues the set as described above, between its two audit records (none when
+    /// nothing is to be requeued). Throws Error(Refused) without the matching confirmation or a
+    /// reason, or when an id of the set is not a dead letter of the queue.
     ReplayOutcome execute();
 
     const std::string &replayId() const { return m_request.replayId; }
 
 private:
+    /// Which of `ids` a `dlq_replay` of this queue froze before (its audit records).
+    std::vector<std::int64_t> frozenBefore(const std::set<std::int64_t> &ids);
+    std::string unknownIdsProblem(const std::vector<std::int64_t> &unknown) const;
     ReplayItem classify(const DeadLetter &letter, std::int64_t nowMs);
     std::vector<DeadLetter> frozenLetters();
 
@@ -103,6 +116,8 @@ private:
     Request m_request;
     Options m_options;
     std::vector<ReplayItem> m_items;
+    std::vector<std::int64_t> m_unknown;        ///< ids of the set that name no dead letter of the queue
+    std::vector<std::int64_t> m_replayedBefore; ///< ids of the set an earlier replay of the queue took
     bool m_classified = false;
 };
 

@@ -16,9 +16,11 @@ namespace idempo {
 /// Settles operations whose outcome automation does not know, from the provider's own word:
 /// `unknown_outcome`, a protected write whose lease lapsed (still `dispatching`), and
 /// `confirmation_required`. Each operation is looked up at its provider by key, the answer is
-/// recorded as evidence in the audit log, and the operation moves accordingly:
+/// recorded as evidence in the audit log, and the operation moves accordingly. "Not found" is
+/// the word of a lookup that covers the operation (its own provider, asked by key); a lookup
+/// that does not cover it answers Unsupported ("no lookup for this operation"), never NotFound:
 ///
-/// | from | found | not found | pending / cannot ask |
+/// | from | found | not found | pending / no lookup for it |
 /// |---|---|---|---|
 /// | unknown_outcome | succeeded (receipt = reference) | received (may dispatch again) | confirmation_required |
 /// | dispatching, lapsed | succeeded | unknown_outcome → received | confirmation_required |

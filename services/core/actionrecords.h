@@ -68,6 +68,13 @@ struct AuditRecord
     std::string hash;        ///< auditHash() of this record
 };
 
+/// The newest record of the audit chain as the ledger keeps it beside the chain.
+struct AuditHead
+{
+    std::int64_t seq = 0; ///< 0 for an empty chain
+    std::string hash;     ///< the newest record's hash; 64 zeros for an empty chain
+};
+
 /// What a guarded action's decider wants written, in one transaction. Nothing at all when
 /// `answer` is set (an idempotent resubmission answered from the ledger).
 struct ActionPlan

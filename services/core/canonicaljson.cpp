@@ -337,6 +337,13 @@ json projectJson(const json &value, const std::vector<std::string> &pointers)
     return projection;
 }
 
+std::vector<std::string> projectionSet(std::vector<std::string> pointers)
+{
+    std::sort(pointers.begin(), pointers.end());
+    pointers.erase(std::unique(pointers.begin(), pointers.end()), pointers.end());
+    return pointers;
+}
+
 std::string payloadFingerprint(const json &value, const std::vector<std::string> &pointers)
 {
     const std::string text = canonicalJson(projectJson(value, pointers));

@@ -29,6 +29,10 @@ std::string canonicalJson(const nlohmann::json &value);
 /// Throws Error(InvalidArgument) for a malformed pointer.
 nlohmann::json projectJson(const nlohmann::json &value, const std::vector<std::string> &pointers);
 
+/// The pointers of a projection as a set (sorted, each once): two lists select the same
+/// projection, in any order and with any repeats, exactly when these are equal.
+std::vector<std::string> projectionSet(std::vector<std::string> pointers);
+
 /// Payload fingerprint: lowercase hex SHA-256 of canonicalJson(projectJson(value, pointers)).
 std::string payloadFingerprint(const nlohmann::json &value,
                                const std::vector<std::string> &pointers = {});

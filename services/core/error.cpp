@@ -14,11 +14,18 @@ const char *errorCodeName(ErrorCode code)
     case ErrorCode::StaleLease: return "stale_lease";
     case ErrorCode::IllegalTransition: return "illegal_transition";
     case ErrorCode::LedgerUnavailable: return "ledger_unavailable";
+    case ErrorCode::LedgerBusy: return "ledger_busy";
     case ErrorCode::SchemaMismatch: return "schema_mismatch";
     case ErrorCode::Refused: return "refused";
+    case ErrorCode::ProjectionMismatch: return "projection_mismatch";
     case ErrorCode::Internal: return "internal";
     }
     return "internal";
+}
+
+bool isLedgerOutage(ErrorCode code)
+{
+    return code == ErrorCode::LedgerUnavailable || code == ErrorCode::LedgerBusy;
 }
 
 } // namespace idempo

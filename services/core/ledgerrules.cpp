@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerrules.h"
 
+#include "canonicaljson.h"
 #include "error.h"
 #include "transitiontable.h"
 
@@ -17,6 +18,8 @@ ClaimPlan planClaim(const Operation *existing, const ClaimRequest &request, std:
         return {request.requiresApproval ? ClaimOutcome::InProgress : ClaimOutcome::Claimed,
                 ClaimWrite::Create};
     }
+    if (projectionSet(existing->fingerprintFields) != projectionSet(request.fingerprintFields))
+        return {ClaimOutcome::PayloadMismatch, ClaimWrite::None, true};
     if (existing->fingerprint != request.fingerprint)
         return {ClaimOutcome::PayloadMismatch, ClaimWrite::None};
 

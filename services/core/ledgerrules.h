@@ -20,13 +20,19 @@ struct ClaimPlan
 {
     ClaimOutcome outcome;
     ClaimWrite write;
+    /// The record fingerprints another projection than the request: its fingerprints cannot
+    /// be compared (outcome payload_mismatch, nothing written, no suppression recorded).
+    bool projectionDiffers = false;
 };
 
 /// The claim rules, as one pure function of the existing record and the store's clock.
 /// Both stores follow it (PostgreSQL in one SQL statement; the contract tests hold them equal):
 /// - no record, or its retention expired: a new operation (`claimed`, or `in_progress` when
 ///   it needs approval);
-/// - otherwise the fingerprint is checked first: different → `payload_mismatch`, nothing changes;
+/// - otherwise the projection and the fingerprint are checked first: a record that fingerprints
+///   another set of pointers → projectionDiffers, nothing changes and nothing is recorded (the
+///   engine then fingerprints by the record's projection or refuses); a different fingerprint →
+///   `payload_mismatch`, nothing changes;
 /// - succeeded / failed_terminal → `replayed`;
 /// - awaiting_approval / confirmation_required, or dispatching with a live lease → `in_progress`;
 /// - unknown_outcome → `reconcile_required`;

@@ -102,6 +102,9 @@ struct ClaimResult
 {
     ClaimOutcome outcome = ClaimOutcome::Claimed;
     Operation operation;
+    /// From a store only (the engine never returns it): the record fingerprints another
+    /// projection (`operation.fingerprintFields`), so nothing was compared, written or recorded.
+    bool projectionDiffers = false;
 };
 
 /// A compare-and-set state change: applied only if the record is in `from` with `fencingToken`.

@@ -2,8 +2,8 @@
 #include "operationkey.h"
 
 #include "error.h"
+#include "textescape.h"
 
-#include <QChar>
 #include <QString>
 #include <QList>
 #include <QStringDecoder>
@@ -45,17 +45,8 @@ void validateIdentifier(std::string_view value, const char *what, std::size_t ma
     if (decoded.front().isSpace() || decoded.back().isSpace())
         throw Error(ErrorCode::InvalidKey, name + " starts or ends with white space");
     for (const char32_t c : decoded.toUcs4()) {
-        switch (QChar::category(c)) {
-        case QChar::Other_Control:
-        case QChar::Other_Format:
-        case QChar::Other_Surrogate:
-        case QChar::Other_NotAssigned:
-        case QChar::Separator_Line:
-        case QChar::Separator_Paragraph:
+        if (isUnprintable(c))
             throw Error(ErrorCode::InvalidKey, name + " contains the unprintable character " + codePointName(c));
-        default:
-            break;
-        }
     }
 }
 

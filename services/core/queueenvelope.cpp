@@ -4,6 +4,9 @@
 #include "error.h"
 #include "operationkey.h"
 
+#include <cmath>
+#include <limits>
+
 namespace idempo {
 namespace {
 
@@ -38,6 +41,29 @@ std::string stringMember(const nlohmann::json &json, const char *name)
     return value.get<std::string>();
 }
 
+/// produced_at as JSON Schema reads "integer": any number without a fractional part (1000,
+/// 1000.0, 1e3), here at most INT64_MAX; negative ones are left to validate().
+std::int64_t producedAtMember(const nlohmann::json &value)
+{
+    const char *integer = "envelope produced_at must be an integer (milliseconds since the epoch)";
+    if (value.is_number_unsigned()) {
+        if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            throw Error(ErrorCode::InvalidArgument, "envelope produced_at is beyond the largest time it can hold");
+        return value.get<std::int64_t>();
+    }
+    if (value.is_number_integer())
+        return value.get<std::int64_t>();
+    if (!value.is_number_float())
+        throw Error(ErrorCode::InvalidArgument, integer);
+    const double d = value.get<double>();
+    if (std::trunc(d) != d)
+        throw Error(ErrorCode::InvalidArgument, integer);
+    // 2^63 is the first double beyond INT64_MAX.
+    if (d >= 9223372036854775808.0)
+        throw Error(ErrorCode::InvalidArgument, "envelope produced_at is beyond the largest time it can hold");
+    return d < 0 ? -1 : static_cast<std::int64_t>(d);
+}
+
 } // namespace
 
 nlohmann::json QueueEnvelope::toJson() const
@@ -62,10 +88,7 @@ QueueEnvelope QueueEnvelope::fromJson(const nlohmann::json &json)
     e.sourceAgent = stringMember(json, "source_agent");
     e.targetAgent = stringMember(json, "target_agent");
     e.payload = member(json, "payload");
-    const nlohmann::json &producedAt = member(json, "produced_at");
-    if (!producedAt.is_number_integer())
-        throw Error(ErrorCode::InvalidArgument, "envelope produced_at must be an integer (milliseconds since the epoch)");
-    e.producedAtMs = producedAt.get<std::int64_t>();
+    e.producedAtMs = producedAtMember(member(json, "produced_at"));
     e.idempotencyKey = stringMember(json, "idempotency_key");
     validate(e);
     return e;

@@ -13,6 +13,12 @@
 namespace idempo {
 namespace {
 
+/// A projection as an error message names it.
+std::string projectionText(const std::vector<std::string> &pointers)
+{
+    return pointers.empty() ? std::string("the whole payload") : "the projection " + nlohmann::json(pointers).dump();
+}
+
 void validateIdentity(const std::string &ns, const std::string &key)
 {
     validateNamespace(ns);
@@ -21,21 +27,20 @@ void validateIdentity(const std::string &ns, const std::string &key)
 
 void checkLease(std::int64_t leaseMs)
 {
-    if (leaseMs <= 0 || leaseMs > 24 * 3600'000)
+    if (leaseMs <= 0 || leaseMs > Engine::MaxLeaseMs)
         throw Error(ErrorCode::InvalidArgument, "lease must be between 1 ms and 24 h, not " + std::to_string(leaseMs) + " ms");
 }
 
 constexpr std::size_t MaxDetailBytes = 4096;
 
-/// Error details come from providers and must never fail the write that records them: invalid
-/// UTF-8 and control characters (which could forge lines on an operator's terminal) are
-/// replaced, and the text is cut to `maxBytes` on a character boundary.
+/// Error details come from providers and must never fail the write that records them: what
+/// no text column can hold (bytes that are not UTF-8, NUL) becomes U+FFFD, and the text is cut
+/// to `maxBytes` on a character boundary. Everything else is kept as written; every output
+/// shows controls and format characters escaped (textescape.h).
 std::string plainText(const std::string &text, std::size_t maxBytes)
 {
     QString clean = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
-    for (QChar &c : clean)
-        if (c.category() == QChar::Other_Control || c.category() == QChar::Other_Format)
-            c = QLatin1Char(' ');
+    clean.replace(QChar(u'\0'), QChar::ReplacementCharacter);
     QByteArray utf8 = clean.toUtf8();
     if (static_cast<std::size_t>(utf8.size()) > maxBytes) {
         qsizetype cut = static_cast<qsizetype>(maxBytes);
@@ -116,13 +121,14 @@ ClaimResult Engine::claim(const ClaimInput &input)
     request.leaseMs = input.leaseMs.value_or(m_settings.leaseMs);
     checkLease(request.leaseMs);
     request.maxAttempts = input.maxAttempts.value_or(m_settings.maxAttempts);
-    if (request.maxAttempts < 1 || request.maxAttempts > 100)
-        throw Error(ErrorCode::InvalidArgument, "max attempts must be 1..100");
+    if (request.maxAttempts < 1 || request.maxAttempts > Engine::MaxAttempts)
+        throw Error(ErrorCode::InvalidArgument, "max attempts must be 1.." + std::to_string(Engine::MaxAttempts)
+                                                    + ", not " + std::to_string(request.maxAttempts));
     request.requiresApproval = input.requiresApproval;
     if (input.value)
         validateAmount(*input.value);
     request.value = input.value;
-    request.fingerprintFields = input.fingerprintFields;
+    request.fingerprintFields = projectionSet(input.fingerprintFields);
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");
     request.payload = canonicalJson(payload);
@@ -134,6 +140,22 @@ ClaimResult Engine::claim(const ClaimInput &input)
     request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
 
     ClaimResult result = m_store->claim(request);
+    // The record's projection decides. A caller that names none is fingerprinted by it (a new
+    // record in between may bring another); one that names another is refused as such.
+    for (int attempt = 0; result.projectionDiffers; ++attempt) {
+        const std::vector<std::string> &recorded = result.operation.fingerprintFields;
+        if (!input.fingerprintFields.empty())
+            throw Error(ErrorCode::ProjectionMismatch,
+                        "operation '" + request.key + "' fingerprints " + projectionText(recorded)
+                            + "; this claim names " + projectionText(request.fingerprintFields)
+                            + ": the projection differs (omit the fingerprint fields to use the record's)");
+        if (attempt == 3)
+            throw Error(ErrorCode::LedgerUnavailable,
+                        "claim of '" + request.key + "' kept meeting records of other projections; try again");
+        request.fingerprintFields = projectionSet(recorded);
+        request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
+        result = m_store->claim(request);
+    }
     spdlog::info("claim ns={} key={} run={} step={} owner={} outcome={} state={} token={} attempt={}",
                  request.ns, request.key, request.runId, request.stepId, request.owner,
                  claimOutcomeName(result.outcome), stateName(result.operation.state),

@@ -26,7 +26,9 @@ struct ClaimInput
     std::string runId;
     std::string stepId;
     std::string target;
-    std::vector<std::string> fingerprintFields; ///< JSON Pointers; empty = the whole payload
+    /// JSON Pointers of the projection a new record fingerprints (empty = the whole payload).
+    /// An existing record's own projection decides: empty here takes it; naming another is refused.
+    std::vector<std::string> fingerprintFields;
     std::optional<int> maxAttempts;             ///< default Engine::Settings::maxAttempts
     bool requiresApproval = false;
     /// What the operation moves (approval thresholds, review order). Recorded by the claim that
@@ -43,6 +45,10 @@ public:
     /// The shortest retention accepted, milliseconds: a duplicate arriving after retention is a
     /// new operation, and redeliveries within an hour are common.
     static constexpr std::int64_t MinRetentionMs = 3600'000;
+    /// The longest lease, milliseconds (the shortest is 1 ms).
+    static constexpr std::int64_t MaxLeaseMs = 24 * 3600'000;
+    /// The highest attempt limit a claim may set.
+    static constexpr int MaxAttempts = 100;
 
     struct Settings
     {
@@ -60,8 +66,9 @@ public:
     const Settings &settings() const { return m_settings; }
 
     /// Claims an operation. Throws Error(InvalidKey | InvalidJson | PayloadTooLarge |
-    /// InvalidArgument) before anything is written; every outcome, including
-    /// payload_mismatch, is a return value.
+    /// InvalidArgument) before anything is written, and Error(ProjectionMismatch) when the
+    /// input names fingerprint fields other than the existing record's (nothing written, no
+    /// suppression); every outcome, including payload_mismatch, is a return value.
     ClaimResult claim(const ClaimInput &input);
 
     /// Records success under the lease `fencingToken`; `resultJson` and `receiptJson` may be

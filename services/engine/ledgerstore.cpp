@@ -2,7 +2,6 @@
 #include "ledgerstore.h"
 
 #include "changefeed.h"
-#include "providerlookup.h"
 #include "sandboxjournal.h"
 
 namespace idempo {
@@ -15,11 +14,6 @@ std::unique_ptr<ChangeFeed> LedgerStore::changeFeed()
 std::unique_ptr<sandbox::SandboxJournal> LedgerStore::sandboxJournal()
 {
     return nullptr;
-}
-
-std::unique_ptr<ProviderLookup> LedgerStore::providerLookup()
-{
-    return std::make_unique<NoProviderLookup>();
 }
 
 } // namespace idempo

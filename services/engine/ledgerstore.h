@@ -14,7 +14,6 @@
 namespace idempo {
 
 class ChangeFeed;
-class ProviderLookup;
 
 namespace sandbox {
 class SandboxJournal;
@@ -114,6 +113,11 @@ public:
     /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
     virtual std::optional<std::string> guardSetting(const std::string &name) = 0;
 
+    /// The audit chain's head as the ledger records it apart from the chain (PostgreSQL:
+    /// idempo.audit_head, moved by the trigger that appends), for AuditVerify to compare the
+    /// chain's end with; unset for a ledger that keeps none (the embedded ledger).
+    virtual std::optional<AuditHead> auditHead() { return std::nullopt; }
+
     // Capabilities beyond the contract: what a store can do for a tool that needs more than the
     // ledger's records. Each says when the store lacks it, so no caller asks which store it has.
 
@@ -128,10 +132,6 @@ public:
     /// The sandbox's tables in this ledger's database (sandboxjournal.h), on the store's
     /// connections; the store must outlive it. nullptr when the store has no room for them.
     virtual std::unique_ptr<sandbox::SandboxJournal> sandboxJournal();
-
-    /// Where reconciliation asks what happened to an operation (providerlookup.h). By default
-    /// nobody: every answer is Unsupported, and a reconciliation hands the operation to a person.
-    virtual std::unique_ptr<ProviderLookup> providerLookup();
 };
 
 } // namespace idempo

@@ -15,9 +15,9 @@ struct ProviderEvidence
 {
     enum class Status {
         Found,       ///< the effect exists; `reference` names it
-        NotFound,    ///< the provider has no effect for the key
+        NotFound,    ///< the operation's own provider, asked by key, has no effect for it
         Pending,     ///< accepted, not confirmed yet
-        Unsupported, ///< the provider cannot be asked (no lookup by key)
+        Unsupported, ///< no lookup for this operation: its provider cannot be asked, or is not this lookup's
     };
     Status status = Status::Unsupported;
     std::string provider;  ///< who was asked
@@ -30,7 +30,9 @@ std::string_view evidenceStatusName(ProviderEvidence::Status status);
 /// The evidence as a reconciliation records it: {"status", "provider", "reference", "answer"}.
 nlohmann::json evidenceJson(const ProviderEvidence &evidence);
 
-/// Asks the provider of an operation what happened, by the operation's key.
+/// Asks the provider of an operation what happened, by the operation's key. An implementation
+/// answers NotFound only for operations it covers (sent to a provider it can ask); for any
+/// other it answers Unsupported, since silence from a source that cannot know proves nothing.
 class ProviderLookup
 {
 public:

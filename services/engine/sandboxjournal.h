@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace idempo {
@@ -48,6 +49,17 @@ struct HistoryRow
     std::int64_t fencingToken = 0;
 };
 
+/// The driver that runs a sandbox run on a queue, as recorded beside the ledger
+/// (`sandbox_queue_holders`, one row per queue): see DriverLease.
+struct QueueHolder
+{
+    std::string queue;
+    std::string ns;                    ///< the run's namespace
+    std::string driver;                ///< for people, e.g. "pid 4711 on host db-1"
+    std::string instance;              ///< the process, for the liveness check (DriverLease)
+    std::int64_t leaseExpiresAtMs = 0; ///< on the ledger's clock
+};
+
 /// What SandboxJournal::perform() did.
 struct Performed
 {
@@ -59,7 +71,8 @@ struct Performed
 /// touched): `sandbox_runs` (the runs started), `sandbox_effects` (the providers' effect
 /// journals), `sandbox_effect_keys` (the keys a deduplicating provider has seen, one row per
 /// (namespace, provider, key): its primary key is the dedupe) and `sandbox_fault_windows`
-/// (the fault windows opened, one row per (namespace, operation key, fault)). Because an
+/// (the fault windows opened, one row per (namespace, operation key, fault)) and
+/// `sandbox_queue_holders` (the driver running on each sandbox queue). Because an
 /// effect is the provider's own commit to these tables, deduplication and lookup by key hold
 /// across worker processes and across SIGKILLs, and `idempo check` in another process reads
 /// what the providers did. Two implementations, which the stores hand out as
@@ -78,6 +91,8 @@ public:
 
     /// Creates the tables if missing; safe while other processes do the same.
     virtual void createTables() = 0;
+    /// Records runs; one recorded already is left as it is, so that a batch whose commit went
+    /// unanswered (a lost connection) may be recorded again.
     virtual void addRuns(const std::vector<RunRecord> &runs) = 0;
     /// Withdraws runs of `ns` that a cancelled sandbox run stopped before they settled: the
     /// invariant checker then no longer expects them to finish (their operations and effects
@@ -98,9 +113,24 @@ public:
     /// before (in this process or another), so that each window opens at most once per operation.
     virtual bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) = 0;
 
+    /// Who holds `queue` (std::nullopt: nobody), and the ledger's clock now, in milliseconds.
+    virtual std::pair<std::optional<QueueHolder>, std::int64_t> queueHolder(const std::string &queue) = 0;
+    /// Makes `holder` the holder of its queue with a lease of `leaseMs` on the ledger's clock,
+    /// if the queue is still held by `previousInstance` (std::nullopt: by nobody); false when
+    /// another driver got there first.
+    virtual bool takeQueue(const QueueHolder &holder, const std::optional<std::string> &previousInstance,
+                           std::int64_t leaseMs) = 0;
+    /// Extends the lease of `instance` on `queue` to `leaseMs` from now; false when the queue
+    /// is no longer held by it.
+    virtual bool renewQueue(const std::string &queue, const std::string &instance, std::int64_t leaseMs) = 0;
+    /// Forgets the holder of `queue` if it is `instance`.
+    virtual void releaseQueue(const std::string &queue, const std::string &instance) = 0;
+
     /// True when `ns` already holds sandbox runs (tables absent count as empty).
     virtual bool hasRuns(const std::string &ns) = 0;
     virtual std::vector<RunRecord> runs(const std::string &ns) = 0;
+    /// The run `runId` of `ns`, if the sandbox started it (tables absent count as empty).
+    virtual std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) = 0;
     /// Every effect of `ns`, ordered by operation key and effect id.
     virtual std::vector<Effect> effects(const std::string &ns) = 0;
     /// The history of every operation of `ns` in the engine's tables, per operation oldest first.

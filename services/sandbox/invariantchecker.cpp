@@ -30,12 +30,23 @@ std::map<std::string, Operation> readOperations(LedgerStore &store, const std::s
     return ops;
 }
 
+/// The effect a receipt names, whoever wrote it: a worker or the sandbox's reconciler
+/// ({"effect_id", "provider"}), `idempo reconcile` ({"external_reference", "provider",
+/// "reconciled_by"}) or an approver's confirm ({"approval_id", "confirmed_by",
+/// "external_reference"}). Empty when it names none.
 std::string receiptEffect(const std::string &receipt)
 {
     if (receipt.empty())
         return {};
     const nlohmann::json j = nlohmann::json::parse(receipt, nullptr, false);
-    return j.is_object() ? j.value("effect_id", std::string()) : std::string();
+    if (!j.is_object())
+        return {};
+    for (const char *field : {"effect_id", "external_reference"}) {
+        const auto it = j.find(field);
+        if (it != j.end() && it->is_string() && !it->get<std::string>().empty())
+            return it->get<std::string>();
+    }
+    return {};
 }
 
 bool settled(OperationState s)

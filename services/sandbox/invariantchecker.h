@@ -36,7 +36,9 @@ struct InvariantResult
 /// beside it (SandboxJournal) and verifies what the sandbox promises:
 /// - at_most_one_effect: no business operation has more than one provider effect;
 /// - receipt_matches_effect: every succeeded protected write has a receipt naming an effect
-///   the provider performed for that operation;
+///   the provider performed for that operation, by the reference any resolution records
+///   (`effect_id` of a worker or the reconciler, `external_reference` of `idempo reconcile` or
+///   of an approver's confirm);
 /// - effect_recorded: every effect of an engine run is either recorded (succeeded with a
 ///   receipt naming that very effect) or handed to a person (confirmation_required); an effect
 ///   of a succeeded operation whose id differs from the receipt's is a violation;

@@ -99,7 +99,8 @@ void Reconciler::settle(const Operation &op, Pass &pass)
     move.actor = Actor;
     move.retentionMs = m_ctx.engine().settings().retentionMs;
 
-    if (!provider.capabilities().lookupByKey) {
+    const LookupAnswer found = provider.lookup(op.key, now);
+    if (found.status == LookupAnswer::Status::Unsupported) {
         move.to = OperationState::ConfirmationRequired;
         move.detail = "reconciliation inconclusive: " + provider.name() + " has no lookup by key";
         timed(engineNs, [&] { return m_ctx.store().transition(move); });
@@ -108,7 +109,6 @@ void Reconciler::settle(const Operation &op, Pass &pass)
         run->settled = true;
         return;
     }
-    const LookupAnswer found = provider.lookup(op.key, now);
     if (found.status == LookupAnswer::Status::Pending) {
         ++pass.waiting;
         return;
@@ -131,7 +131,7 @@ void Reconciler::settle(const Operation &op, Pass &pass)
         ++pass.actions;
         return;
     }
-    // No effect under our key: dispatching again under the same key is safe.
+    // The provider, asked by key, has no effect under it: dispatching again under the same key is safe.
     move.to = OperationState::Received;
     move.detail = "reconciled: " + provider.name() + " has no effect for the key; dispatch again";
     const std::string message = m_ctx.envelope(*run, step, nlohmann::json::parse(op.payload), Actor, now);

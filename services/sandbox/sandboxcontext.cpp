@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxcontext.h"
 
+#include "driverlease.h"
 #include "error.h"
 #include "queueenvelope.h"
 #include "sandboxjournal.h"
@@ -88,9 +89,7 @@ SandboxTimings SandboxTimings::realTime()
 
 void SandboxContext::emptyQueue()
 {
-    for (auto left = m_queue->browse(m_queueName, 0, 1000); !left.empty(); left = m_queue->browse(m_queueName, 0, 1000))
-        for (const QueueMessage &m : left)
-            m_queue->deleteMessage(m_queueName, m.msgId);
+    emptySandboxQueue(*m_queue, m_queueName);
 }
 
 SandboxContext::SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxrunner.h"
 
+#include "driverlease.h"
 #include "engineconsumer.h"
 #include "error.h"
 #include "ledgerfactory.h"
@@ -17,6 +18,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <utility>
+
+#include <spdlog/spdlog.h>
 
 namespace idempo::sandbox {
 namespace {
@@ -32,6 +36,8 @@ struct WorkItem
 };
 
 constexpr std::int64_t TickMs = 1'000;
+/// Runs recorded and started at a time.
+constexpr std::size_t StartBatch = 500;
 /// Rounds at one instant before time moves anyway, so nothing can spin without progress.
 constexpr int MaxRoundsPerInstant = 64;
 
@@ -45,6 +51,27 @@ std::string runNumber(int i)
     char buffer[16];
     std::snprintf(buffer, sizeof buffer, "%06d", i);
     return buffer;
+}
+
+/// After a stop: moves the virtual clock on while the reconciler still has leases to see lapse
+/// or confirmations to wait for, and lets it settle them.
+void settleAfterStop(ManualClock &clock, Reconciler &reconciler, const SandboxTimings &t)
+{
+    // Nothing is delivered any more and stalled workers never wake (as if killed). What the
+    // stopped workers left behind needs only time: their leases lapse and late confirmations
+    // come in on the virtual clock, and the reconciler settles each operation as it would have
+    // (found -> succeeded, no effect -> received, no lookup -> confirmation_required). Bounded:
+    // past the longest lease, stall and confirmation delay nothing is left to wait for.
+    const std::int64_t until = clock.nowMs() + t.leaseMs + t.pauseMs + t.confirmationDelayMs + TickMs;
+    for (;;) {
+        const Reconciler::Pass pass = reconciler.run();
+        if (pass.waiting == 0 && pass.actions == 0)
+            return;
+        if (clock.nowMs() >= until)
+            return;
+        if (pass.actions == 0)
+            clock.advanceMs(TickMs);
+    }
 }
 
 } // namespace
@@ -92,8 +119,8 @@ nlohmann::json SandboxRunner::run()
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
     ctx.queue().createQueue(ctx.queueName(), queueOptions);
-    if (ctx.queue().metrics(ctx.queueName()).length > 0)
-        throw Error(ErrorCode::InvalidArgument, "the sandbox queue still holds messages of another run");
+    DriverLease lease(*journal, ctx.queue(), ctx.queueName(), o.ns, m_store->describe(),
+                      [](const std::string &line) { spdlog::warn("{}", line); });
 
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
@@ -102,14 +129,25 @@ nlohmann::json SandboxRunner::run()
         records.push_back({o.ns, runId, scenario.name(), o.naive});
         ctx.addRun(scenario, std::move(runId));
     }
-    journal->addRuns(records);
     const std::int64_t startMs = m_clock->nowMs();
     TimeSlot &schedulerSlot = ctx.slot(o.workers);
-    for (RunState &run : ctx.runs()) {
-        const WorkflowStep &first = run.scenario->steps().front();
-        const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner",
-                                                 ctx.workerNowMs(0));
-        timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
+    const auto stopAsked = [&o] { return o.cancelled && o.cancelled(); };
+    bool cancelled = false;
+    std::size_t started = 0;
+    // Runs are recorded and started a batch at a time, so that a stop during a large start
+    // leaves only the started runs to account for.
+    while (started < records.size() && !(cancelled = stopAsked())) {
+        const std::size_t end = std::min(records.size(), started + StartBatch);
+        journal->addRuns({records.begin() + static_cast<std::ptrdiff_t>(started),
+                          records.begin() + static_cast<std::ptrdiff_t>(end)});
+        for (std::size_t i = std::exchange(started, end); i < end; ++i) {
+            RunState &run = ctx.runs()[i];
+            const WorkflowStep &first = run.scenario->steps().front();
+            const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId),
+                                                     "planner", ctx.workerNowMs(0));
+            timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
+        }
+        lease.renew();
     }
 
     WorkerPool pool(o.workers);
@@ -118,8 +156,8 @@ nlohmann::json SandboxRunner::run()
     Reconciler reconciler(ctx);
     std::int64_t waitNs = 0;
     int roundsThisInstant = 0;
-    bool cancelled = false;
-    for (;;) {
+    while (!cancelled) {
+        lease.renew();
         const std::int64_t now = m_clock->nowMs();
         std::vector<WorkItem> items;
         for (;;) {
@@ -156,6 +194,10 @@ nlohmann::json SandboxRunner::run()
         }
         const auto waitStart = std::chrono::steady_clock::now();
         pool.run(groups.size(), [&](int thread, std::size_t g) {
+            // A stop leaves the runs not reached yet this round where they are (their messages
+            // are emptied with the queue), so it waits for the work in hand only.
+            if (stopAsked())
+                return;
             const auto busyStart = std::chrono::steady_clock::now();
             for (std::size_t i = groups[g].first; i < groups[g].second; ++i) {
                 WorkItem &item = items[i];
@@ -182,10 +224,8 @@ nlohmann::json SandboxRunner::run()
             progress.virtualMs = now - startMs;
             o.progress(progress);
         }
-        if (o.cancelled && o.cancelled()) {
-            cancelled = true;
+        if ((cancelled = stopAsked()))
             break;
-        }
         const bool progressed = !items.empty() || pass.actions > 0;
         if (progressed && ++roundsThisInstant < MaxRoundsPerInstant)
             continue;
@@ -200,6 +240,8 @@ nlohmann::json SandboxRunner::run()
 
     std::int64_t withdrawn = 0;
     if (cancelled) {
+        if (!o.naive)
+            settleAfterStop(*m_clock, reconciler, ctx.timings());
         ctx.emptyQueue(); // the next run must start on an empty sandbox queue
         withdrawn = withdrawUnsettledRuns(ctx.store(), *journal, o.ns);
     }
@@ -217,6 +259,7 @@ nlohmann::json SandboxRunner::run()
     nlohmann::json report = sandboxReport(ctx, *journal, o, deduplicated, timing);
     report["virtual_seconds"] = (m_clock->nowMs() - startMs) / 1000;
     report["cancelled"] = cancelled;
+    report["runs_started"] = started;
     report["runs_withdrawn"] = withdrawn;
     return report;
 }

@@ -48,9 +48,12 @@ struct SandboxOptions
     std::string ns = "sandbox";
     std::int64_t maxVirtualMs = 6 * 3600'000; ///< gives up (the checker then names what is stuck)
     std::function<void(const SandboxProgress &)> progress;
-    /// Asked between rounds (from the thread that called run()); true stops the run early: the
-    /// report says "cancelled": true, the sandbox queue is emptied so that a later run can
-    /// start, and the invariants are checked on what ran.
+    /// Asked often, from any of the run's threads (it must be thread-safe): while runs start,
+    /// between rounds, and before each run's work in a round. True stops the run early: no run
+    /// starts and nothing is delivered any more, what the stopped workers left is settled (leases
+    /// lapse, the reconciler settles what it can), the sandbox queue is emptied so that a later
+    /// run can start, the report says "cancelled": true and the invariants are checked on what
+    /// ran (runs that did not settle are withdrawn).
     std::function<bool()> cancelled;
 };
 
@@ -68,9 +71,11 @@ public:
     /// Runs to the end and returns the report (see docs/sandbox.md): runs, deliveries,
     /// suppressions by kind, retries, reconciliations, pending approvals and confirmations,
     /// provider effects, fault counts, the invariants, and "timing" (wall-clock figures, the
-    /// only part that differs between equal seeds). Throws Error(InvalidArgument) when the
-    /// namespace already holds operations or sandbox runs, or the sandbox queue is not empty;
-    /// Error(LedgerUnavailable | Internal) on storage failure.
+    /// only part that differs between equal seeds). Holds the sandbox queue meanwhile
+    /// (DriverLease: a run killed before it ended is cleared by the next). Throws
+    /// Error(InvalidArgument) when the namespace already holds operations or sandbox runs,
+    /// Error(LedgerBusy) when a live run holds the sandbox queue, and like DriverLease;
+    /// Error(LedgerUnavailable | LedgerBusy | Internal) on storage failure.
     nlohmann::json run();
 
     /// The report as text.

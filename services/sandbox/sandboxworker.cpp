@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -77,10 +78,61 @@ nlohmann::json SandboxWorker::status(const char *event) const
             {"stalled_ns", slot.stalledNs}};
 }
 
+bool SandboxWorker::waitForLedger(const Error &cause, const std::atomic<bool> &stop)
+{
+    const std::string ledger = m_ctx->store().describe();
+    bool first = true;
+    return retryThroughOutage(
+        m_options.reconnect, ledger,
+        [&] {
+            // The first try is the call that failed: the wait starts from it.
+            if (std::exchange(first, false))
+                throw cause;
+            m_ctx->queue().metrics(m_options.queue);
+        },
+        [&](const std::string &reason) {
+            nlohmann::json line = status("ledger_lost");
+            line["ledger"] = ledger;
+            line["error"] = reason;
+            line["reconnect_deadline_ms"] = m_options.reconnect.deadlineMs;
+            m_emit(line.dump());
+            spdlog::warn("worker {}: lost the ledger {} ({}); reconnecting for up to {} s", m_options.owner, ledger,
+                         reason, m_options.reconnect.deadlineMs / 1000.0);
+        },
+        [&](std::int64_t afterMs) {
+            nlohmann::json line = status("ledger_back");
+            line["after_ms"] = afterMs;
+            m_emit(line.dump());
+            spdlog::warn("worker {}: the ledger {} answers again after {} s; carrying on", m_options.owner, ledger,
+                         afterMs / 1000.0);
+        },
+        &stop);
+}
+
 nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
 {
     m_stop = &stop;
     m_emit(status("start").dump());
+    for (;;) {
+        try {
+            consume(stop);
+            break;
+        } catch (const Error &e) {
+            if (!isLedgerOutage(e.code()))
+                throw;
+            // The delivery in hand is abandoned (see the class comment): its message comes back.
+            m_busy = false;
+            if (!waitForLedger(e, stop))
+                break;
+        }
+    }
+    nlohmann::json line = status("exit");
+    m_emit(line.dump());
+    return line;
+}
+
+void SandboxWorker::consume(const std::atomic<bool> &stop)
+{
     EngineConsumer engineConsumer(*m_ctx);
     NaiveConsumer naiveConsumer(*m_ctx);
     TimeSlot &slot = m_ctx->slot(0);
@@ -122,9 +174,6 @@ nlohmann::json SandboxWorker::run(const std::atomic<bool> &stop)
         m_busy = false;
         idleSince = std::chrono::steady_clock::now();
     }
-    nlohmann::json line = status("exit");
-    m_emit(line.dump());
-    return line;
 }
 
 } // namespace idempo::sandbox

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "faultplan.h"
+#include "reconnectbackoff.h"
 #include "sandboxcontext.h"
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 namespace idempo {
+class Error;
 class LedgerStore;
 class MessageQueue;
 }
@@ -33,6 +35,7 @@ struct WorkerOptions
     std::int64_t idleExitMs = 0;  ///< stop after this long without a visible message; 0 = never
     std::int64_t pollMs = 20;     ///< wait between reads of an empty queue
     SandboxTimings timings = SandboxTimings::realTime();
+    ReconnectPolicy reconnect;    ///< how long a lost ledger is waited for
 };
 
 /// A long-running consumer of sandbox envelopes in its own process, on the real clock, over any
@@ -53,6 +56,18 @@ struct WorkerOptions
 ///   until it is killed (the sandbox driver sends SIGKILL). A stop request while blocked ends
 ///   the process at once with status 137, as abruptly as a kill.
 /// - "exit": the worker stopped cleanly (stop request, --max-messages or --idle-exit-ms).
+/// - "ledger_lost" (with "ledger", "error" and "reconnect_deadline_ms") and "ledger_back" (with
+///   "after_ms"): a call found the ledger unavailable or busy, and the worker waits for it
+///   (WorkerOptions::reconnect); the same news goes to stderr as one line each.
+///
+/// When the ledger is lost mid-delivery the delivery is abandoned, never repeated statement by
+/// statement, because a statement whose connection broke may have committed. Whatever did
+/// commit is safe to meet again: the message comes back after its visibility timeout; the
+/// claim is idempotent by key (a live lease of this worker answers in_progress, a lapsed one
+/// is taken over or, on a protected write, sent to reconciliation); a committed provider
+/// effect is found by the reconciler's lookup or deduplicated by key; a committed completion
+/// answers the next claim with replayed, which acks the message; an ack or a visibility change
+/// that did not commit only brings the message back once more.
 class SandboxWorker final
 {
 public:
@@ -62,13 +77,20 @@ public:
                   std::function<void(const std::string &line)> emit);
     ~SandboxWorker();
 
-    /// Works until `stop` turns true (checked between messages and while polling), or a limit
-    /// of the options is reached; returns the "exit" line's object after emitting it. Throws
-    /// Error(LedgerUnavailable | Internal) on storage failure.
+    /// Works until `stop` turns true (checked between messages, while polling and while waiting
+    /// for a lost ledger), or a limit of the options is reached; returns the "exit" line's
+    /// object after emitting it. Waits out a lost or busy ledger; throws
+    /// Error(LedgerUnavailable) naming it (gaveUpOnLedger()) once the reconnect deadline has
+    /// passed, Error(Internal) on any other storage failure.
     nlohmann::json run(const std::atomic<bool> &stop);
 
 private:
     nlohmann::json status(const char *event) const;
+    /// Reads and handles messages until `stop` or a limit of the options; throws what the
+    /// ledger throws.
+    void consume(const std::atomic<bool> &stop);
+    /// Waits for the ledger after `cause`; false when `stop` ended the wait.
+    bool waitForLedger(const Error &cause, const std::atomic<bool> &stop);
 
     WorkerOptions m_options;
     std::function<void(const std::string &)> m_emit;

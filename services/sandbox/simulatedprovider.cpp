@@ -92,9 +92,9 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
 
 LookupAnswer SimulatedProvider::lookup(const std::string &key, std::int64_t nowMs)
 {
+    if (!m_capabilities.lookupByKey)
+        return {LookupAnswer::Status::Unsupported, {}};
     if (m_journal) {
-        if (!m_capabilities.lookupByKey)
-            return {};
         const std::optional<Effect> found = m_journal->lookup(m_ns, m_name, key);
         if (!found)
             return {};
@@ -104,7 +104,7 @@ LookupAnswer SimulatedProvider::lookup(const std::string &key, std::int64_t nowM
     }
     std::lock_guard lock(m_mutex);
     const auto found = m_byKey.find(key);
-    if (!m_capabilities.lookupByKey || found == m_byKey.end())
+    if (found == m_byKey.end())
         return {};
     if (found->second.confirmedAtMs > nowMs)
         return {LookupAnswer::Status::Pending, {}};

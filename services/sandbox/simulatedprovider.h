@@ -44,10 +44,11 @@ struct ProviderAnswer
     std::string detail;
 };
 
-/// What lookup by key finds.
+/// What lookup by key finds. Only a provider that can be asked by key answers NotFound; any
+/// other cannot know, and says Unsupported.
 struct LookupAnswer
 {
-    enum class Status { NotFound, Pending, Found };
+    enum class Status { NotFound, Pending, Found, Unsupported };
     Status status = Status::NotFound;
     std::string effectId;
 };
@@ -85,7 +86,7 @@ public:
     /// provider that dedupes answers a key it has seen with the original effect.
     ProviderAnswer call(const ProviderCall &call);
 
-    /// Looks up the effect performed for `key` (providers with lookupByKey only).
+    /// Looks up the effect performed for `key`; Unsupported for a provider without lookupByKey.
     LookupAnswer lookup(const std::string &key, std::int64_t nowMs);
 
     /// The effects performed in memory since the last call, in the order they happened.

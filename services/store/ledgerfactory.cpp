@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerfactory.h"
 
+#include "conninfo.h"
 #include "error.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
@@ -47,24 +48,25 @@ std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<cons
         if (path.isEmpty() || path.startsWith(QLatin1Char(':')))
             throw Error(ErrorCode::InvalidArgument, "ledger URL '" + url.toStdString() + "' names no file");
         const QFileInfo info(path);
-        if (mode == OpenMode::OpenExisting && !info.exists()) {
+        if (mode != OpenMode::CreateIfMissing && !info.exists()) {
             // A mistyped path must not become a fresh, empty ledger on which everything runs again.
             throw Error(ErrorCode::LedgerUnavailable, "ledger " + url.toStdString()
                                                           + " does not exist; create it with 'idempo init'");
         }
-        if (!QDir().mkpath(info.absolutePath())) {
+        options.readOnly = mode == OpenMode::ReadOnly;
+        if (!options.readOnly && !QDir().mkpath(info.absolutePath())) {
             throw Error(ErrorCode::LedgerUnavailable,
                         "cannot create the ledger's folder " + info.absolutePath().toStdString());
         }
         return std::make_shared<SqliteLedgerStore>(info.absoluteFilePath(), std::move(clock), options);
     }
     // libpq parses the rest: URIs, and keyword strings such as "service=NAME" or "host=… dbname=…".
-    if (url.startsWith(QLatin1String("postgresql://")) || url.startsWith(QLatin1String("postgres://"))
-        || url.contains(QLatin1Char('=')))
-        return std::make_shared<PostgresLedgerStore>(url.toStdString());
+    const std::string address = url.toStdString();
+    if (isPostgresAddress(address))
+        return std::make_shared<PostgresLedgerStore>(address);
     throw Error(ErrorCode::InvalidArgument,
-                "unknown ledger URL '" + url.toStdString()
-                    + "': expected sqlite:PATH, postgresql://… or a libpq keyword string such as service=NAME");
+                "unknown ledger URL " + redactConninfo(address)
+                    + ": expected sqlite:PATH, postgresql://… or a libpq keyword string such as service=NAME");
 }
 
 std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock, OpenMode mode)

@@ -19,19 +19,27 @@ QString defaultLedgerUrl();
 enum class OpenMode {
     OpenExisting,    ///< a missing file is Error(LedgerUnavailable): a typo must not start a fresh ledger
     CreateIfMissing, ///< `idempo init` and the embedded default
+    ReadOnly,        ///< commands that only read: like OpenExisting, and opening writes nothing
 };
 
 /// Opens the ledger a URL names:
 /// - `sqlite:PATH`: the embedded ledger; migrated if needed, created only with
 ///   OpenMode::CreateIfMissing; the only option, `?synchronous=normal`, trades power-loss
-///   durability for speed (`full` is the default). Times come from `clock`.
-/// - `postgresql://…` or `postgres://…` (libpq URI), or a libpq keyword string such as
-///   `service=NAME` or `host=… dbname=…`: the shared ledger. Connects (connect_timeout 5 s
-///   unless given) but does not migrate: `idempo init` (LedgerStore::migrate) does, and until
-///   then ledger calls throw Error(SchemaMismatch). Passwords only through .pgpass, PGPASSFILE
-///   or a service file. Times come from the server's clock; `clock` is not used.
-/// Throws Error(InvalidArgument) for an unknown scheme or option, Error(LedgerUnavailable) when the
-/// ledger cannot be opened or reached, Error(SchemaMismatch) for a newer schema.
+///   durability for speed (`full` is the default). Times come from `clock`. With
+///   OpenMode::ReadOnly the file is opened as it is (SqliteLedgerStore::Options::readOnly): it
+///   and its folder need not be writable, and a schema other than this build's is
+///   Error(SchemaMismatch) instead of a migration.
+/// - `postgresql://…` or `postgres://…` (libpq URI, the scheme in any case), or a libpq
+///   keyword string such as `service=NAME` or `host=… dbname=…`: the shared ledger. Connects
+///   (connect_timeout 5 s unless given) but does not migrate: `idempo init`
+///   (LedgerStore::migrate) does, and until then ledger calls throw Error(SchemaMismatch).
+///   Passwords only through .pgpass, PGPASSFILE or a service file. Times come from the
+///   server's clock; `clock` is not used. Opening writes nothing, so OpenMode::ReadOnly
+///   changes nothing here.
+/// Messages name the ledger as redactConninfo() shows it, never with a password. Throws
+/// Error(InvalidArgument) for an unknown scheme or option or an address libpq cannot parse,
+/// Error(LedgerUnavailable) when the ledger cannot be opened or reached, Error(SchemaMismatch)
+/// for a newer schema.
 std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 

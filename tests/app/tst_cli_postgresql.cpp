@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real `idempo` binary on a PostgreSQL ledger: separate processes racing for one key and
 // for one queue's messages. Runs under tests/pg/with-postgres.sh.
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -122,10 +123,25 @@ private Q_SLOTS:
     }
 
     /// 6 processes submit the same approval at once: one applies it, the others get the first
-    /// decision back; one audit record names the database role; the chain verifies.
+    /// decision back; one audit record names the database login and its role; the chain
+    /// verifies. The approver is a login of its own: the login that requested an operation
+    /// cannot approve it.
     void processesRaceForOneApproval()
     {
         const auto S = [](const char *s) { return QString::fromLatin1(s); };
+        QProcess psql;
+        psql.start(S("psql"), {S("-X"), S("-q"), S("-v"), S("ON_ERROR_STOP=1"), S("-d"), ledgerUrl(), S("-c"),
+                               S("DROP ROLE IF EXISTS cli_approver; "
+                                 "CREATE ROLE cli_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver")});
+        QVERIFY(psql.waitForFinished(30'000));
+        QCOMPARE(psql.exitCode(), 0);
+        QFile pgpass(m_home.filePath(S(".pgpass"))); // HOME is m_home: libpq reads it
+        QVERIFY(pgpass.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        pgpass.write("*:*:*:cli_approver:approver-secret\n");
+        pgpass.close();
+        QVERIFY(pgpass.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        QUrl approver(ledgerUrl());
+        approver.setUserName(S("cli_approver"));
         const Run claimed = idempo({S("--json"), S("claim"), S("approve:1"), S("--payload"), S("{}"), S("--max-attempts"),
                                     S("1"), S("--owner"), S("worker-1")});
         QCOMPARE(claimed.exitCode, 0);
@@ -133,8 +149,9 @@ private Q_SLOTS:
         QCOMPARE(idempo({S("fail"), S("approve:1"), S("--token"), token, S("--class"), S("transient")}).exitCode, 0);
         std::vector<QProcess *> procs;
         for (int i = 0; i < 6; ++i)
-            procs.push_back(start({S("--json"), S("approve"), S("approve:1"), S("--decision"), S("redispatch"), S("--reason"),
-                                   S("checked"), S("--approval-id"), S("ap-race")}));
+            procs.push_back(start({S("--ledger"), approver.toString(), S("--json"), S("approve"), S("approve:1"),
+                                   S("--decision"), S("redispatch"), S("--reason"), S("checked"), S("--approval-id"),
+                                   S("ap-race")}));
         int applied = 0;
         int replayed = 0;
         for (QProcess *p : procs) {
@@ -151,8 +168,8 @@ private Q_SLOTS:
         const Run audit = idempo({S("--json"), S("audit"), S("list")});
         const QJsonArray records = audit.json[S("records")].toArray();
         QCOMPARE(records.size(), 1);
-        QCOMPARE(records.at(0).toObject()[S("who")].toString(), QUrl(ledgerUrl()).userName());
-        QCOMPARE(records.at(0).toObject()[S("role")].toString(), S("owner"));
+        QCOMPARE(records.at(0).toObject()[S("who")].toString(), S("cli_approver"));
+        QCOMPARE(records.at(0).toObject()[S("role")].toString(), S("approver"));
         QCOMPARE(idempo({S("audit"), S("verify")}).exitCode, 0);
     }
 
@@ -244,6 +261,62 @@ private Q_SLOTS:
         QCOMPARE(idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("ack"), QStringLiteral("once"),
                          id}).exitCode,
                  65); // already moved
+    }
+
+    /// The engine's word on the shared ledger: reconcile of an operation no lookup covers hands
+    /// it to a person; the record's projection decides a claim that names none and another one is
+    /// refused as such; unknown dead-letter ids are named and refused with nothing audited;
+    /// --envelope holds a message to the envelope's rules.
+    void trustedAnswers()
+    {
+        const auto S = [](const char *s) { return QString::fromUtf8(s); };
+        const Run claimed = idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")});
+        QCOMPARE(claimed.exitCode, 0);
+        QCOMPARE(idempo({S("fail"), S("trust-1:book"), S("--token"),
+                         QString::number(claimed.json[S("fencing_token")].toInteger()), S("--class"), S("unknown_outcome")})
+                     .exitCode,
+                 0);
+        const Run reconciled = idempo({S("--json"), S("reconcile"), S("trust-1:book"), S("--reason"), S("outage")});
+        QVERIFY2(reconciled.exitCode == 0, reconciled.out.constData());
+        const QJsonObject row = reconciled.json[S("result")][S("reconciled")][0].toObject();
+        QCOMPARE(row[S("evidence")][S("status")].toString(), S("unsupported"));
+        QCOMPARE(row[S("to")].toString(), S("confirmation_required"));
+        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")}).exitCode, 75);
+
+        QCOMPARE(idempo({S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:00"})"),
+                         S("--fingerprint-fields"), S("/amount")})
+                     .exitCode,
+                 0);
+        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:05"})")})
+                     .json[S("outcome")]
+                     .toString(),
+                 S("in_progress"));
+        const Run other = idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"),
+                                  S(R"({"amount":10,"at":"09:05"})"), S("--fingerprint-fields"), S("/at")});
+        QCOMPARE(other.exitCode, 65);
+        QCOMPARE(other.json[S("error")].toString(), S("projection_mismatch"));
+
+        const int audited = idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size();
+        QCOMPARE(idempo({S("queue"), S("create"), S("trust_steps")}).exitCode, 0);
+        const Run dry = idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--dry-run")});
+        QCOMPARE(dry.exitCode, 65);
+        QVERIFY2(dry.out.contains("987654 is not in the dead-letter queue of trust_steps"), dry.out.constData());
+        QCOMPARE(idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--confirm"), S("0"),
+                         S("--reason"), S("retry")})
+                     .exitCode,
+                 65);
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size(),
+                 audited);
+
+        const Run partial = idempo({S("--json"), S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
+                                    S(R"({"run_id":"trust-3"})")});
+        QCOMPARE(partial.exitCode, 65);
+        QCOMPARE(partial.json[S("error")].toString(), S("invalid_json"));
+        QCOMPARE(idempo({S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
+                         S(R"({"run_id":"trust-3","step_id":"s","source_agent":"","target_agent":"","payload":null,)"
+                           R"("produced_at":0,"idempotency_key":"trust-3:s"})")})
+                     .exitCode,
+                 0);
     }
 
     /// `bench queue` on PostgreSQL: every phase measured on both sides, and its queues gone after.

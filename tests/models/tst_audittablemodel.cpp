@@ -1,98 +1,99 @@
 // SPDX-License-Identifier: Apache-2.0
+// The console shows stored free text by the CLI's rule (textescape.h): the audit table, its CSV
+// and JSON exports, and displayText / prettyJson for every other view.
 #include "audittablemodel.h"
+#include "displayformat.h"
 
 #include <QAbstractItemModelTester>
-#include <QTest>
-
-#include <nlohmann/json.hpp>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
 
 using namespace idempo;
 
 namespace {
 
-AuditRecord record(std::int64_t seq, const std::string &who, const std::string &action,
-                   const std::string &target, const std::string &reason)
+/// ESC [ 2 J, U+202E RIGHT-TO-LEFT OVERRIDE, a line break.
+const std::string kReason = "ok\x1b[2J\xe2\x80\xae"
+                            "exe\nforged";
+const QString kReasonShown = QStringLiteral(R"(ok\x1b[2J\u202eexe\nforged)");
+
+AuditRecord record()
 {
     AuditRecord r;
-    r.seq = seq;
-    r.atMs = 1'780'000'000'000 + seq * 1000;
-    r.entry.who = who;
-    r.entry.role = "approver";
-    r.entry.action = action;
-    r.entry.target = target;
-    r.entry.reason = reason;
-    r.entry.beforeState = R"({"state":"confirmation_required"})";
-    r.entry.afterState = R"({"state":"received"})";
-    r.entry.detail = R"({"decision":"redispatch"})";
-    r.hash = std::string(64, 'a' + static_cast<char>(seq));
+    r.seq = 1;
+    r.atMs = 1'700'000'000'000;
+    r.entry = {"ops\x1b[31m",
+               "approver",
+               "reject",
+               "default/run-1:refund",
+               kReason,
+               "{\"state\":\"confirmation_required\"}",
+               "{\"state\":\"failed_terminal\",\"note\":\"a\xe2\x80\xae"
+               "b\"}",
+               "ap-1",
+               "{\"decision\":\"reject\"}"};
+    r.prevHash = std::string(64, '0');
+    r.hash = std::string(64, 'f');
     return r;
-}
-
-std::vector<AuditRecord> records()
-{
-    return {record(1, "bob", "approve", "default/run-1:refund", "checked"),
-            record(2, "oliver", "reconcile", "default/run-2:book", "provider says found"),
-            record(3, "Bobby", "reject", "payments/run-3:pay", "line one\rline two")};
 }
 
 } // namespace
 
-/// The Audit view's model: newest first, local filters, CSV and JSON of what is shown.
 class TestAuditTableModel final : public QObject
 {
     Q_OBJECT
+
 private Q_SLOTS:
-    void showsNewestFirstAndFilters();
-    void exportsWhatIsShown();
+    void cellsShowFreeTextEscaped()
+    {
+        AuditTableModel model;
+        QAbstractItemModelTester tester(&model);
+        model.setRecords({record()});
+        QCOMPARE(model.index(0, AuditTableModel::Reason).data().toString(), kReasonShown);
+        QCOMPARE(model.index(0, AuditTableModel::Who).data().toString(),
+                 QStringLiteral(R"(ops\x1b[31m)"));
+    }
+
+    void csvEscapesAndJsonIsExact()
+    {
+        AuditTableModel model;
+        model.setRecords({record()});
+        const QString csv = model.csv();
+        QVERIFY2(!csv.contains(QChar(0x1b)) && !csv.contains(QChar(0x202e)), qPrintable(csv));
+        QCOMPARE(csv.count(QLatin1Char('\n')), 2); // the header and one record
+        QVERIFY2(csv.contains(QLatin1Char(',') + kReasonShown + QLatin1Char(',')), qPrintable(csv));
+        QVERIFY2(csv.contains(QStringLiteral(
+                     "\"{\"\"state\"\":\"\"failed_terminal\"\",\"\"note\"\":\"\"a\\u202eb\"\"}\"")),
+                 qPrintable(csv));
+
+        const QString json = model.json();
+        QVERIFY2(!json.contains(QChar(0x1b)) && !json.contains(QChar(0x202e)), qPrintable(json));
+        const QJsonObject exported =
+            QJsonDocument::fromJson(json.toUtf8()).array().at(0).toObject();
+        QCOMPARE(exported.value(QStringLiteral("reason")).toString(),
+                 QString::fromStdString(kReason));
+        QCOMPARE(exported.value(QStringLiteral("after"))
+                     .toObject()
+                     .value(QStringLiteral("note"))
+                     .toString(),
+                 QStringLiteral("a\u202eb"));
+    }
+
+    void displayFormatEscapes()
+    {
+        QCOMPARE(displayText("timeout\x1b]0;t\x07"), QStringLiteral(R"(timeout\x1b]0;t\x07)"));
+        QCOMPARE(displayText("café ✓"), QStringLiteral("café ✓"));
+        const QString pretty = prettyJson(R"({"a":"x)"
+                                          "\xe2\x80\xae"
+                                          R"(y"})");
+        QVERIFY2(pretty.contains(QStringLiteral("\"x\\u202ey\"")) &&
+                     pretty.contains(QLatin1Char('\n')),
+                 qPrintable(pretty));
+        QCOMPARE(prettyJson("not json \x1b[m"), QStringLiteral(R"(not json \x1b[m)"));
+    }
 };
-
-void TestAuditTableModel::showsNewestFirstAndFilters()
-{
-    AuditTableModel m;
-    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    QCOMPARE(m.rowCount(), 0);
-    m.setRecords(records());
-    QCOMPARE(m.rowCount(), 3);
-    QCOMPARE(m.columnCount(), int(AuditTableModel::ColumnCount));
-    QCOMPARE(m.index(0, AuditTableModel::Seq).data().toLongLong(), 3);
-    QCOMPARE(m.index(2, AuditTableModel::Who).data().toString(), QStringLiteral("bob"));
-    QCOMPARE(m.index(2, AuditTableModel::Change).data().toString(),
-             QStringLiteral("confirmation_required → received"));
-    QCOMPARE(m.actions(), (QStringList{QStringLiteral("approve"), QStringLiteral("reconcile"),
-                                       QStringLiteral("reject")}));
-
-    m.setFilter({}, QStringLiteral("bob"), {}); // actor: a substring, any case
-    QCOMPARE(m.rowCount(), 2);
-    m.setFilter(QStringLiteral("approve"), {}, {});
-    QCOMPARE(m.rowCount(), 1);
-    QCOMPARE(m.recordAt(0).seq, std::int64_t(1));
-    m.setFilter({}, {}, QStringLiteral("default/"));
-    QCOMPARE(m.rowCount(), 2);
-    m.setFilter({}, {}, {});
-    QCOMPARE(m.rowCount(), 3);
-    m.setRecords({});
-    QCOMPARE(m.rowCount(), 0);
-}
-
-void TestAuditTableModel::exportsWhatIsShown()
-{
-    AuditTableModel m;
-    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    m.setRecords(records());
-    m.setFilter(QStringLiteral("reject"), {}, {});
-    const QString csv = m.csv();
-    QVERIFY(csv.startsWith(
-        QLatin1String("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n")));
-    // A carriage return inside a field stays inside its quotes: the record is one CSV record.
-    QVERIFY2(csv.contains(QLatin1String(",\"line one\rline two\",")), qPrintable(csv));
-    QVERIFY(csv.contains(QLatin1String("\"{\"\"state\"\":\"\"received\"\"}\"")));
-    QCOMPARE(csv.count(QLatin1Char('\n')), 2);
-
-    const nlohmann::json j = nlohmann::json::parse(m.json().toStdString());
-    QCOMPARE(j.size(), std::size_t(1));
-    QCOMPARE(j[0].at("seq").get<std::int64_t>(), std::int64_t(3));
-    QCOMPARE(j[0].at("after").at("state").get<std::string>(), std::string("received"));
-}
 
 QTEST_MAIN(TestAuditTableModel)
 #include "tst_audittablemodel.moc"

@@ -97,12 +97,17 @@ void TestLedgerConnection::reconnectsAfterTheListenerDrops()
     QCOMPARE(m.rowCount(), 0);
 
     QSignalSpy live(&c, &LedgerConnection::liveChanged);
-    // The listener's session is the one whose last statement was LISTEN or its ping.
+    // The feed's session is the one waiting in idempo.wait_for_changes().
     PgConnection admin(m_url.toStdString());
+    // A feed closed by the previous test ends its last wait (at most PgChangeFeed::WaitMs) first.
+    QTRY_COMPARE_WITH_TIMEOUT(admin.exec("count feeds", "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                                        "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'")
+                                  .integer(0, 0),
+                              std::int64_t(1), 5000);
     const PgResult killed = admin.exec(
         "terminate listener",
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND pid <> pg_backend_pid() AND query IN ('SELECT 1', 'LISTEN \"idempo_operations\"')");
+        "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'");
     QCOMPARE(killed.integer(0, 0), std::int64_t(1));
     QTRY_VERIFY_WITH_TIMEOUT(!live.isEmpty() && !live.first().first().toBool(), 5000);
     QVERIFY(c.lastError().contains(QLatin1String("live updates")));

@@ -11,7 +11,26 @@
 # Exits with CMD's status; 77 (CTest's skip code) when no PostgreSQL server binaries are found.
 # PG_BINDIR overrides where initdb, pg_ctl and postgres are looked up. IDEMPO_PG_DURABLE=1 keeps
 # the server's default durability (fsync, synchronous_commit, full_page_writes on), for benchmarks.
+# CMD may stop and start the server (a restart in the middle of a run) through
+#   "$IDEMPO_TEST_POSTGRES_CTL" stop|start|restart
+# (fast shutdown: sessions end with SQLSTATE 57P01, as in a real restart); the same port and data.
 set -euo pipefail
+
+# Control mode, behind $IDEMPO_TEST_POSTGRES_CTL: with-postgres.sh --control DIR stop|start|restart
+if [[ ${1:-} == --control ]]; then
+    # shellcheck source=/dev/null
+    source "$2/control.env"
+    case ${3:-} in
+        stop) "${as_server[@]}" "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null ;;
+        start) "${as_server[@]}" "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 -o "$options" start >/dev/null ;;
+        restart)
+            "${as_server[@]}" "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -m fast -w -t 60 -o "$options" \
+                restart >/dev/null
+            ;;
+        *) echo "usage: $0 --control DIR stop|start|restart" >&2; exit 64 ;;
+    esac
+    exit
+fi
 
 if [[ $# -eq 0 ]]; then
     echo "usage: $0 CMD [ARG...]" >&2
@@ -93,11 +112,14 @@ durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 if [[ ${IDEMPO_PG_DURABLE:-0} == 1 ]]; then
     durability=""
 fi
-"${as_server[@]}" "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp $durability -c max_connections=200" \
-    start >/dev/null \
+options="-c listen_addresses=127.0.0.1 -p $port -k $tmp $durability -c max_connections=200"
+"${as_server[@]}" "$bindir/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 -o "$options" start >/dev/null \
     || { cat "$tmp/server.log" >&2; exit 1; }
 started=1
+declare -p bindir data tmp options as_server >"$tmp/control.env"
+printf '#!/usr/bin/env bash\nexec %q --control %q "$@"\n' "$(realpath "$0")" "$tmp" >"$tmp/ctl"
+chmod +x "$tmp/ctl"
+export IDEMPO_TEST_POSTGRES_CTL=$tmp/ctl
 
 "${as_server[@]}" "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres \
     -v ON_ERROR_STOP=1 -c "CREATE DATABASE idempo_test" >/dev/null

@@ -11,14 +11,17 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QUrl>
 #include <QtTest>
 
 #include <cerrno>
+#include <set>
 #include <csignal>
 #include <vector>
 
 #include <QDir>
 #include <QFile>
+#include <QThread>
 
 namespace {
 
@@ -143,17 +146,20 @@ private:
         return total;
     }
 
-    /// Starts `idempo sandbox run --processes` in `ns` and returns once its workers have made
-    /// effects, with the pids of the workers running then.
-    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns)
+    /// Starts `idempo sandbox run --processes` in `ns` (`runs` runs, `extra` arguments, on
+    /// `ledger` or the test ledger) and returns once its workers have made effects, with the
+    /// pids of the workers running then.
+    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns, const QString &runs = QStringLiteral("400"),
+                                       const QStringList &extra = {}, const QString &ledger = ledgerUrl())
     {
         driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("--json"), QStringLiteral("--namespace"), ns,
-                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
-                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"),
-                      QStringLiteral("400"), QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
-                      QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
-                      QStringLiteral("5")});
+                     QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json"), QStringLiteral("--namespace"),
+                                 ns, QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                                 QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), runs,
+                                 QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
+                                 QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
+                                 QStringLiteral("5")}
+                         + extra);
         if (!driver.waitForStarted(10'000))
             return {};
         QDeadlineTimer deadline(60'000);
@@ -233,6 +239,140 @@ private Q_SLOTS:
         QCOMPARE(once.value(QStringLiteral("violations")).toInt(), duplicated);
     }
 
+    /// A ledger address with a password reaches the workers in their environment: no worker's
+    /// argv (what `ps` shows every user) holds it, and the workers authenticate with it.
+    void workersGetTheLedgerPasswordOutsideTheirArgv()
+    {
+        const QByteArray password = "sandb0x-s3cret";
+        {
+            idempo::PgConnection admin(ledgerUrl().toStdString());
+            admin.execScript("create role",
+                             "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'idempo_sandbox_secret') "
+                             "THEN CREATE ROLE idempo_sandbox_secret LOGIN SUPERUSER PASSWORD 'sandb0x-s3cret'; "
+                             "END IF; END $$");
+        }
+        const QUrl server(ledgerUrl());
+        const QString url = QStringLiteral("postgresql://idempo_sandbox_secret:%1@%2:%3/idempo_test")
+                                .arg(QString::fromLatin1(password), server.host())
+                                .arg(server.port());
+        QProcess driver;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("IDEMPO_LEDGER"), url);
+        env.insert(QStringLiteral("PGPASSFILE"), m_home.filePath(QStringLiteral("no-pgpass"))); // only the URL's
+        env.insert(QStringLiteral("HOME"), m_home.path());
+        driver.setProcessEnvironment(env);
+        driver.start(QStringLiteral(IDEMPO_CLI_PATH),
+                     {QStringLiteral("--json"), QStringLiteral("--namespace"), QStringLiteral("secret"),
+                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), QStringLiteral("8"),
+                      QStringLiteral("--workers"), QStringLiteral("2"), QStringLiteral("--faults"),
+                      QStringLiteral("crash-after-effect=0.3"), QStringLiteral("--seed"), QStringLiteral("7")});
+        QVERIFY(driver.waitForStarted(10'000));
+        std::set<pid_t> seen;
+        QByteArray leaked;
+        QDeadlineTimer deadline(120'000);
+        // Every few milliseconds, until the driver ends: each worker lives for the whole run.
+        while (!driver.waitForFinished(5) && !deadline.hasExpired()) {
+            for (const pid_t pid : childrenOf(static_cast<pid_t>(driver.processId()))) {
+                QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(pid));
+                if (!cmdline.open(QIODevice::ReadOnly))
+                    continue;
+                const QByteArray args = cmdline.readAll();
+                if (!args.contains(QByteArray("worker\0")))
+                    continue;
+                seen.insert(pid);
+                if (args.contains(password))
+                    leaked = args;
+            }
+        }
+        QCOMPARE(driver.state(), QProcess::NotRunning);
+        const QByteArray out = driver.readAllStandardOutput();
+        const QByteArray err = driver.readAllStandardError();
+        QVERIFY2(driver.exitCode() == 0, err.constData());
+        QVERIFY2(leaked.isEmpty(), leaked.replace('\0', ' ').constData());
+        QVERIFY2(seen.size() >= 2, qPrintable(QStringLiteral("%1 workers seen").arg(seen.size())));
+        QVERIFY(!out.contains(password) && !err.contains(password));
+        const QJsonObject r = QJsonDocument::fromJson(out).object();
+        QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 8);
+        QCOMPARE(r.value(QStringLiteral("unexpected_exits")).toInt(), 0);
+        QVERIFY(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
+        // Only workers consume the queue, and none ended on its own: they signed in with the
+        // URL's password, the only one there is for that role.
+        QVERIFY(r.value(QStringLiteral("deliveries")).toInt() >= 8);
+    }
+
+    /// The server restarts (fast shutdown: every session ends with 57P01) in the middle of a
+    /// run with SIGKILLed workers: the driver and the workers say they lost the ledger and that
+    /// it is back, the run finishes, every invariant holds and no operation has a second effect.
+    void serverRestartDuringARunKeepsEveryInvariant()
+    {
+        const QString ctl = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_CTL");
+        if (ctl.isEmpty())
+            QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
+        QProcess driver;
+        const std::vector<pid_t> workers =
+            startBusyDriver(driver, QStringLiteral("restarted"), QStringLiteral("120"),
+                            {QStringLiteral("--faults"),
+                             QStringLiteral("crash-before-dispatch=0.2,crash-after-effect=0.2,duplicate-delivery")});
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("restart")}), 0);
+        QVERIFY(driver.waitForFinished(240'000));
+        const QByteArray err = driver.readAllStandardError();
+        QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(driver.exitCode() == 0, err.constData());
+        QVERIFY2(err.contains("lost the ledger postgresql://idempo@127.0.0.1:"), err.constData());
+        QVERIFY2(err.contains("answers again after"), err.constData());
+        QVERIFY2(err.contains("57P01") || err.contains("server closed the connection"), err.constData());
+        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput()).object();
+        QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 120);
+        QVERIFY(!r.value(QStringLiteral("timed_out")).toBool());
+        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QCOMPARE(r.value(QStringLiteral("duplicate_effects")).toInt(), 0);
+        for (const auto &[operation, count] : effectsPerOperation("restarted"))
+            QVERIFY2(count == 1, operation.c_str());
+        const Run check = idempo({QStringLiteral("--namespace"), QStringLiteral("restarted"), QStringLiteral("check")});
+        QVERIFY2(check.exitCode == 0, QJsonDocument(check.json).toJson().constData());
+    }
+
+    /// The server stays down past --reconnect-deadline: the driver exits 69 naming the ledger,
+    /// whose password the message leaves out, and no worker is left.
+    void ledgerDownPastTheDeadlineExits69()
+    {
+        const QString ctl = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_CTL");
+        if (ctl.isEmpty())
+            QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
+        // The superuser signs in by trust: the password is never checked, only carried.
+        QString withPassword = ledgerUrl();
+        withPassword.replace(QStringLiteral("://idempo@"), QStringLiteral("://idempo:pw-never-shown@"));
+        QProcess driver;
+        const std::vector<pid_t> workers =
+            startBusyDriver(driver, QStringLiteral("down"), QStringLiteral("400"),
+                            {QStringLiteral("--reconnect-deadline"), QStringLiteral("2")}, withPassword);
+        QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("stop")}), 0);
+        const bool ended = driver.waitForFinished(60'000);
+        QCOMPARE(QProcess::execute(ctl, {QStringLiteral("start")}), 0);
+        QVERIFY(ended);
+        const QByteArray err = driver.readAllStandardError();
+        QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
+        const QByteArray out = driver.readAllStandardOutput();
+        QVERIFY2(driver.exitCode() == 69, QByteArray(QByteArray::number(driver.exitCode()) + " " + out + err).constData());
+        const QJsonObject r = QJsonDocument::fromJson(out).object();
+        QCOMPARE(r.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
+        const QString message = r.value(QStringLiteral("message")).toString();
+        QVERIFY2(message.contains(QLatin1String("gave up on the ledger postgresql://idempo@127.0.0.1:")),
+                 qPrintable(message));
+        QVERIFY2(message.contains(QLatin1String("after 2 s without it")), qPrintable(message));
+        QVERIFY2(!message.contains(QLatin1String("pw-never-shown")), qPrintable(message));
+        QVERIFY2(!err.contains("pw-never-shown"), err.constData());
+        QVERIFY2(err.contains("reconnecting for up to 2 s"), err.constData());
+        QDeadlineTimer deadline(30'000);
+        while (workersIn(QStringLiteral("down")) > 0 && !deadline.hasExpired())
+            QThread::msleep(50);
+        QCOMPARE(workersIn(QStringLiteral("down")), 0);
+    }
+
     /// SIGTERM to the driver stops the run the documented way: its workers finish the message in
     /// hand and are reaped, the report says cancelled, the invariants hold over what ran, the
     /// exit status is 75, and the next run finds an empty queue.
@@ -303,8 +443,8 @@ private Q_SLOTS:
                  QStringLiteral("exit"));
     }
 
-    /// A driver that dies without a word (SIGKILL) takes its workers with it. Last: the dead
-    /// driver leaves messages on the queue.
+    /// A driver that dies without a word (SIGKILL) takes its workers with it, and leaves messages
+    /// on the queue for the next test.
     void workersEndWithTheirDriver()
     {
         QProcess driver;
@@ -318,6 +458,18 @@ private Q_SLOTS:
             QThread::msleep(50);
         QVERIFY2(!anyAlive(), "a worker outlived its SIGKILLed driver");
         QCOMPARE(workersIn(QStringLiteral("orphans")), 0);
+    }
+
+    /// The run after a SIGKILLed driver finds it gone, says whose messages it removes, and runs.
+    void nextRunClearsTheQueueOfAKilledDriver()
+    {
+        const Run next = idempo({QStringLiteral("--namespace"), QStringLiteral("after-kill"), QStringLiteral("sandbox"),
+                                 QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
+                                 QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
+        QVERIFY2(next.exitCode == 0, next.err.constData());
+        QVERIFY2(next.err.contains("the run in namespace 'orphans'"), next.err.constData());
+        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"), next.err.constData());
+        QVERIFY(next.json.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
     }
 };
 

@@ -32,12 +32,16 @@ void resetPostgresLedger(const std::string &url)
 {
     PostgresLedgerStore(url).migrate();
     static PgConnection connection(url); // one for every reset: connecting costs more than emptying
+    // The owner, past the audit chain's triggers: the chain and its head start again.
     connection.execScript("empty the test ledger",
-                          "ALTER TABLE audit_log DISABLE TRIGGER USER; "
-                          "TRUNCATE operations, operation_events, suppressions, approvals, audit_log, "
-                          "guard_settings RESTART IDENTITY; "
-                          "ALTER TABLE audit_log ENABLE TRIGGER USER; "
-                          "ALTER SEQUENCE fencing_sequence RESTART");
+                          "ALTER TABLE idempo.audit_log DISABLE TRIGGER USER; "
+                          "ALTER TABLE idempo.audit_head DISABLE TRIGGER USER; "
+                          "TRUNCATE idempo.operations, idempo.operation_events, idempo.suppressions, idempo.approvals, "
+                          "idempo.audit_log, idempo.guard_settings, idempo.dlq_replays, idempo.queue_acks RESTART IDENTITY; "
+                          "UPDATE idempo.audit_head SET seq = 0, hash = repeat('0', 64), updated_at_ms = NULL; "
+                          "ALTER TABLE idempo.audit_head ENABLE TRIGGER USER; "
+                          "ALTER TABLE idempo.audit_log ENABLE TRIGGER USER; "
+                          "ALTER SEQUENCE idempo.fencing_sequence RESTART");
 }
 
 } // namespace

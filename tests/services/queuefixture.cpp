@@ -32,8 +32,9 @@ void resetPostgresLedger()
     adminConnection().execScript(
         "empty the test ledger",
         "DROP SCHEMA IF EXISTS \"" + std::string(PostgresMessageQueue::Schema) + "\" CASCADE; "
-        "TRUNCATE queue_registry, queue_errors, operations, operation_events, suppressions RESTART IDENTITY; "
-        "ALTER SEQUENCE fencing_sequence RESTART");
+        "TRUNCATE idempo.queue_registry, idempo.queue_errors, idempo.queue_acks, idempo.operations, "
+        "idempo.operation_events, idempo.suppressions RESTART IDENTITY; "
+        "ALTER SEQUENCE idempo.fencing_sequence RESTART");
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// LedgerStore::applyAction(): one orchestration (runAction()) over each store's primitives, so
-// both stores plan, write and refuse alike. Run against every store, like the contract suite.
+// LedgerStore::applyAction() on the embedded store: one orchestration (runAction()) over its
+// primitives that writes every part of a plan or nothing. (PostgreSQL's guarded actions are
+// functions of the ledger that take no plan; see tests/services/CMakeLists.txt.)
 #include "error.h"
 #include "ledgerfixture.h"
 

@@ -2,6 +2,8 @@
 #include "consolefixture.h"
 
 #include <QDir>
+#include <QDirIterator>
+#include <QFile>
 #include <QImage>
 #include <QProcess>
 #include <QStandardPaths>
@@ -16,6 +18,8 @@ private Q_SLOTS:
     void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
     void loadsAndQuits();
     void refusesUnusableLedger();
+    void namesAFailedLedgerWithoutItsPassword_data();
+    void namesAFailedLedgerWithoutItsPassword();
     void savesScreenshots();
 
 private:
@@ -52,6 +56,53 @@ void TestConsoleApp::refusesUnusableLedger()
                  &err),
              69);
     QVERIFY2(err.contains("ledger"), err.constData());
+}
+
+void TestConsoleApp::namesAFailedLedgerWithoutItsPassword_data()
+{
+    QTest::addColumn<QString>("address");
+    QTest::addColumn<QString>("shown");
+    QTest::newRow("user info") << QStringLiteral("postgresql://app:s3cret@127.0.0.1:1/db?connect_timeout=2")
+                               << QStringLiteral("postgresql://app@127.0.0.1:1/db?connect_timeout=2");
+    QTest::newRow("percent-encoded keyword") << QStringLiteral("postgresql://app@127.0.0.1:1/db?pass%77ord=s3cret")
+                                             << QStringLiteral("postgresql://app@127.0.0.1:1/db");
+    QTest::newRow("upper-case keyword") << QStringLiteral("postgresql://app@127.0.0.1:1/db?PASSWORD=s3cret")
+                                        << QStringLiteral("(unparsable connection string)");
+}
+
+/// A ledger that cannot be opened is named without its password, from --ledger and from
+/// $IDEMPO_LEDGER, and nothing of the address lands in the settings file.
+void TestConsoleApp::namesAFailedLedgerWithoutItsPassword()
+{
+    QFETCH(QString, address);
+    QFETCH(QString, shown);
+    for (const bool fromEnvironment : {false, true}) {
+        QTemporaryDir home;
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("HOME"), home.path());
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home.filePath(QStringLiteral("config")));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), home.filePath(QStringLiteral("data")));
+        QStringList args{QStringLiteral("--quit-after-load")};
+        if (fromEnvironment)
+            env.insert(QStringLiteral("IDEMPO_LEDGER"), address);
+        else
+            args << QStringLiteral("--ledger") << address;
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(IDEMPO_CONSOLE_PATH), args);
+        QVERIFY(p.waitForFinished(60'000));
+        QCOMPARE(p.exitCode(), 69);
+        const QByteArray output = p.readAllStandardError() + p.readAllStandardOutput();
+        QVERIFY2(!output.contains("s3cret"), output.constData());
+        QVERIFY2(output.contains(shown.toUtf8()), output.constData());
+        QDirIterator files(home.path(), QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+        while (files.hasNext()) {
+            QFile file(files.next());
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            QVERIFY2(!file.readAll().contains("s3cret"), qPrintable(file.fileName()));
+        }
+    }
 }
 
 void TestConsoleApp::savesScreenshots()

@@ -27,9 +27,9 @@ void TestLedgerTableView::exportsVisibleColumnsAsCsv()
     LedgerTableView view;
     view.setModel(&model);
     view.setColumnHidden(1, true);
-    // A carriage return inside a field is quoted: it must not end the record early.
+    // A carriage return inside a field is escaped (textescape.h): it cannot end the record early.
     QCOMPARE(view.csv(), QStringLiteral("Operation key,Detail\r\n"
-                                        "run-1:refund,\"one\rtwo\"\r\n"
+                                        "run-1:refund,one\\rtwo\r\n"
                                         "run-2:book,\"a \"\"quote\"\", a comma\"\r\n"));
 }
 

@@ -39,6 +39,7 @@ private Q_SLOTS:
     void init();
     void cleanup();
     void windowShowsLedgerAndLiveState();
+    void windowNamesAFailedLedgerWithoutItsPassword();
     void overview();
     void leases();
     void confirmations();
@@ -98,6 +99,19 @@ void TestViews::windowShowsLedgerAndLiveState()
     QTRY_VERIFY(m_window->statusText().contains(QLatin1String("live updates")));
     QVERIFY(m_window->windowTitle().contains(QLatin1String("[live]")));
     QTRY_VERIFY(m_window->tabs()->tabText(2).contains(QLatin1String("(2)")));
+}
+
+void TestViews::windowNamesAFailedLedgerWithoutItsPassword()
+{
+    QSignalSpy failed(m_window.get(), &MainWindow::ledgerFailed);
+    m_window->openLedger(QStringLiteral("POSTGRESQL://app:s3cret@127.0.0.1:1/db?connect_timeout=2"));
+    QVERIFY(failed.wait(10'000));
+    const QString shown = QStringLiteral("postgresql://app@127.0.0.1:1/db?connect_timeout=2");
+    QVERIFY2(!failed.first().first().toString().contains(QLatin1String("s3cret")),
+             qPrintable(failed.first().first().toString()));
+    QVERIFY2(m_window->windowTitle().contains(shown), qPrintable(m_window->windowTitle()));
+    QVERIFY(!m_window->windowTitle().contains(QLatin1String("s3cret")));
+    QVERIFY(!m_window->statusText().contains(QLatin1String("s3cret")));
 }
 
 void TestViews::overview()

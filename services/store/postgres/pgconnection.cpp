@@ -42,16 +42,35 @@ std::string oneLine(std::string_view message)
     return out;
 }
 
+/// The ledger functions' own SQLSTATEs (0006_function_api.sql): class ID.
+bool isLedgerRule(std::string_view state)
+{
+    return state.size() == 5 && state.starts_with("ID");
+}
+
+/// The engine's error code for a PostgreSQL SQLSTATE, decided here for the whole shared store.
 ErrorCode codeForSqlState(std::string_view state)
 {
     if (state.size() != 5)
         return ErrorCode::Internal;
+    if (isLedgerRule(state)) {
+        // ID001 … ID008, as 0006_function_api.sql numbers them.
+        constexpr ErrorCode kRules[] = {ErrorCode::InvalidKey,        ErrorCode::InvalidJson,
+                                        ErrorCode::PayloadTooLarge,   ErrorCode::InvalidArgument,
+                                        ErrorCode::NotFound,          ErrorCode::StaleLease,
+                                        ErrorCode::IllegalTransition, ErrorCode::Refused};
+        const int n = (state[2] - '0') * 100 + (state[3] - '0') * 10 + (state[4] - '0');
+        return n >= 1 && n <= 8 ? kRules[n - 1] : ErrorCode::Internal;
+    }
     const std::string_view cls = state.substr(0, 2);
-    // 08 connection, 28 authorization, 40 serialization/deadlock, 53 resources (too many
-    // connections), 57 operator intervention (statement timeout, shutdown), 55P03 lock timeout,
-    // 42501 missing privilege: the ledger is there but unusable right now or for this role.
-    if (cls == "08" || cls == "28" || cls == "40" || cls == "53" || cls == "57" ||
-        state == "55P03" || state == "42501")
+    // Nothing was written and the same request may pass in a moment: 40 serialization failure or
+    // deadlock, 55P03 lock timeout, 57014 statement timeout or cancel, 53300 too many connections.
+    if (cls == "40" || state == "55P03" || state == "57014" || state == "53300")
+        return ErrorCode::LedgerBusy;
+    // 08 connection, 57 operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03
+    // cannot connect now), 53 resources (disk full), 28 authorization, 42501 missing privilege,
+    // 25006 a read-only server (a standby): unusable now or for this role.
+    if (cls == "08" || cls == "57" || cls == "53" || cls == "28" || state == "42501" || state == "25006")
         return ErrorCode::LedgerUnavailable;
     if (state == "42P01" || state == "42703")
         return ErrorCode::SchemaMismatch;
@@ -70,77 +89,6 @@ void receiveNotice(void *, const PGresult *notice)
         spdlog::warn("postgresql: {}", message);
     else
         spdlog::debug("postgresql: {}", message);
-}
-
-bool isSecretKeyword(std::string_view keyword)
-{
-    return keyword == "password" || keyword == "sslpassword";
-}
-
-std::string percentDecoded(std::string_view s)
-{
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        unsigned value = 0;
-        if (s[i] == '%' && i + 2 < s.size() &&
-            std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr ==
-                s.data() + i + 3) {
-            out += static_cast<char>(value);
-            i += 2;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-std::string redactUri(const std::string &uri)
-{
-    const std::size_t authority = uri.find("://") + 3;
-    std::size_t authorityEnd = uri.find_first_of("/?", authority);
-    if (authorityEnd == std::string::npos)
-        authorityEnd = uri.size();
-    std::string out = uri.substr(0, authorityEnd);
-    const std::size_t at = out.rfind('@');
-    if (at != std::string::npos && at >= authority) {
-        const std::size_t colon = out.find(':', authority);
-        if (colon != std::string::npos && colon < at)
-            out.erase(colon, at - colon);
-    }
-    const std::size_t query = uri.find('?', authorityEnd);
-    out +=
-        uri.substr(authorityEnd, (query == std::string::npos ? uri.size() : query) - authorityEnd);
-    if (query == std::string::npos)
-        return out;
-    std::string kept;
-    std::size_t start = query + 1;
-    while (start <= uri.size()) {
-        std::size_t end = uri.find('&', start);
-        if (end == std::string::npos)
-            end = uri.size();
-        const std::string_view item(uri.data() + start, end - start);
-        const std::string keyword = percentDecoded(item.substr(0, item.find('=')));
-        if (!item.empty() && !isSecretKeyword(keyword)) {
-            kept += kept.empty() ? "?" : "&";
-            kept += item;
-        }
-        start = end + 1;
-    }
-    return out + kept;
-}
-
-std::string quotedConninfoValue(std::string_view value)
-{
-    const bool plain = !value.empty() && value.find_first_of(" \t\n'\\") == std::string_view::npos;
-    if (plain)
-        return std::string(value);
-    std::string out = "'";
-    for (char c : value) {
-        if (c == '\'' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out + "'";
 }
 
 } // namespace
@@ -208,6 +156,11 @@ PgResult::~PgResult()
     PQclear(m_result);
 }
 
+pg_result *PgResult::release()
+{
+    return std::exchange(m_result, nullptr);
+}
+
 int PgResult::rows() const
 {
     return PQntuples(m_result);
@@ -247,6 +200,14 @@ std::optional<std::int64_t> PgResult::optionalInteger(int row, int column) const
 
 PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
 {
+    // libpq's own reason for a string it cannot parse quotes the string, password and all.
+    if (!parseConninfo(conninfo)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "cannot read the ledger address " + redactConninfo(conninfo) +
+                        ": libpq cannot parse it (keywords are lower case, URI parts "
+                        "percent-encoded; psql with the same string names the fault)");
+    }
+    const std::string libpqForm = libpqConninfo(conninfo);
     // Entries before dbname are defaults the connection string may override; client_encoding
     // after it is forced: keys and payloads are UTF-8.
     const std::string timeout = std::to_string(connectTimeoutS);
@@ -263,7 +224,7 @@ PgConnection::PgConnection(const std::string &conninfo, int connectTimeoutS)
                                      "tcp_user_timeout", "fallback_application_name", "dbname",
                                      "client_encoding", nullptr});
     values.insert(values.end(),
-                  {"30", "10", "3", "60000", "idempo", conninfo.c_str(), "UTF8", nullptr});
+                  {"30", "10", "3", "60000", "idempo", libpqForm.c_str(), "UTF8", nullptr});
     m_conn = PQconnectdbParams(keywords.data(), values.data(), 1);
     if (!m_conn)
         throw Error(ErrorCode::LedgerUnavailable, "cannot connect to the ledger: out of memory");
@@ -293,10 +254,15 @@ PgResult PgConnection::check(pg_result *raw, const char *what)
     const bool lost = PQstatus(m_conn) == CONNECTION_BAD;
     const ErrorCode code =
         lost ? ErrorCode::LedgerUnavailable : codeForSqlState(state ? state : "");
+    // A ledger function's refusal is the ledger's answer, worded as the embedded ledger words it.
+    if (!lost && state && primary && isLedgerRule(state))
+        throw Error(code, oneLine(primary));
     std::string message =
         std::string(what) + ": " + oneLine(primary ? primary : PQerrorMessage(m_conn));
     if (state)
         message += " (SQLSTATE " + std::string(state) + ")";
+    if (lost)
+        message += "; the connection to the ledger was lost, so a write in flight may or may not have been applied";
     if (code == ErrorCode::SchemaMismatch)
         message += "; run `idempo init` to create or upgrade the ledger's schema";
     throw Error(code, message);
@@ -328,6 +294,38 @@ PgResult PgConnection::execPrepared(const char *what, const std::string &name, s
 void PgConnection::execScript(const char *what, const std::string &sql)
 {
     check(PQexec(m_conn, sql.c_str()), what);
+}
+
+void PgConnection::sendPrepared(const char *what, const std::string &name, std::string_view sql,
+                                const PgParams &params)
+{
+    if (!m_prepared.contains(name)) {
+        const std::string statement(sql);
+        check(PQprepare(m_conn, name.c_str(), statement.c_str(), params.size(), nullptr), what);
+        m_prepared.insert(name);
+    }
+    const std::vector<const char *> values = params.pointers();
+    if (!PQsendQueryPrepared(m_conn, name.c_str(), params.size(), values.data(), nullptr, nullptr, 0))
+        check(nullptr, what);
+}
+
+std::optional<PgResult> PgConnection::takeResult(const char *what)
+{
+    if (!PQconsumeInput(m_conn))
+        throw Error(ErrorCode::LedgerUnavailable, std::string(what) + ": " + oneLine(PQerrorMessage(m_conn)));
+    if (PQisBusy(m_conn))
+        return std::nullopt;
+    std::optional<PgResult> first;
+    // The statement's results end with a null one; only then is the connection free again.
+    while (pg_result *raw = PQgetResult(m_conn)) {
+        if (!first)
+            first.emplace(raw);
+        else
+            PQclear(raw);
+    }
+    if (!first)
+        throw Error(ErrorCode::Internal, std::string(what) + ": no statement was sent");
+    return check(first->release(), what);
 }
 
 bool PgConnection::isIdle() const
@@ -453,28 +451,6 @@ std::string pgbenchStatement(std::string_view statement, const std::vector<std::
     // The script ends the statement itself, with ';' or \gset.
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
-    return out;
-}
-
-std::string redactConninfo(const std::string &conninfo)
-{
-    if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://"))
-        return redactUri(conninfo);
-    char *error = nullptr;
-    PQconninfoOption *options = PQconninfoParse(conninfo.c_str(), &error);
-    if (!options) {
-        PQfreemem(error);
-        return "(unparseable connection string)";
-    }
-    std::string out;
-    for (const PQconninfoOption *o = options; o->keyword; ++o) {
-        if (!o->val || isSecretKeyword(o->keyword))
-            continue;
-        if (!out.empty())
-            out += ' ';
-        out += std::string(o->keyword) + '=' + quotedConninfoValue(o->val);
-    }
-    PQconninfoFree(options);
     return out;
 }
 

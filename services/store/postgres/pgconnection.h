@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "conninfo.h"
+
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +55,8 @@ public:
     /// Throws Error(Internal) when the value is not a whole number.
     std::int64_t integer(int row, int column) const;
     std::optional<std::int64_t> optionalInteger(int row, int column) const;
+    /// Hands the libpq result over to the caller, who must PQclear() it.
+    pg_result *release();
 
 private:
     pg_result *m_result;
@@ -67,9 +72,12 @@ struct PgNotification
 
 /// One libpq connection. Not thread-safe: use it from one thread at a time.
 /// Every failure throws idempo::Error: LedgerUnavailable when the server cannot be reached or
-/// refuses (connection loss, authentication, permissions, lock or statement timeouts,
-/// serialization failures), SchemaMismatch when the ledger's tables are missing, InvalidArgument
-/// for values the server rejects, Internal otherwise. Messages are one line and hold no password.
+/// refuses (connection loss, shutdown, authentication, permissions, a full disk, a read-only
+/// standby), LedgerBusy when nothing was written and the same request may pass in a moment (lock
+/// or statement timeouts, serialization failures, deadlocks, too many connections),
+/// SchemaMismatch when the ledger's tables are missing, InvalidArgument for values the server
+/// rejects, Internal otherwise. Messages are one line and hold no password; after a lost
+/// connection they say that a write in flight may or may not have been applied.
 class PgConnection final
 {
 public:
@@ -78,7 +86,8 @@ public:
     /// PGPASSFILE, a service file). Waits at most `connectTimeoutS` seconds unless the string or
     /// PGCONNECT_TIMEOUT sets connect_timeout; a server lost later fails calls within about a
     /// minute (TCP keepalives, tcp_user_timeout; the string may override them). Throws
-    /// Error(LedgerUnavailable) with libpq's reason.
+    /// Error(LedgerUnavailable) with libpq's reason, Error(InvalidArgument) for a string libpq
+    /// cannot parse (named by redactConninfo(): nothing of it but its scheme).
     explicit PgConnection(const std::string &conninfo, int connectTimeoutS = 5);
     PgConnection(const PgConnection &) = delete;
     PgConnection &operator=(const PgConnection &) = delete;
@@ -93,6 +102,13 @@ public:
 
     /// Runs a script of ';'-separated statements without parameters (DO blocks allowed).
     void execScript(const char *what, const std::string &sql);
+
+    /// Sends `sql` (prepared under `name` on first use) without waiting for its result; one
+    /// statement at a time, collected with takeResult(). Throws like exec().
+    void sendPrepared(const char *what, const std::string &name, std::string_view sql, const PgParams &params);
+    /// The result of the statement sendPrepared() sent once it has arrived, reading what the
+    /// socket holds without blocking; std::nullopt while it has not. Throws like exec().
+    std::optional<PgResult> takeResult(const char *what);
 
     /// True when the connection is open and outside any transaction: ready for the next call.
     /// A connection that is not (lost, or left inside a failed transaction) must be replaced.
@@ -157,14 +173,48 @@ private:
     PgConnection m_connection;
 };
 
+/// Live views' change feed on a connection of its own, shaped like PgListener (socket(),
+/// takeNotifications(), ping(), waitForNotification()): it long-polls idempo.wait_for_changes()
+/// (0007_ledger_functions.sql), which answers as soon as an operation was created or moved
+/// since the last answer, or after WaitMs with nothing. Writers never notify, so their commits
+/// never queue behind PostgreSQL's notify lock. Each change arrives as a PgNotification on
+/// channel `idempo_operations` whose payload is {"ns","key","run_id","state","version"}.
+class PgChangeFeed final
+{
+public:
+    /// How long one wait lasts on the server, in milliseconds.
+    static constexpr int WaitMs = 400;
+
+    /// Connects like PgConnection and starts following the changes of namespace `ns` (empty:
+    /// every namespace) made from now on. Throws Error(LedgerUnavailable), Error(SchemaMismatch).
+    PgChangeFeed(const std::string &conninfo, std::string ns = {}, int connectTimeoutS = 5);
+
+    /// Waits up to `timeoutMs` milliseconds for changes; returns every one that has arrived,
+    /// oldest first (empty after a timeout). Throws Error(LedgerUnavailable) when the
+    /// connection is lost.
+    std::vector<PgNotification> waitForNotification(int timeoutMs);
+    /// The socket to watch: readable whenever a wait answered.
+    int socket() const;
+    /// Reads what arrived without blocking and asks for the next wait; returns the changes,
+    /// oldest first. Throws Error(LedgerUnavailable) when the connection is lost.
+    std::vector<PgNotification> takeNotifications();
+    /// Throws Error(LedgerUnavailable) when the feed has not answered for far longer than a
+    /// wait lasts: a dropped connection a silent socket does not reveal.
+    void ping();
+
+private:
+    void ask();
+
+    PgConnection m_connection;
+    std::string m_ns;
+    std::string m_snapshot;
+    std::chrono::steady_clock::time_point m_askedAt;
+};
+
 /// `statement` with each placeholder $n replaced by args[n - 1] (a pgbench variable such as
 /// ":id", or an SQL literal), for a pgbench script that runs a store's own statements; trailing
 /// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
 /// statements quote none). Throws Error(Internal) for a placeholder without a value.
 std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
-
-/// `conninfo` without secrets (password, sslpassword), for describe() and logs. A URI stays a
-/// URI; a keyword string is rewritten from libpq's parse of it.
-std::string redactConninfo(const std::string &conninfo);
 
 } // namespace idempo

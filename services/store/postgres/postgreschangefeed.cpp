@@ -7,7 +7,7 @@
 
 namespace idempo {
 
-PostgresChangeFeed::PostgresChangeFeed(std::unique_ptr<PgListener> listener)
+PostgresChangeFeed::PostgresChangeFeed(std::unique_ptr<PgChangeFeed> listener)
     : m_listener(std::move(listener))
 {
 }

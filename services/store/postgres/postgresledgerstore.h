@@ -16,17 +16,21 @@ namespace idempo {
 
 /// The shared ledger: PostgreSQL through libpq, for many workers and consoles at once.
 ///
-/// A claim is one statement (one round trip): it locks the key's row, decides with the rules of
-/// planClaim() (ledgerrules.h), writes the record, its history event and any suppression, and
-/// notifies. A transition is one short transaction: the row is locked, checked and changed
-/// with checkTransition()/applyTransition(). Every time is the server's wall clock, read by the
-/// deciding statement once it holds the row lock (`clock_timestamp()`, never the transaction's
-/// `now()` or a client's clock), and stored as milliseconds since the Unix epoch.
+/// Every write is one call of a SECURITY DEFINER function in schema `idempo` (docs/sql-api.md;
+/// resources/sql/postgresql/0006-0009): a claim, a transition, the outbox, a guarded action is
+/// one statement and one round trip, prepared once per connection. The functions hold the
+/// rules (planClaim(), checkTransition(), four-eyes, leases) so that this store, the console and
+/// any other client get the same answers and refusals; roles hold EXECUTE on what they may do
+/// and no write on any table. Function errors carry SQLSTATEs of class ID, which PgConnection
+/// maps to Error codes. Every time is the server's wall clock (`clock_timestamp()`, read once
+/// the deciding row lock is held), in milliseconds since the Unix epoch.
 ///
-/// Live changes: every creation and transition sends, in its own transaction,
-/// `NOTIFY idempo_operations, '{"ns":…,"key":…,"run_id":…,"state":…,"version":…}'`
-/// (run_id cut to 500 characters to stay below NOTIFY's 8000-byte limit). listen() opens a
-/// listener; parseOperationNotification() reads a payload.
+/// Live changes: every creation and transition stamps the record with its transaction id; a
+/// change feed (listen(), PgChangeFeed) long-polls idempo.wait_for_changes() for records written
+/// by transactions it had not seen, and hands each over as a notification on channel
+/// `idempo_operations` with the payload `{"ns":…,"key":…,"run_id":…,"state":…,"version":…}`
+/// (parseOperationNotification() reads it). No write notifies: NOTIFY's commit lock would
+/// make every writer wait for the previous one.
 ///
 /// Each calling thread gets its own connection, opened on first use; stores on the same ledger
 /// share it. When the thread ends, the connection waits (up to 8 per ledger) for the next new
@@ -46,7 +50,7 @@ public:
         int connectTimeoutS = 5;
     };
 
-    /// The channel creations and transitions are announced on.
+    /// The channel the change feed's notifications name.
     static constexpr const char *NotificationChannel = "idempo_operations";
 
     /// Connects to `conninfo` (a libpq URI or keyword string, e.g. `service=NAME`; passwords only
@@ -70,7 +74,7 @@ public:
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
-    /// The outbox in one transaction, to a queue of this ledger (postgresoutbox.h).
+    /// The outbox in one transaction, to a queue of this ledger (idempo.transition_and_send).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
                                   const std::string &messageJson, const std::string &headersJson) override;
 
@@ -81,18 +85,20 @@ public:
     std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) override;
     std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
     std::optional<std::string> guardSetting(const std::string &name) override;
+    /// idempo.audit_head: the seq and hash the chain's trigger recorded with the newest record.
+    std::optional<AuditHead> auditHead() override;
 
     std::string_view dialect() const override { return "postgresql"; }
-    /// Pushed: a LISTEN on NotificationChannel over a new connection (postgreschangefeed.h).
+    /// Pushed: PgChangeFeed on a new connection (postgreschangefeed.h).
     std::unique_ptr<ChangeFeed> changeFeed() override;
     std::unique_ptr<sandbox::SandboxJournal> sandboxJournal() override;
 
     /// Moves this store's clock by `ms` milliseconds (adds to Options::clockOffsetMs). Tests only.
     void advanceClockMs(std::int64_t ms);
 
-    /// A listener on NotificationChannel over a new connection of its own.
+    /// The change feed of every namespace over a new connection of its own.
     /// Throws Error(LedgerUnavailable).
-    std::unique_ptr<PgListener> listen() const;
+    std::unique_ptr<PgChangeFeed> listen() const;
 
     /// pgbench's side of `idempo bench claim`: a script and the variables it reads.
     struct PgbenchCycle
@@ -100,47 +106,28 @@ public:
         std::string script;               ///< for `pgbench -f FILE`
         std::vector<std::string> defines; ///< `NAME=VALUE` each, for `pgbench -D`
     };
-    /// Benchmark support: `claim`, then `completion` (a worker's write to succeeded), then
-    /// `claim` again (replayed), as one pgbench transaction built from the very statements
-    /// claim() and transition() run (kClaimSql; BEGIN, kLockSql, kTransitionSql, COMMIT;
-    /// kClaimSql), so that the baseline follows any change to them. Their $n become pgbench
-    /// variables: the requests' values as defines, the locked row captured with `\gset`, and
-    /// literals where pgbench cannot bind the value (NULL, the empty string). Clock unpinned,
-    /// no offset. The key is a number unique per client and cycle, in place of `claim.key`, so
-    /// the namespace `claim.ns` must hold no such keys yet. Throws Error(InvalidArgument) unless
-    /// `completion` goes to succeeded without an error class.
+    /// Benchmark support: `claim`, then `completion` (a worker's write to succeeded) under the
+    /// token the claim answered, then `claim` again (replayed), as one pgbench transaction of
+    /// the very calls claim() and transition() prepare, so that the baseline follows any change
+    /// to them. The requests' values become defines, literals where pgbench cannot bind one
+    /// (NULL, the empty string). Clock unpinned, no offset. The key is a number unique per client
+    /// and cycle, in place of `claim.key`, so the namespace `claim.ns` must hold no such keys
+    /// yet. Throws Error(InvalidArgument) unless `completion` goes to succeeded without an error.
     static PgbenchCycle pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion);
-
-    /// The server's clock in milliseconds since the epoch, read when the expression is
-    /// evaluated; $1 and $2 of the statement are clockParams().
-    static constexpr std::string_view ServerClockSql =
-        "(coalesce($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) + "
-        "$2::bigint)";
 
     /// This thread's connection, opened on first use; shared with the ledger's queues
     /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.
     PgConnection &connection();
     /// Throws Error(SchemaMismatch) unless the ledger holds exactly this build's schema.
     void requireSchema();
-    /// $1 and $2 of every statement that reads the clock (ServerClockSql): the pinned instant
-    /// and the offset, so the queues judge time on the ledger's clock.
+    /// The two clock arguments every write function takes last (p_clock_pinned_ms,
+    /// p_clock_offset_ms): the pinned instant and the offset, so the queues judge time on the
+    /// ledger's clock. The functions accept a moved clock from the owner only.
     PgParams clockParams() const;
+    /// `params` with clockParams() appended.
+    PgParams &appendClock(PgParams &params) const;
 
 private:
-    /// transition() inside a transaction the caller holds open on `c`.
-    Operation writeTransition(PgConnection &c, const TransitionRequest &request);
-    /// Locks the operation's row; returns the clock read once the lock is held, and the row.
-    std::pair<std::int64_t, std::optional<Operation>> lockOperation(PgConnection &c, const std::string &ns,
-                                                                    const std::string &key);
-    /// checkTransition() and applyTransition() on the locked row: the record the write will hold.
-    Operation planLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
-                                   const TransitionRequest &request, std::int64_t nowMs);
-    /// Writes a planned transition with its history event and notification.
-    void writePlannedTransition(PgConnection &c, const Operation &existing, const Operation &op,
-                                const TransitionRequest &request);
-    Operation writeLockedTransition(PgConnection &c, const std::optional<Operation> &existing,
-                                    const TransitionRequest &request, std::int64_t nowMs);
-
     std::string m_conninfo;
     Options m_options;
     std::atomic<std::int64_t> m_clockOffsetMs;

@@ -16,31 +16,33 @@ namespace idempo {
 
 class PgConnection;
 
+/// Names one delivery of a message: the msg_id and the read_ct that read() answered.
+struct ReadReceipt
+{
+    std::int64_t msgId = 0;
+    int readCount = 0;
+};
+
 /// The queues of the shared ledger, in pgmq's own tables: per queue `pgmq.q_<name>` (msg_id
 /// bigint identity, read_ct, enqueued_at, last_read_at, vt, message jsonb, headers jsonb) and
 /// the archive `pgmq.a_<name>` (the same plus archived_at), with pgmq's indexes. Columns are
 /// selected by name, so a queue made by pgmq's own `pgmq.create()` is used as it is: createQueue()
 /// on its name adopts it (keeps its messages, adds the last_read_at and headers columns older
-/// pgmq versions did not have) and gives it a dead-letter queue; pgmq's functions keep working
-/// on Idempo's queues.
+/// pgmq versions did not have) and gives it a dead-letter queue.
 ///
-/// Times are timestamptz in the tables and milliseconds in the API, on the ledger's clock: the
-/// server's `clock_timestamp()` plus the store's offset (PostgresLedgerStore::ServerClockSql).
-/// read() is one statement, like pgmq's: a CTE picks the oldest visible messages `FOR UPDATE
-/// SKIP LOCKED` and an UPDATE … RETURNING hides each for the visibility timeout, so two readers
-/// never get one message inside its timeout. A candidate that has used up its reads comes back
-/// unread; one transaction then moves it, re-checked under its row lock, to `<name>_dlq` with
-/// its last error taken from queue_errors and its provenance in the headers (queuerules.h), and
-/// reads on for the slots it freed. Message and headers are stored as jsonb and returned in
-/// RFC 8785 canonical form (jsonb reorders members and adds spaces).
+/// Every write is one call of a function of schema idempo (0008_queue_functions.sql): a read
+/// picks the oldest visible messages `FOR UPDATE SKIP LOCKED`, hides them for the visibility
+/// timeout and moves those past the queue's max reads to `<name>_dlq` in the same transaction,
+/// with their provenance and last error in the copy's headers (queuerules.h). Roles read the
+/// tables and write only through the functions. Times are timestamptz in the tables and
+/// milliseconds in the API, on the ledger's clock (PostgresLedgerStore::clockParams()). Message
+/// and headers are stored as jsonb and returned in RFC 8785 canonical form (jsonb reorders
+/// members and adds spaces).
 ///
-/// Queue names come only from QueueName, every value is a bound parameter, and each queue's
-/// statements are prepared once per connection under names that include the queue's. The
-/// registry and last errors are the tables of migration 0002_queue.sql; a queue's registry row
-/// is read once per PostgresMessageQueue (queues are never dropped through Idempo). Creating a
-/// queue is schema work: it needs CREATE on the database (for the schema) or on the schema, like
-/// `idempo init`; it grants the idempo_worker role SELECT, INSERT, UPDATE, DELETE on the new
-/// tables and idempo_viewer and idempo_approver SELECT, where those roles exist.
+/// Queue names come only from QueueName, every value is a bound parameter. The registry and
+/// last errors are the tables of migration 0002_queue.sql; a queue's registry row is read once
+/// per PostgresMessageQueue (queues are never dropped through Idempo). Creating a queue is
+/// schema work: idempo.queue_create() is the owner's.
 ///
 /// The tables of every ledger in one database share the schema, as pgmq's do: give each ledger
 /// that has queues a database of its own.
@@ -73,11 +75,21 @@ public:
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;
 
-    /// The SQL text of the statements a benchmark's raw baseline runs (bench.cpp), for queue
-    /// `queue` (a valid name): exactly what send(), read() and deleteMessage() prepare.
+    /// read() that first acknowledges `acks` (idempo.queue_read's p_ack), in the same
+    /// transaction: a consumer's "done with these, give me the next". Throws like ack() and read().
+    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs, int quantity,
+                                         const std::vector<ReadReceipt> &acks);
+
+    /// Acknowledges one delivery: deletes the message if `receipt` is its latest read, and
+    /// answers "done" also when that same read was acknowledged before (a retried ack). Throws
+    /// Error(StaleLease) when the message was read again since (its visibility timeout lapsed),
+    /// Error(NotFound) when the queue never held it.
+    std::string ack(const std::string &queue, const ReadReceipt &receipt);
+
+    /// The SQL text of the calls a benchmark's own-statement baseline runs (queuebench.cpp), for
+    /// queue `queue` (a valid name): the function calls send(), read() and deleteMessage() make.
     /// Parameters: send $1 pinned clock, $2 offset, $3 delay ms, $4 message, $5 headers;
-    /// read $1, $2, $3 max reads, $4 visibility timeout ms, $5 quantity, $6 after msg_id;
-    /// delete $1 msg_id, $2 queue name.
+    /// read $1, $2, $4 visibility timeout ms, $5 quantity ($3 and $6 unused); delete $1 msg_id.
     static std::string sendSql(const std::string &queue);
     static std::string readSql(const std::string &queue);
     static std::string deleteSql(const std::string &queue);

@@ -21,7 +21,12 @@ constexpr const char *CreateSql[] = {
     "PRIMARY KEY (namespace, provider, received_key))",
     "CREATE TABLE IF NOT EXISTS sandbox_fault_windows (namespace text COLLATE \"C\" NOT NULL, "
     "operation_key text COLLATE \"C\" NOT NULL, fault text NOT NULL, PRIMARY KEY (namespace, operation_key, fault))",
+    "CREATE TABLE IF NOT EXISTS sandbox_queue_holders (queue text COLLATE \"C\" PRIMARY KEY, namespace text NOT NULL, "
+    "driver text NOT NULL, instance text NOT NULL, lease_expires_at_ms bigint NOT NULL)",
 };
+
+/// The ledger's clock in milliseconds ($1, $2: PostgresLedgerStore::clockParams()).
+const std::string kNow = "idempo.now_ms($1::bigint, $2::bigint)";
 
 constexpr std::string_view EffectColumns =
     "e.provider, e.operation_key, e.received_key, e.fencing_token, e.effect_id, e.at_ms, e.confirmed_at_ms";
@@ -86,7 +91,8 @@ void PostgresSandboxJournal::addRuns(const std::vector<RunRecord> &runs)
         PgParams p;
         p.text(r.ns).text(r.runId).text(r.scenario).boolean(r.naive);
         c.execPrepared("record sandbox run", "sandbox_add_run",
-                       "INSERT INTO sandbox_runs (namespace, run_id, scenario, naive) VALUES ($1, $2, $3, $4::boolean)", p);
+                       "INSERT INTO sandbox_runs (namespace, run_id, scenario, naive) VALUES ($1, $2, $3, $4::boolean) "
+                       "ON CONFLICT (namespace, run_id) DO NOTHING", p);
     }
     tx.commit();
 }
@@ -186,6 +192,66 @@ bool PostgresSandboxJournal::openWindow(const std::string &ns, const std::string
     return r.rows() == 1;
 }
 
+std::pair<std::optional<QueueHolder>, std::int64_t> PostgresSandboxJournal::queueHolder(const std::string &queue)
+{
+    PgParams p = m_store.clockParams();
+    p.text(queue);
+    // One statement: the clock and the row are read together, whether or not a row exists.
+    const PgResult r = m_store.connection().exec(
+        "read the queue holder",
+        "SELECT " + kNow + ", h.namespace, h.driver, h.instance, h.lease_expires_at_ms FROM (SELECT 1) one "
+        "LEFT JOIN sandbox_queue_holders h ON h.queue = $3",
+        p);
+    const std::int64_t now = r.integer(0, 0);
+    if (r.isNull(0, 1))
+        return {std::nullopt, now};
+    return {QueueHolder{queue, r.text(0, 1), r.text(0, 2), r.text(0, 3), r.integer(0, 4)}, now};
+}
+
+bool PostgresSandboxJournal::takeQueue(const QueueHolder &holder, const std::optional<std::string> &previousInstance,
+                                       std::int64_t leaseMs)
+{
+    PgParams p = m_store.clockParams();
+    p.text(holder.queue).text(holder.ns).text(holder.driver).text(holder.instance).integer(leaseMs);
+    PgConnection &c = m_store.connection();
+    if (!previousInstance) {
+        return c.exec("take the sandbox queue",
+                      "INSERT INTO sandbox_queue_holders (queue, namespace, driver, instance, lease_expires_at_ms) "
+                      "VALUES ($3, $4, $5, $6, " + kNow + " + $7::bigint) ON CONFLICT (queue) DO NOTHING RETURNING 1",
+                      p)
+                   .rows()
+               == 1;
+    }
+    p.text(*previousInstance);
+    return c.exec("take the sandbox queue",
+                  "UPDATE sandbox_queue_holders SET namespace = $4, driver = $5, instance = $6, lease_expires_at_ms = "
+                      + kNow + " + $7::bigint WHERE queue = $3 AND instance = $8 RETURNING 1",
+                  p)
+               .rows()
+           == 1;
+}
+
+bool PostgresSandboxJournal::renewQueue(const std::string &queue, const std::string &instance, std::int64_t leaseMs)
+{
+    PgParams p = m_store.clockParams();
+    p.text(queue).text(instance).integer(leaseMs);
+    return m_store.connection()
+               .execPrepared("renew the sandbox queue", "sandbox_renew_queue",
+                             "UPDATE sandbox_queue_holders SET lease_expires_at_ms = " + kNow
+                                 + " + $5::bigint WHERE queue = $3 AND instance = $4 RETURNING 1",
+                             p)
+               .rows()
+           == 1;
+}
+
+void PostgresSandboxJournal::releaseQueue(const std::string &queue, const std::string &instance)
+{
+    PgParams p;
+    p.text(queue).text(instance);
+    m_store.connection().exec("release the sandbox queue",
+                              "DELETE FROM sandbox_queue_holders WHERE queue = $1 AND instance = $2", p);
+}
+
 bool PostgresSandboxJournal::hasRuns(const std::string &ns)
 {
     if (!tablesExist())
@@ -210,6 +276,20 @@ std::vector<RunRecord> PostgresSandboxJournal::runs(const std::string &ns)
     for (int i = 0; i < r.rows(); ++i)
         rows.push_back({ns, r.text(i, 0), r.text(i, 1), r.text(i, 2) == "t"});
     return rows;
+}
+
+std::optional<RunRecord> PostgresSandboxJournal::findRun(const std::string &ns, const std::string &runId)
+{
+    if (!tablesExist())
+        return std::nullopt;
+    PgParams p;
+    p.text(ns).text(runId);
+    const PgResult r = m_store.connection().execPrepared(
+        "read a sandbox run", "sandbox_find_run",
+        "SELECT scenario, naive FROM sandbox_runs WHERE namespace = $1 AND run_id = $2", p);
+    if (r.rows() == 0)
+        return std::nullopt;
+    return RunRecord{ns, runId, r.text(0, 0), r.text(0, 1) == "t"};
 }
 
 std::vector<Effect> PostgresSandboxJournal::effects(const std::string &ns)

@@ -339,10 +339,24 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
 SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options)
     : m_path(path), m_clock(std::move(clock)), m_options(std::move(options)), m_serial(++g_storeSerial)
 {
-    // Reading first lets a current ledger open read-only (viewers, a read-only mount); migrate()
-    // upgrades an older schema and refuses a newer one.
-    if (schemaVersion() != latestSchemaVersion(QStringLiteral("sqlite")))
+    // migrate() upgrades an older schema and refuses a newer one; a read-only open changes nothing.
+    const int current = schemaVersion();
+    const int latest = latestSchemaVersion(QStringLiteral("sqlite"));
+    if (current == latest)
+        return;
+    if (!m_options.readOnly) {
         migrate();
+        return;
+    }
+    const std::string ledger = "ledger " + describe();
+    if (current == 0)
+        throw Error(ErrorCode::SchemaMismatch, ledger + " holds no Idempo schema; create it with 'idempo init'");
+    throw Error(ErrorCode::SchemaMismatch,
+                ledger + " has schema version " + std::to_string(current)
+                    + (current < latest ? ", older than this build's " + std::to_string(latest)
+                                              + "; this command only reads, so it opens the ledger read-only and does "
+                                                "not upgrade it: run 'idempo init' on it where it is writable"
+                                        : ", newer than this build's " + std::to_string(latest) + "; upgrade idempo"));
 }
 
 SqliteLedgerStore::~SqliteLedgerStore()
@@ -367,27 +381,15 @@ SqliteConnection &SqliteLedgerStore::connection()
     const QString name = QStringLiteral("idempo-sqlite-%1-%2").arg(m_serial).arg(threadSerial);
     auto connection = std::make_unique<SqliteConnection>();
     connection->db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
-    QSqlDatabase &db = connection->db;
-    db.setDatabaseName(m_path);
-    db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=%1").arg(m_options.busyTimeoutMs));
-    const auto unavailable = [&](const QSqlError &error) {
-        const std::string message = "cannot open ledger " + m_path.toStdString() + ": " + error.text().toStdString();
+    try {
+        openLedgerFile(*connection, m_path,
+                       {.busyTimeoutMs = m_options.busyTimeoutMs,
+                        .synchronous = m_options.synchronous,
+                        .readOnly = m_options.readOnly});
+    } catch (const Error &) {
         connection.reset();
         QSqlDatabase::removeDatabase(name);
-        return Error(ErrorCode::LedgerUnavailable, message);
-    };
-    if (!db.open())
-        throw unavailable(db.lastError());
-    const QString synchronous = m_options.synchronous.compare(QLatin1String("NORMAL"), Qt::CaseInsensitive) == 0
-                                    ? QStringLiteral("NORMAL")
-                                    : QStringLiteral("FULL");
-    const QStringList pragmas{QStringLiteral("PRAGMA journal_mode = WAL"),
-                              QStringLiteral("PRAGMA synchronous = ") + synchronous,
-                              QStringLiteral("PRAGMA foreign_keys = ON")};
-    for (const QString &pragma : pragmas) {
-        QSqlQuery q(db);
-        if (!q.exec(pragma))
-            throw unavailable(q.lastError());
+        throw;
     }
     SqliteConnection *raw = connection.get();
     {
@@ -442,7 +444,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
 
-    ClaimResult result{plan.outcome, {}};
+    ClaimResult result{plan.outcome, {}, plan.projectionDiffers};
     switch (plan.write) {
     case ClaimWrite::None:
         result.operation = *existing;
@@ -478,7 +480,7 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
         break;
     }
     }
-    if (plan.outcome != ClaimOutcome::Claimed)
+    if (plan.outcome != ClaimOutcome::Claimed && !plan.projectionDiffers)
         recordSuppression(db, request, plan.outcome, result.operation.state, now);
     tx.commit();
     return result;

@@ -29,11 +29,14 @@ public:
         int busyTimeoutMs = 10'000;
         /// PRAGMA synchronous: "FULL" (default: a claim survives power loss) or "NORMAL".
         QString synchronous = QStringLiteral("FULL");
+        /// Opens an existing file for reading only (openLedgerFile()): no WAL switch, no
+        /// migration, nothing created beside it; every write fails as Error(LedgerUnavailable).
+        bool readOnly = false;
     };
 
-    /// Opens (creating if needed) the ledger file at `path` and applies migrations.
-    /// Throws Error(LedgerUnavailable) when the file cannot be opened, Error(SchemaMismatch)
-    /// when it holds a newer schema.
+    /// Opens (creating if needed) the ledger file at `path` and applies migrations; read-only,
+    /// opens it as it is. Throws Error(LedgerUnavailable) when the file cannot be opened,
+    /// Error(SchemaMismatch) when it holds a newer schema, or read-only an older one or none.
     SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options);
     SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock);
     ~SqliteLedgerStore() override;
@@ -66,9 +69,6 @@ public:
     /// Polled: SQLite's data_version on the calling thread's connection (sqlitechangefeed.h).
     std::unique_ptr<ChangeFeed> changeFeed() override;
     std::unique_ptr<sandbox::SandboxJournal> sandboxJournal() override;
-    /// The sandbox's effect journals (JournalLookup): the embedded ledger is where the sandbox's
-    /// simulated providers run, so reconciliation asks them.
-    std::unique_ptr<ProviderLookup> providerLookup() override;
 
     /// This thread's connection, opened on first use; shared with the queue and the
     /// benchmark's raw baseline so they run inside the same transactions and statement cache.

@@ -2,8 +2,8 @@
 #include "sqlitesandboxjournal.h"
 
 #include "error.h"
-#include "journallookup.h"
 #include "sqliteledgerstore.h"
+#include "sqlitesupport.h"
 
 #include <QSqlError>
 #include <QSqlQuery>
@@ -18,14 +18,14 @@ std::string str(const QVariant &v) { return v.toString().toStdString(); }
 void exec(QSqlQuery &q, const char *what)
 {
     if (!q.exec())
-        throw Error(ErrorCode::Internal, std::string(what) + ": " + q.lastError().text().toStdString());
+        throw sqliteError(q.lastError(), what);
 }
 
 void exec(QSqlDatabase &db, const QString &sql, const char *what)
 {
     QSqlQuery q(db);
     if (!q.exec(sql))
-        throw Error(ErrorCode::Internal, std::string(what) + ": " + q.lastError().text().toStdString());
+        throw sqliteError(q.lastError(), what);
 }
 
 /// BEGIN IMMEDIATE … COMMIT on the sandbox's own statements, rolled back on an exception.
@@ -114,6 +114,10 @@ void SqliteSandboxJournal::createTables()
          QStringLiteral("CREATE TABLE IF NOT EXISTS sandbox_fault_windows (namespace TEXT NOT NULL, "
                         "operation_key TEXT NOT NULL, fault TEXT NOT NULL, PRIMARY KEY (namespace, operation_key, fault))"),
          "create sandbox_fault_windows");
+    exec(db,
+         QStringLiteral("CREATE TABLE IF NOT EXISTS sandbox_queue_holders (queue TEXT PRIMARY KEY, namespace TEXT NOT "
+                        "NULL, driver TEXT NOT NULL, instance TEXT NOT NULL, lease_expires_at_ms INTEGER NOT NULL)"),
+         "create sandbox_queue_holders");
 }
 
 bool SqliteSandboxJournal::tablesExist()
@@ -132,7 +136,8 @@ void SqliteSandboxJournal::addRuns(const std::vector<RunRecord> &runs)
     QSqlDatabase db = m_store.connection().db;
     Batch batch(db);
     QSqlQuery q(db);
-    q.prepare(QStringLiteral("INSERT INTO sandbox_runs (namespace, run_id, scenario, naive) VALUES (?,?,?,?)"));
+    q.prepare(QStringLiteral("INSERT INTO sandbox_runs (namespace, run_id, scenario, naive) VALUES (?,?,?,?) "
+                             "ON CONFLICT (namespace, run_id) DO NOTHING"));
     for (const RunRecord &r : runs) {
         q.bindValue(0, text(r.ns));
         q.bindValue(1, text(r.runId));
@@ -249,6 +254,73 @@ bool SqliteSandboxJournal::openWindow(const std::string &ns, const std::string &
     return q.numRowsAffected() == 1;
 }
 
+std::pair<std::optional<QueueHolder>, std::int64_t> SqliteSandboxJournal::queueHolder(const std::string &queue)
+{
+    const std::int64_t now = m_store.nowMs();
+    QSqlDatabase db = m_store.connection().db;
+    QSqlQuery look(db);
+    look.prepare(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                                "'sandbox_queue_holders'"));
+    exec(look, "look for the queue holders");
+    look.next();
+    if (look.value(0).toInt() == 0)
+        return {std::nullopt, now};
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("SELECT namespace, driver, instance, lease_expires_at_ms FROM sandbox_queue_holders "
+                             "WHERE queue = ?"));
+    q.bindValue(0, text(queue));
+    exec(q, "read the queue holder");
+    if (!q.next())
+        return {std::nullopt, now};
+    return {QueueHolder{queue, str(q.value(0)), str(q.value(1)), str(q.value(2)), q.value(3).toLongLong()}, now};
+}
+
+bool SqliteSandboxJournal::takeQueue(const QueueHolder &holder, const std::optional<std::string> &previousInstance,
+                                     std::int64_t leaseMs)
+{
+    QSqlDatabase db = m_store.connection().db;
+    Batch batch(db);
+    QSqlQuery current(db);
+    current.prepare(QStringLiteral("SELECT instance FROM sandbox_queue_holders WHERE queue = ?"));
+    current.bindValue(0, text(holder.queue));
+    exec(current, "read the queue holder");
+    const std::optional<std::string> held = current.next() ? std::optional(str(current.value(0))) : std::nullopt;
+    current.finish();
+    if (held != previousInstance)
+        return false;
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("INSERT OR REPLACE INTO sandbox_queue_holders (queue, namespace, driver, instance, "
+                             "lease_expires_at_ms) VALUES (?,?,?,?,?)"));
+    q.bindValue(0, text(holder.queue));
+    q.bindValue(1, text(holder.ns));
+    q.bindValue(2, text(holder.driver));
+    q.bindValue(3, text(holder.instance));
+    q.bindValue(4, static_cast<qlonglong>(m_store.nowMs() + leaseMs));
+    exec(q, "take the sandbox queue");
+    batch.commit();
+    return true;
+}
+
+bool SqliteSandboxJournal::renewQueue(const std::string &queue, const std::string &instance, std::int64_t leaseMs)
+{
+    QSqlQuery q(m_store.connection().db);
+    q.prepare(QStringLiteral("UPDATE sandbox_queue_holders SET lease_expires_at_ms = ? WHERE queue = ? AND instance = ?"));
+    q.bindValue(0, static_cast<qlonglong>(m_store.nowMs() + leaseMs));
+    q.bindValue(1, text(queue));
+    q.bindValue(2, text(instance));
+    exec(q, "renew the sandbox queue");
+    return q.numRowsAffected() == 1;
+}
+
+void SqliteSandboxJournal::releaseQueue(const std::string &queue, const std::string &instance)
+{
+    QSqlQuery q(m_store.connection().db);
+    q.prepare(QStringLiteral("DELETE FROM sandbox_queue_holders WHERE queue = ? AND instance = ?"));
+    q.bindValue(0, text(queue));
+    q.bindValue(1, text(instance));
+    exec(q, "release the sandbox queue");
+}
+
 bool SqliteSandboxJournal::hasRuns(const std::string &ns)
 {
     if (!tablesExist())
@@ -276,6 +348,20 @@ std::vector<RunRecord> SqliteSandboxJournal::runs(const std::string &ns)
     while (q.next())
         rows.push_back({ns, str(q.value(0)), str(q.value(1)), q.value(2).toInt() != 0});
     return rows;
+}
+
+std::optional<RunRecord> SqliteSandboxJournal::findRun(const std::string &ns, const std::string &runId)
+{
+    if (!tablesExist())
+        return std::nullopt;
+    QSqlQuery q(m_store.connection().db);
+    q.prepare(QStringLiteral("SELECT scenario, naive FROM sandbox_runs WHERE namespace = ? AND run_id = ?"));
+    q.bindValue(0, text(ns));
+    q.bindValue(1, text(runId));
+    exec(q, "read a sandbox run");
+    if (!q.next())
+        return std::nullopt;
+    return RunRecord{ns, runId, str(q.value(0)), q.value(1).toInt() != 0};
 }
 
 std::vector<Effect> SqliteSandboxJournal::effects(const std::string &ns)
@@ -325,7 +411,5 @@ std::unique_ptr<sandbox::SandboxJournal> SqliteLedgerStore::sandboxJournal()
 {
     return std::make_unique<sandbox::SqliteSandboxJournal>(*this);
 }
-
-std::unique_ptr<ProviderLookup> SqliteLedgerStore::providerLookup() { return std::make_unique<JournalLookup>(*this); }
 
 } // namespace idempo

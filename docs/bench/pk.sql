@@ -1,0 +1,1 @@
+SELECT fencing_token FROM floor.ops WHERE key = 'hot';

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+// PostgresLedgerStore's guarded actions: each plan a command object decides is carried out by
+// the function of schema idempo that owns its rules (0009_guarded_actions.sql), which checks
+// everything again under the operation's row lock and appends the audit record itself.
+#include "postgresledgerstore.h"
+
+#include "canonicaljson.h"
+#include "error.h"
+#include "postgresledgerrows.h"
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+namespace {
+
+constexpr const char *kApprovalColumns =
+    "approval_id, namespace, operation_key, revision, decision, reason, operator, role, "
+    "external_reference, proposal, status, operation_version, created_at_ms";
+
+/// The approval in columns column0 … column0 + 12 of `row` (kApprovalColumns order).
+ApprovalRecord readApproval(const PgResult &r, int row, int column0)
+{
+    const auto at = [column0](int i) { return column0 + i; };
+    ApprovalRecord a;
+    a.approvalId = r.text(row, at(0));
+    a.ns = r.text(row, at(1));
+    a.key = r.text(row, at(2));
+    a.revision = static_cast<int>(r.integer(row, at(3)));
+    a.decision = r.text(row, at(4));
+    a.reason = r.text(row, at(5));
+    a.operatorName = r.text(row, at(6));
+    a.role = r.text(row, at(7));
+    a.externalReference = r.text(row, at(8));
+    a.proposal = r.text(row, at(9));
+    a.status = r.text(row, at(10));
+    a.operationVersion = r.integer(row, at(11));
+    a.createdAtMs = r.integer(row, at(12));
+    return a;
+}
+
+std::vector<ApprovalRecord> selectApprovals(PgConnection &c, const std::string &ns,
+                                            const std::string &key)
+{
+    const PgResult r =
+        c.execPrepared("read approvals", "idempo_approvals",
+                       "SELECT " + std::string(kApprovalColumns) +
+                           " FROM idempo.approvals WHERE namespace = $1 AND operation_key = $2 "
+                           "ORDER BY created_at_ms, approval_id",
+                       PgParams().text(ns).text(key));
+    std::vector<ApprovalRecord> rows;
+    for (int row = 0; row < r.rows(); ++row)
+        rows.push_back(readApproval(r, row, 0));
+    return rows;
+}
+
+std::optional<ApprovalRecord> selectApproval(PgConnection &c, const std::string &approvalId)
+{
+    const PgResult r = c.execPrepared("read approval", "idempo_approval",
+                                      "SELECT " + std::string(kApprovalColumns) +
+                                          " FROM idempo.approvals WHERE approval_id = $1",
+                                      PgParams().text(approvalId));
+    if (r.rows() == 0)
+        return std::nullopt;
+    return readApproval(r, 0, 0);
+}
+
+constexpr const char *kAuditColumns =
+    "seq, at_ms, who, role, action, target, reason, before_state, after_state, "
+    "approval_id, detail, prev_hash, hash";
+
+std::vector<AuditRecord> readAudit(const PgResult &r)
+{
+    std::vector<AuditRecord> rows;
+    rows.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        AuditRecord a;
+        a.seq = r.integer(row, 0);
+        a.atMs = r.integer(row, 1);
+        a.entry = {r.text(row, 2), r.text(row, 3), r.text(row, 4), r.text(row, 5), r.text(row, 6),
+                   r.text(row, 7), r.text(row, 8), r.text(row, 9), r.text(row, 10)};
+        a.prevHash = r.text(row, 11);
+        a.hash = r.text(row, 12);
+        rows.push_back(std::move(a));
+    }
+    return rows;
+}
+
+AuditRecord auditRecord(PgConnection &c, std::int64_t seq)
+{
+    const std::vector<AuditRecord> rows = readAudit(c.execPrepared(
+        "read audit record", "idempo_audit_record",
+        "SELECT " + std::string(kAuditColumns) + " FROM idempo.audit_log WHERE seq = $1::bigint",
+        PgParams().integer(seq)));
+    if (rows.empty())
+        throw Error(ErrorCode::Internal, "audit record " + std::to_string(seq) +
+                                             " is missing right after it was appended");
+    return rows.front();
+}
+
+/// A member of the plan's audit detail (canonical JSON the command wrote).
+nlohmann::json detailMember(const AuditEntry &entry, const char *name)
+{
+    const nlohmann::json detail = nlohmann::json::parse(entry.detail, nullptr, false);
+    if (!detail.is_object() || !detail.contains(name))
+        throw Error(ErrorCode::Internal,
+                    "the " + entry.action + " audit detail has no \"" + name + "\"");
+    return detail.at(name);
+}
+
+/// "queue:NAME" → NAME.
+std::string queueOf(const AuditEntry &entry)
+{
+    constexpr std::string_view prefix = "queue:";
+    if (!entry.target.starts_with(prefix))
+        throw Error(ErrorCode::Internal,
+                    "a DLQ replay's audit target names its queue, not '" + entry.target + "'");
+    return entry.target.substr(prefix.size());
+}
+
+/// A PostgreSQL array literal of msg_ids, e.g. {1,2,3}.
+std::string idArray(const nlohmann::json &ids)
+{
+    std::string out = "{";
+    for (const nlohmann::json &id : ids)
+        out += (out.size() > 1 ? "," : "") + std::to_string(id.get<std::int64_t>());
+    return out + "}";
+}
+
+} // namespace
+
+ActorIdentity PostgresLedgerStore::actor()
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("read identity", "idempo_actor",
+                                                 "SELECT login, role FROM idempo.whoami()", {});
+    return {r.text(0, 0), r.text(0, 1)};
+}
+
+ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
+                                              const ActionDecider &decide)
+{
+    requireSchema();
+    PgConnection &c = connection();
+    // The decider sees the ledger as it is now; the function it leads to checks again under
+    // its locks, so a state that moved in between is refused there, not applied.
+    ActionState state;
+    state.nowMs = nowMs();
+    std::optional<Operation> current;
+    if (!target.key.empty()) {
+        current = find(target.ns, target.key);
+        if (current) {
+            state.operation = &*current;
+            state.approvals = selectApprovals(c, target.ns, target.key);
+            state.history = readHistory(c, target.ns, target.key);
+        }
+    }
+    if (!target.approvalId.empty())
+        state.byApprovalId = selectApproval(c, target.approvalId);
+
+    ActionResult result;
+    result.plan = decide(state);
+    result.operation = current;
+    if (result.plan.answer)
+        return result;
+    if (!result.plan.audit)
+        throw Error(ErrorCode::Internal,
+                    "a guarded action on PostgreSQL is carried out with its audit record");
+    const AuditEntry &audit = *result.plan.audit;
+    const auto firstTransition = [&]() -> const TransitionRequest * {
+        return result.plan.transitions.empty() ? nullptr : &result.plan.transitions.front();
+    };
+    const std::int64_t retentionMs =
+        firstTransition() ? firstTransition()->retentionMs : 24 * 3600'000;
+    std::int64_t seq = 0;
+
+    if (audit.action == "approve" || audit.action == "reject") {
+        if (!result.plan.approval)
+            throw Error(ErrorCode::Internal, "an approval plan without its approval");
+        const ApprovalRecord &a = *result.plan.approval;
+        const int extra = firstTransition() && firstTransition()->extraAttempts
+                              ? *firstTransition()->extraAttempts
+                              : 3;
+        PgParams params;
+        params.text(a.ns)
+            .text(a.key)
+            .text(a.approvalId)
+            .text(a.decision)
+            .text(a.reason)
+            .text(a.externalReference)
+            .integer(extra)
+            .integer(retentionMs)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        const PgResult r = c.execPrepared(
+            "approve", "idempo_approve",
+            "SELECT * FROM idempo.approve($1, $2, $3, $4, $5, $6, $7::integer, $8::bigint, "
+            "$9, $10, $11::bigint, $12::bigint)",
+            params);
+        ApprovalRecord stored = readApproval(r, 0, 1);
+        result.operation = find(a.ns, a.key);
+        if (r.text(0, 0) == "replayed") {
+            result.plan = ActionPlan{};
+            result.plan.answer = std::move(stored);
+            return result;
+        }
+        result.plan.approval = std::move(stored);
+        seq = r.integer(0, 14);
+    } else if (audit.action == "reconcile") {
+        if (!current)
+            throw Error(ErrorCode::NotFound,
+                        "no operation '" + target.key + "' in namespace '" + target.ns + "'");
+        PgParams params;
+        params.text(target.ns)
+            .text(target.key)
+            .text(canonicalJson(detailMember(audit, "evidence")))
+            .text(audit.reason)
+            .integer(current->version)
+            .integer(retentionMs)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        const PgResult r = c.execPrepared(
+            "reconcile", "idempo_reconcile",
+            "SELECT * FROM idempo.reconcile($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
+            "$9::bigint, $10::bigint)",
+            params);
+        result.operation = find(target.ns, target.key);
+        seq = r.integer(0, 2);
+    } else if (audit.action == "dlq_replay") {
+        PgParams params;
+        params.text(queueOf(audit))
+            .text(detailMember(audit, "replay_id").get<std::string>())
+            .text(idArray(detailMember(audit, "ids")))
+            .text(audit.reason)
+            .text(audit.detail)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        seq = c.execPrepared("begin replay", "idempo_replay_begin",
+                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, $6, $7, "
+                             "$8::bigint, $9::bigint)",
+                             params)
+                  .integer(0, 0);
+    } else if (audit.action == "dlq_replay_finished") {
+        PgParams params;
+        params.text(queueOf(audit))
+            .text(detailMember(audit, "replay_id").get<std::string>())
+            .text(audit.reason)
+            .text(audit.detail)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        seq =
+            c.execPrepared(
+                 "finish replay", "idempo_replay_finish",
+                 "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint)",
+                 params)
+                .integer(0, 0);
+    } else if (audit.action == "setting" && result.plan.setting) {
+        PgParams params;
+        params.text(result.plan.setting->first)
+            .text(result.plan.setting->second)
+            .text(audit.reason)
+            .text(audit.who)
+            .text(audit.role);
+        appendClock(params);
+        seq = c.execPrepared(
+                   "store setting", "idempo_setting_store",
+                   "SELECT idempo.set_guard_setting($1, $2, $3, $4, $5, $6::bigint, $7::bigint)",
+                   params)
+                  .integer(0, 0);
+    } else {
+        throw Error(ErrorCode::InvalidArgument,
+                    "the PostgreSQL ledger has no function for the guarded action '" +
+                        audit.action + "'");
+    }
+    result.audit = auditRecord(c, seq);
+    return result;
+}
+
+std::vector<AuditRecord> PostgresLedgerStore::auditLog(std::int64_t afterSeq, int limit)
+{
+    requireSchema();
+    return readAudit(connection().execPrepared(
+        "read audit log", "idempo_audit_log",
+        "SELECT " + std::string(kAuditColumns) +
+            " FROM idempo.audit_log WHERE seq > $1::bigint ORDER BY seq LIMIT $2::integer",
+        PgParams().integer(afterSeq).integer(limit)));
+}
+
+std::optional<AuditHead> PostgresLedgerStore::auditHead()
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("read audit head", "idempo_audit_head",
+                                                 "SELECT seq, hash FROM idempo.audit_head", {});
+    if (r.rows() == 0)
+        return std::nullopt;
+    return AuditHead{r.integer(0, 0), r.text(0, 1)};
+}
+
+std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns,
+                                                           const std::string &key)
+{
+    requireSchema();
+    return selectApprovals(connection(), ns, key);
+}
+
+std::optional<std::string> PostgresLedgerStore::guardSetting(const std::string &name)
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared(
+        "read setting", "idempo_setting", "SELECT value FROM idempo.guard_settings WHERE name = $1",
+        PgParams().text(name));
+    if (r.rows() == 0)
+        return std::nullopt;
+    return r.text(0, 0);
+}
+
+} // namespace idempo

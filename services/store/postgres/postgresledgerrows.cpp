@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "postgresledgerrows.h"
+
+#include <nlohmann/json.hpp>
+
+namespace idempo {
+namespace {
+
+std::optional<ErrorClass> optionalErrorClass(const PgResult &r, int row, int column)
+{
+    if (r.isNull(row, column))
+        return std::nullopt;
+    return parseErrorClass(r.text(row, column));
+}
+
+} // namespace
+
+Operation readOperation(const PgResult &r, int row, int column0)
+{
+    const auto at = [column0](int i) { return column0 + i; };
+    Operation op;
+    op.id = r.integer(row, at(0));
+    op.ns = r.text(row, at(1));
+    op.key = r.text(row, at(2));
+    op.runId = r.text(row, at(3));
+    op.stepId = r.text(row, at(4));
+    op.target = r.text(row, at(5));
+    op.kind = parseToolKind(r.text(row, at(6))).value_or(ToolKind::ProtectedWrite);
+    op.state = parseState(r.text(row, at(7))).value_or(OperationState::Received);
+    op.payload = r.text(row, at(8));
+    op.fingerprint = r.text(row, at(9));
+    op.fingerprintFields =
+        nlohmann::json::parse(r.text(row, at(10))).get<std::vector<std::string>>();
+    op.attempt = static_cast<int>(r.integer(row, at(11)));
+    op.maxAttempts = static_cast<int>(r.integer(row, at(12)));
+    op.leaseOwner = r.text(row, at(13));
+    op.leaseExpiresAtMs = r.optionalInteger(row, at(14));
+    op.fencingToken = r.integer(row, at(15));
+    op.nextAttemptAtMs = r.optionalInteger(row, at(16));
+    op.errorClass = optionalErrorClass(r, row, at(17));
+    op.errorDetail = r.text(row, at(18));
+    op.result = r.text(row, at(19));
+    op.receipt = r.text(row, at(20));
+    op.createdAtMs = r.integer(row, at(21));
+    op.updatedAtMs = r.integer(row, at(22));
+    op.retentionExpiresAtMs = r.optionalInteger(row, at(23));
+    op.version = r.integer(row, at(24));
+    op.schemaVersion = static_cast<int>(r.integer(row, at(25)));
+    if (!r.isNull(row, at(26)))
+        op.value = Amount{r.integer(row, at(26)), r.text(row, at(27))};
+    return op;
+}
+
+std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,
+                                        const std::string &key)
+{
+    const PgResult r = c.execPrepared(
+        "read history", "idempo_history",
+        "SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, e.attempt, e.actor, "
+        "e.error_class, e.detail "
+        "FROM idempo.operation_events AS e JOIN idempo.operations AS o ON o.id = e.operation_id "
+        "WHERE o.namespace = $1 AND o.operation_key = $2 ORDER BY e.id",
+        PgParams().text(ns).text(key));
+    std::vector<OperationEvent> events;
+    events.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row) {
+        OperationEvent e;
+        e.id = r.integer(row, 0);
+        e.ns = ns;
+        e.key = key;
+        e.atMs = r.integer(row, 1);
+        if (!r.isNull(row, 2))
+            e.fromState = parseState(r.text(row, 2));
+        e.toState = parseState(r.text(row, 3)).value_or(OperationState::Received);
+        e.fencingToken = r.integer(row, 4);
+        e.attempt = static_cast<int>(r.integer(row, 5));
+        e.actor = r.text(row, 6);
+        e.errorClass = optionalErrorClass(r, row, 7);
+        e.detail = r.text(row, 8);
+        events.push_back(std::move(e));
+    }
+    return events;
+}
+
+} // namespace idempo

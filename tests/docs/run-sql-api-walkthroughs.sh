@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs the walk-throughs of docs/sql-api.md (the ```sql walkthrough and ```python walkthrough
+# blocks) against $IDEMPO_TEST_POSTGRES_URL, set by tests/pg/with-postgres.sh:
+#   run-sql-api-walkthroughs.sh IDEMPO_BINARY DOC
+# The ledger is made by `idempo init` first. The Python block needs psycopg 3 (Debian:
+# python3-psycopg); without it the script exits 77, CTest's skip code.
+set -euo pipefail
+idempo=$1
+doc=$2
+url=${IDEMPO_TEST_POSTGRES_URL:?run under tests/pg/with-postgres.sh}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$idempo" init --ledger "$url" >/dev/null
+awk '/^```sql walkthrough$/ {on = 1; next} /^```$/ {on = 0} on' "$doc" >"$tmp/walk.sql"
+awk '/^```python walkthrough$/ {on = 1; next} /^```$/ {on = 0} on' "$doc" >"$tmp/walk.py"
+[[ -s $tmp/walk.sql && -s $tmp/walk.py ]] || { echo "no walk-through blocks in $doc" >&2; exit 1; }
+
+psql -X -q -v ON_ERROR_STOP=1 -d "$url" -f "$tmp/walk.sql"
+echo "psql walk-through: ok"
+
+for python in python3 /usr/bin/python3; do
+    if command -v "$python" >/dev/null && "$python" -c 'import psycopg' 2>/dev/null; then
+        IDEMPO_URL=$url "$python" "$tmp/walk.py"
+        exit 0
+    fi
+done
+echo "psycopg 3 is not installed (Debian: apt install python3-psycopg): Python walk-through skipped" >&2
+exit 77

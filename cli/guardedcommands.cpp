@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+// The guarded actions: each command object validates, describes and executes
+// (approvecommand.h, reconcilecommand.h, guardsettingcommand.h); the CLI only gathers arguments
+// and prints. Also the audit log they write.
+#include "context.h"
+
+#include "approvecommand.h"
+#include "auditverify.h"
+#include "error.h"
+#include "guardsettingcommand.h"
+#include "journallookup.h"
+#include "optionvalue.h"
+#include "output.h"
+#include "reconcilecommand.h"
+#include "recordjson.h"
+#include "textescape.h"
+#include "usageerror.h"
+
+namespace idempo::cli {
+namespace {
+
+/// `reference` is approve's --reference (reject has none).
+int runApproval(Context &c, ApprovalDecision decision, const std::string &reference)
+{
+    ApproveCommand::Request request;
+    request.ns = c.ns;
+    request.key = c.key();
+    request.decision = decision;
+    request.reason = requiredReason(c);
+    request.externalReference = reference;
+    request.approvalId = c.parser.value(QStringLiteral("approval-id")).toStdString();
+    LedgerStore &store = c.engine().store();
+    ApproveCommand command(store, store.actor(), request,
+                           {.extraAttempts = c.engine().settings().maxAttempts,
+                            .retentionMs = c.engine().settings().retentionMs});
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    if (c.parser.isSet(QStringLiteral("dry-run"))) {
+        c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
+                preview.sentence + "\n(dry run: nothing written; approval id " +
+                    escapedText(command.approvalId()) + ")");
+        return ExitOk;
+    }
+    const nlohmann::json result = command.execute().toJson();
+    const std::string status = result.at("status").get<std::string>();
+    std::string human = preview.sentence + "\n" + status + ": approval " +
+                        escapedText(command.approvalId()) + ", revision " +
+                        std::to_string(result.at("revision").get<int>());
+    if (status == "pending")
+        human += " (waiting for a second approver)";
+    if (status == "replayed")
+        human += " (submitted before: the first decision stands, nothing applied again)";
+    c.print({{"action", preview.sentence}, {"result", result}}, human);
+    return ExitOk;
+}
+
+int cmdApprove(Context &c)
+{
+    if (!c.parser.isSet(QStringLiteral("decision")))
+        throw UsageError{"missing --decision redispatch|confirm|reject"};
+    const auto decision = parseDecision(c.parser.value(QStringLiteral("decision")).toStdString());
+    if (!decision)
+        throw UsageError{"--decision must be redispatch, confirm or reject, not " +
+                         quotedValue(c.parser.value(QStringLiteral("decision")).toStdString())};
+    return runApproval(c, *decision, c.parser.value(QStringLiteral("reference")).toStdString());
+}
+
+int cmdReject(Context &c)
+{
+    return runApproval(c, ApprovalDecision::Reject, std::string());
+}
+
+int cmdReconcile(Context &c)
+{
+    ReconcileCommand::Request request;
+    request.ns = c.ns;
+    const QStringList args = c.parser.positionalArguments();
+    request.key = args.size() > 1 ? args.at(1).toStdString() : std::string();
+    const bool bulk = request.key.empty();
+    if (c.parser.isSet(QStringLiteral("state"))) {
+        request.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
+        if (!request.state)
+            throw UsageError{"unknown --state " +
+                             quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
+    }
+    request.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    request.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    if (!bulk && (request.state || !request.keyPrefix.empty() || !request.runId.empty()))
+        throw UsageError{"give a KEY or a filter (--state, --key-prefix, --run), not both"};
+    if (bulk && !request.state && request.keyPrefix.empty() && request.runId.empty())
+        throw UsageError{"missing KEY, or a filter: --state, --key-prefix or --run"};
+    request.reason = requiredReason(c);
+    LedgerStore &store = c.engine().store();
+    const auto lookup = openProviderLookup(store);
+    ReconcileCommand command(store, *lookup, store.actor(), request,
+                             {.retentionMs = c.engine().settings().retentionMs});
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    if (c.parser.isSet(QStringLiteral("dry-run")) ||
+        (bulk && !c.parser.isSet(QStringLiteral("yes")))) {
+        c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
+                preview.sentence + "\n(nothing written" +
+                    (bulk ? std::string("; add --yes to reconcile them") : std::string()) + ")");
+        return ExitOk;
+    }
+    const nlohmann::json result = command.execute().toJson();
+    std::string human = preview.sentence;
+    for (const auto &row : result.at("reconciled"))
+        human += "\n" + row.at("key").get<std::string>() + ": " +
+                 row.at("from").get<std::string>() + " -> " + row.at("to").get<std::string>() +
+                 " (provider: " + row.at("evidence").at("status").get<std::string>() + ")";
+    for (const auto &row : result.at("skipped"))
+        human += "\n" + row.at("key").get<std::string>() + ": skipped, " +
+                 escapedText(row.at("why").get<std::string>());
+    c.print({{"action", preview.sentence}, {"result", result}}, human);
+    return ExitOk;
+}
+
+nlohmann::json auditJson(const AuditRecord &r)
+{
+    const auto embedded = [](const std::string &text) {
+        return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+    };
+    return {{"seq", r.seq},
+            {"at", timestampJson(r.atMs)},
+            {"who", r.entry.who},
+            {"role", r.entry.role},
+            {"action", r.entry.action},
+            {"target", r.entry.target},
+            {"reason", r.entry.reason},
+            {"before", embedded(r.entry.beforeState)},
+            {"after", embedded(r.entry.afterState)},
+            {"approval_id", r.entry.approvalId},
+            {"detail", embedded(r.entry.detail)},
+            {"prev_hash", r.prevHash},
+            {"hash", r.hash}};
+}
+
+int cmdAudit(Context &c)
+{
+    const QString what = c.positional(1, "audit subcommand (list, verify, head or export)");
+    LedgerStore &store = c.engine().store();
+    if (what == QLatin1String("verify")) {
+        const std::string expected = c.parser.value(QStringLiteral("expect-head")).toStdString();
+        if (c.parser.isSet(QStringLiteral("expect-head")) &&
+            (expected.size() != 64 ||
+             expected.find_first_not_of("0123456789abcdef") != std::string::npos))
+            throw UsageError{"--expect-head takes a record hash as `audit head` prints it (64 hex "
+                             "digits), not '" +
+                             expected + "'"};
+        const AuditVerify::Result result = AuditVerify(store).run(expected);
+        c.print(AuditVerify::toJson(result),
+                result.ok ? "audit log intact: " + std::to_string(result.records) +
+                                " record(s), head " + result.lastHash +
+                                (result.anchorSeq ? "; expected head is record " +
+                                                        std::to_string(*result.anchorSeq)
+                                                  : "")
+                          : "audit log BROKEN at record " + std::to_string(*result.firstBad) +
+                                ": " + result.problem);
+        return result.ok ? ExitOk : ExitRefused;
+    }
+    if (what == QLatin1String("head")) {
+        // Printed only for a chain that verifies: an anchor is worth keeping only if it is sound.
+        const AuditVerify::Result result = AuditVerify(store).run();
+        if (!result.ok) {
+            c.print(AuditVerify::toJson(result), "audit log BROKEN at record " +
+                                                     std::to_string(*result.firstBad) + ": " +
+                                                     result.problem + "; no head to keep");
+            return ExitRefused;
+        }
+        const std::int64_t seq = result.head ? result.head->seq : result.records;
+        c.print({{"seq", seq}, {"hash", result.lastHash}},
+                "audit head: record " + std::to_string(seq) + ", hash " + result.lastHash +
+                    "\nkeep it outside the ledger; `idempo audit verify --expect-head HASH` checks "
+                    "the chain still holds it");
+        return ExitOk;
+    }
+    if (what == QLatin1String("list")) {
+        const std::int64_t after = afterId(c);
+        const int limit = pageLimit(c);
+        const auto records = store.auditLog(after, limit);
+        nlohmann::json rows = nlohmann::json::array();
+        std::string human;
+        for (const AuditRecord &r : records) {
+            rows.push_back(auditJson(r));
+            human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + escapedText(r.entry.who) +
+                     " (" + escapedText(r.entry.role) + ")  " + r.entry.action + "  " +
+                     escapedText(r.entry.target) + "  " + escapedText(r.entry.reason) + "\n";
+        }
+        const bool full = static_cast<int>(records.size()) == limit;
+        if (full)
+            human += "(more: --after " + std::to_string(records.back().seq) + ")\n";
+        if (!human.empty())
+            human.pop_back();
+        c.print({{"records", rows},
+                 {"next_after", full ? nlohmann::json(records.back().seq) : nlohmann::json()}},
+                human.empty() ? "no audit records" : human);
+        return ExitOk;
+    }
+    if (what == QLatin1String("export")) {
+        const QString format = c.parser.value(QStringLiteral("format"));
+        if (format != QLatin1String("csv") && format != QLatin1String("json"))
+            throw UsageError{c.parser.isSet(QStringLiteral("format"))
+                                 ? "--format must be csv or json, not " +
+                                       quotedValue(format.toStdString())
+                                 : std::string("missing --format csv|json")};
+        if (c.json && format == QLatin1String("csv"))
+            throw UsageError{"--json prints one JSON object: use --format json"};
+        nlohmann::json rows = nlohmann::json::array();
+        if (format == QLatin1String("csv"))
+            printOut("seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_"
+                     "hash,hash");
+        for (std::int64_t after = 0;;) {
+            const auto page = store.auditLog(after, 1000);
+            for (const AuditRecord &r : page) {
+                if (format == QLatin1String("json")) {
+                    rows.push_back(auditJson(r));
+                    continue;
+                }
+                // csvField escapes text; the JSON-valued columns keep their JSON form.
+                const std::vector<std::string> fields = {std::to_string(r.seq),
+                                                         when(r.atMs),
+                                                         r.entry.who,
+                                                         r.entry.role,
+                                                         r.entry.action,
+                                                         r.entry.target,
+                                                         r.entry.reason,
+                                                         escapedJson(r.entry.beforeState),
+                                                         escapedJson(r.entry.afterState),
+                                                         r.entry.approvalId,
+                                                         escapedJson(r.entry.detail),
+                                                         r.prevHash,
+                                                         r.hash};
+                std::string line;
+                for (const std::string &f : fields)
+                    line += (line.empty() ? "" : ",") + csvField(f);
+                printOut(line);
+            }
+            if (page.size() < 1000)
+                break;
+            after = page.back().seq;
+        }
+        if (format == QLatin1String("json"))
+            printJson({{"records", rows}});
+        return ExitOk;
+    }
+    throw UsageError{"unknown subcommand 'audit " + escapedText(what.toStdString()) +
+                     "': expected list, verify, head or export"};
+}
+
+int cmdFourEyes(Context &c)
+{
+    LedgerStore &store = c.engine().store();
+    if (!c.parser.isSet(QStringLiteral("above"))) {
+        const auto current = store.guardSetting(FourEyesSetting);
+        c.print({{"four_eyes_above",
+                  current && !current->empty() ? nlohmann::json(*current) : nlohmann::json()}},
+                current && !current->empty() ? "two approvers needed above " + *current
+                                             : std::string("four-eyes approval is off"));
+        return ExitOk;
+    }
+    std::string value = c.parser.value(QStringLiteral("above")).toStdString();
+    if (value == "off")
+        value.clear();
+    GuardSettingCommand command(store, store.actor(), FourEyesSetting, value, requiredReason(c));
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    c.print(command.execute().toJson(), preview.sentence + ": done");
+    return ExitOk;
+}
+
+} // namespace
+
+void addGuardedCommands(std::map<QString, Command> &table)
+{
+    table.insert({
+        {QStringLiteral("approve"),
+         {1,
+          "approve KEY --decision redispatch|confirm|reject --reason TEXT [--reference REF] "
+          "[--approval-id ID] [--dry-run]",
+          "Decide an operation in awaiting_approval or confirmation_required: dispatch it again (a "
+          "fresh\n"
+          "attempt budget), confirm it succeeded with the provider's reference, or reject it. The "
+          "same\n"
+          "approval id again returns the first decision; above the four-eyes threshold a second "
+          "approver\n"
+          "applies it; whoever requested or last touched the operation cannot approve it.",
+          {opt("decision", "redispatch, confirm or reject.", "D"),
+           opt("reason", "Why (required).", "TEXT"),
+           opt("reference", "confirm: the external reference that proves the effect.", "REF"),
+           opt("approval-id", "Idempotency id of this submission (default: derived from it).",
+               "ID"),
+           opt("dry-run", "Show what would happen; write nothing.")},
+          cmdApprove}},
+        {QStringLiteral("reject"),
+         {1,
+          "reject KEY --reason TEXT [--approval-id ID] [--dry-run]",
+          "Reject an operation in awaiting_approval or confirmation_required (to failed_terminal).",
+          {opt("reason", "Why (required).", "TEXT"),
+           opt("approval-id", "Idempotency id of this submission (default: derived from it).",
+               "ID"),
+           opt("dry-run", "Show what would happen; write nothing.")},
+          cmdReject}},
+        {QStringLiteral("reconcile"),
+         {1,
+          "reconcile KEY|--state S|--key-prefix P|--run R --reason TEXT [--yes] [--dry-run]",
+          "Look operations up at their provider by key, record the answer as evidence and move "
+          "them:\n"
+          "found -> succeeded; not found at the operation's own provider -> received "
+          "(unknown_outcome\n"
+          "only); pending or no lookup for the operation -> confirmation_required. A filter prints "
+          "the\n"
+          "count first and acts only with --yes.",
+          {opt("state", "Bulk: only this state.", "S"),
+           opt("key-prefix", "Bulk: only keys starting with P.", "P"),
+           opt("run", "Bulk: only this run.", "R"), opt("reason", "Why (required).", "TEXT"),
+           opt("yes", "Bulk: reconcile the counted set."),
+           opt("dry-run", "Look up and show; write nothing.")},
+          cmdReconcile}},
+        {QStringLiteral("audit"),
+         {1,
+          "audit list|verify|head|export [--after SEQ] [--limit N] [--format csv|json] "
+          "[--expect-head HASH]",
+          "The append-only audit log of guarded actions:\n"
+          "  list     records, oldest first, a page at a time\n"
+          "  verify   check the hash chain and the ledger's head; names the first edited, removed "
+          "or\n"
+          "           reordered record (exit 65); --expect-head: the chain must still hold that "
+          "record\n"
+          "  head     the newest record's hash, to keep outside the ledger as an anchor\n"
+          "  export   every record as CSV or JSON on stdout",
+          {opt("after", "list: continue after this seq.", "SEQ"),
+           opt("limit", "list: page size (default 50).", "N"),
+           opt("format", "export: csv or json.", "F"),
+           opt("expect-head",
+               "verify: a hash `audit head` printed earlier; the chain must still hold it.",
+               "HASH")},
+          cmdAudit}},
+        {QStringLiteral("four-eyes"),
+         {0,
+          "four-eyes [--above AMOUNT|off --reason TEXT]",
+          "Show or set the ledger's four-eyes threshold: above AMOUNT (major units, in the "
+          "operation's\n"
+          "own currency) a re-dispatch or confirm needs two different approvers. Admins only.",
+          {opt("above", "The threshold, e.g. 1000.00, or off.", "AMOUNT"),
+           opt("reason", "Why (required).", "TEXT")},
+          cmdFourEyes}},
+    });
+}
+
+} // namespace idempo::cli

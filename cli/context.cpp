@@ -219,7 +219,6 @@ std::string requiredReason(const Context &c)
     return reason;
 }
 
-/// Refuses with every problem validate() found, nothing written.
 void requireValid(const std::vector<std::string> &problems)
 {
     if (problems.empty())

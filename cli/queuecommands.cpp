@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The queue commands: `queue` over the message queues and `dlq` over their dead letters.
+// The queue commands: `queue` over the message queues and `dlq` over their dead letters
+// (`dlq replay` is a guarded action: dlqreplaycommand.h validates, describes and executes it).
 #include "context.h"
 
 #include "dlqreplaycommand.h"

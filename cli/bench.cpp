@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bench.h"
 
-#include "engine.h"
-#include "error.h"
-#include "pgbench.h"
-#include "sqliteledgerstore.h"
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #include <QElapsedTimer>
 #include <QSqlDatabase>
@@ -13,10 +13,10 @@
 #include <QTemporaryDir>
 #include <QVariant>
 
-#include <algorithm>
-#include <atomic>
-#include <thread>
-#include <vector>
+#include "engine.h"
+#include "error.h"
+#include "pgbench.h"
+#include "sqliteledgerstore.h"
 
 namespace idempo::cli {
 namespace {
@@ -29,8 +29,7 @@ std::string payloadFor(int i)
 }
 
 /// Runs `body(worker, index)` for `cycles` indices spread over `workers` threads; returns cycles/s.
-template <typename Body>
-double measure(int cycles, int workers, Body body)
+template <typename Body> double measure(int cycles, int workers, Body body)
 {
     std::atomic<int> next{0};
     std::atomic<bool> failed{false};
@@ -61,40 +60,51 @@ void exec(QSqlQuery &q, const QVariantList &binds)
     for (int i = 0; i < binds.size(); ++i)
         q.bindValue(i, binds.at(i));
     if (!q.exec())
-        throw Error(ErrorCode::Internal, "raw statement failed: " + q.lastError().text().toStdString());
+        throw Error(ErrorCode::Internal,
+                    "raw statement failed: " + q.lastError().text().toStdString());
 }
 
 /// The statements SqliteLedgerStore issues for one cycle, prepared once per thread.
 struct RawStatements
 {
     explicit RawStatements(QSqlDatabase db)
-        : begin(db), commit(db), select(db), token(db), insert(db), event(db), update(db), suppression(db)
+        : begin(db), commit(db), select(db), token(db), insert(db), event(db), update(db),
+          suppression(db)
     {
         begin.prepare(QStringLiteral("BEGIN IMMEDIATE"));
         commit.prepare(QStringLiteral("COMMIT"));
-        select.prepare(QStringLiteral(
-            "SELECT id, namespace, operation_key, run_id, step_id, target, tool_kind, state, payload, "
-            "payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, lease_expires_at_ms, "
-            "fencing_token, next_attempt_at_ms, error_class, error_detail, result, receipt, created_at_ms, "
-            "updated_at_ms, retention_expires_at_ms, operation_version, schema_version, value_minor, value_currency "
-            "FROM operations "
-            "WHERE namespace = ? AND operation_key = ?"));
-        token.prepare(QStringLiteral("UPDATE fencing_sequence SET last_token = last_token + 1 WHERE id = 1 "
-                                     "RETURNING last_token"));
+        select.prepare(QStringLiteral("SELECT id, namespace, operation_key, run_id, step_id, "
+                                      "target, tool_kind, state, payload, "
+                                      "payload_fingerprint, fingerprint_fields, attempt, "
+                                      "max_attempts, lease_owner, lease_expires_at_ms, "
+                                      "fencing_token, next_attempt_at_ms, error_class, "
+                                      "error_detail, result, receipt, created_at_ms, "
+                                      "updated_at_ms, retention_expires_at_ms, operation_version, "
+                                      "schema_version, value_minor, value_currency "
+                                      "FROM operations "
+                                      "WHERE namespace = ? AND operation_key = ?"));
+        token.prepare(
+            QStringLiteral("UPDATE fencing_sequence SET last_token = last_token + 1 WHERE id = 1 "
+                           "RETURNING last_token"));
         insert.prepare(QStringLiteral(
-            "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, state, "
+            "INSERT INTO operations (namespace, operation_key, run_id, step_id, target, tool_kind, "
+            "state, "
             "payload, payload_fingerprint, fingerprint_fields, attempt, max_attempts, lease_owner, "
             "lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, operation_version, "
-            "schema_version, value_minor, value_currency) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-        event.prepare(QStringLiteral("INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
-                                     "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
+            "schema_version, value_minor, value_currency) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+        event.prepare(QStringLiteral(
+            "INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
+            "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
         update.prepare(QStringLiteral(
             "UPDATE operations SET state = ?, attempt = ?, max_attempts = ?, lease_owner = ?, "
             "lease_expires_at_ms = ?, fencing_token = ?, next_attempt_at_ms = ?, error_class = ?, "
-            "error_detail = ?, result = ?, receipt = ?, updated_at_ms = ?, retention_expires_at_ms = ?, "
+            "error_detail = ?, result = ?, receipt = ?, updated_at_ms = ?, retention_expires_at_ms "
+            "= ?, "
             "operation_version = ?, schema_version = ? WHERE id = ? AND operation_version = ?"));
-        suppression.prepare(QStringLiteral("INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, "
-                                           "state, source, fingerprint) VALUES (?,?,?,?,?,?,?)"));
+        suppression.prepare(
+            QStringLiteral("INSERT INTO suppressions (namespace, operation_key, at_ms, outcome, "
+                           "state, source, fingerprint) VALUES (?,?,?,?,?,?,?)"));
     }
 
     void cycle(const QString &ns, int i)
@@ -112,27 +122,47 @@ struct RawStatements
         const qlonglong fencing = token.value(0).toLongLong();
         token.finish();
         const QString none = QStringLiteral("");
-        exec(insert, {ns, key, none, none, none, QStringLiteral("protected_write"),
-                      QStringLiteral("dispatching"), payload, fingerprint, QStringLiteral("[]"), 1, 3, owner,
-                      now + 30000, fencing, now, now, 1, 1, QVariant(), QVariant()});
+        exec(insert, {ns,
+                      key,
+                      none,
+                      none,
+                      none,
+                      QStringLiteral("protected_write"),
+                      QStringLiteral("dispatching"),
+                      payload,
+                      fingerprint,
+                      QStringLiteral("[]"),
+                      1,
+                      3,
+                      owner,
+                      now + 30000,
+                      fencing,
+                      now,
+                      now,
+                      1,
+                      1,
+                      QVariant(),
+                      QVariant()});
         const qlonglong id = insert.lastInsertId().toLongLong();
-        exec(event, {id, now, QVariant(), QStringLiteral("dispatching"), fencing, 1, owner, QVariant(),
-                     QStringLiteral("created")});
+        exec(event, {id, now, QVariant(), QStringLiteral("dispatching"), fencing, 1, owner,
+                     QVariant(), QStringLiteral("created")});
         exec(commit, {});
         // complete
         exec(begin, {});
         exec(select, {ns, key});
         select.finish();
-        exec(update, {QStringLiteral("succeeded"), 1, 3, owner, QVariant(), fencing, QVariant(), QVariant(),
-                      none, QStringLiteral("{\"account\":\"A-1\"}"), none, now, now + 86400000, 2, 1, id, 1});
-        exec(event, {id, now, QStringLiteral("dispatching"), QStringLiteral("succeeded"), fencing, 1, owner,
-                     QVariant(), QStringLiteral("completed")});
+        exec(update, {QStringLiteral("succeeded"), 1, 3, owner, QVariant(), fencing, QVariant(),
+                      QVariant(), none, QStringLiteral("{\"account\":\"A-1\"}"), none, now,
+                      now + 86400000, 2, 1, id, 1});
+        exec(event, {id, now, QStringLiteral("dispatching"), QStringLiteral("succeeded"), fencing,
+                     1, owner, QVariant(), QStringLiteral("completed")});
         exec(commit, {});
         // duplicate claim → replayed
         exec(begin, {});
         exec(select, {ns, key});
         select.finish();
-        exec(suppression, {ns, key, now, QStringLiteral("replayed"), QStringLiteral("succeeded"), owner, fingerprint});
+        exec(suppression, {ns, key, now, QStringLiteral("replayed"), QStringLiteral("succeeded"),
+                           owner, fingerprint});
         exec(commit, {});
     }
 
@@ -146,7 +176,8 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
     if (engine.store().dialect() == "postgresql")
         return benchClaimPostgres(engine, options);
     if (engine.store().dialect() != "sqlite")
-        throw Error(ErrorCode::InvalidArgument, "bench claim needs an sqlite: or postgresql:// ledger");
+        throw Error(ErrorCode::InvalidArgument,
+                    "bench claim needs an sqlite: or postgresql:// ledger");
     // A fresh ledger of the same kind, so the figures do not depend on (or pollute) the user's.
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("bench.db"));
@@ -174,8 +205,11 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
             in.owner = "bench";
             const ClaimResult claimed = benchEngine.claim(in);
             if (claimed.outcome != ClaimOutcome::Claimed)
-                throw Error(ErrorCode::Internal, "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
-            benchEngine.complete(ns, in.key, claimed.operation.fencingToken, R"({"account":"A-1"})", "");
+                throw Error(ErrorCode::Internal,
+                            "expected claimed, got " +
+                                std::string(claimOutcomeName(claimed.outcome)));
+            benchEngine.complete(ns, in.key, claimed.operation.fencingToken, R"({"account":"A-1"})",
+                                 "");
             if (benchEngine.claim(in).outcome != ClaimOutcome::Replayed)
                 throw Error(ErrorCode::Internal, "expected replayed");
         });
@@ -196,20 +230,23 @@ std::string benchReportText(const nlohmann::json &report)
 {
     char line[1024]; // room for a long PostgreSQL connection string
     std::snprintf(line, sizeof line,
-                  "bench claim on %s, %d worker(s), %d cycles x %d rounds (claim -> complete -> duplicate claim)\n"
+                  "bench claim on %s, %d worker(s), %d cycles x %d rounds (claim -> complete -> "
+                  "duplicate claim)\n"
                   "  engine: %10.0f cycles/s\n  raw SQL: %9.0f cycles/s\n  ratio:   %9.2f",
                   report["ledger"].get<std::string>().c_str(), report["workers"].get<int>(),
                   report["cycles"].get<int>(), kRounds, report["engine_cycles_per_s"].get<double>(),
                   report["raw_cycles_per_s"].get<double>(), report["ratio"].get<double>());
     std::string text = line;
     if (report.contains("floor_ratio")) {
-        std::snprintf(line, sizeof line,
-                      "\nagainst the floor (shared/baselines/claim.sql, same run):\n"
-                      "  claim+complete: %8.0f /s, floor %8.0f /s, ratio %5.2f\n"
-                      "  replayed claim: %8.0f /s, primary-key SELECT %8.0f /s, ratio %5.2f",
-                      report["engine_claim_complete_per_s"].get<double>(), report["floor_cycles_per_s"].get<double>(),
-                      report["floor_ratio"].get<double>(), report["engine_duplicates_per_s"].get<double>(),
-                      report["floor_lookups_per_s"].get<double>(), report["duplicate_ratio"].get<double>());
+        std::snprintf(
+            line, sizeof line,
+            "\nagainst the floor (shared/baselines/claim.sql, same run):\n"
+            "  claim+complete: %8.0f /s, floor %8.0f /s, ratio %5.2f\n"
+            "  replayed claim: %8.0f /s, primary-key SELECT %8.0f /s, ratio %5.2f",
+            report["engine_claim_complete_per_s"].get<double>(),
+            report["floor_cycles_per_s"].get<double>(), report["floor_ratio"].get<double>(),
+            report["engine_duplicates_per_s"].get<double>(),
+            report["floor_lookups_per_s"].get<double>(), report["duplicate_ratio"].get<double>());
         text += line;
     }
     return text;

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
+#include <QStringDecoder>
+
 #include "context.h"
 #include "error.h"
 #include "helptext.h"
 #include "optionvalue.h"
 #include "output.h"
 #include "usageerror.h"
-
-#include <map>
-#include <string>
-#include <vector>
-
-#include <QStringDecoder>
 
 namespace idempo::cli {
 namespace {

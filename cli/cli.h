@@ -6,10 +6,12 @@
 namespace idempo::cli {
 
 /// Exit codes of `idempo` (sysexits.h values, so shells and supervisors know them).
-enum ExitCode {
-    ExitOk = 0,           ///< done, including `claimed` and `replayed`
-    ExitUsage = 64,       ///< bad command line
-    ExitRefused = 65,     ///< refused input or write: payload_mismatch, invalid key/JSON, stale_lease, illegal transition, not found
+enum ExitCode
+{
+    ExitOk = 0,       ///< done, including `claimed` and `replayed`
+    ExitUsage = 64,   ///< bad command line
+    ExitRefused = 65, ///< refused input or write: payload_mismatch, invalid key/JSON, stale_lease,
+                      ///< illegal transition, not found
     ExitUnavailable = 69, ///< ledger unreachable or unusable
     ExitInternal = 70,    ///< unexpected storage failure
     ExitTempFail = 75,    ///< do not execute now: in_progress, retry_later, reconcile_required

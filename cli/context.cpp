@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "context.h"
 
+#include <cstdio>
+
+#include <QFile>
+#include <QFileInfo>
+
 #include "optionvalue.h"
 #include "output.h"
 #include "queuerules.h"
 #include "recordjson.h"
 #include "textescape.h"
 #include "usageerror.h"
-
-#include <cstdio>
-
-#include <QFile>
-#include <QFileInfo>
 
 namespace idempo::cli {
 

@@ -5,12 +5,6 @@
 // parsed command line and the ledger it names, the command table's row types, and the helpers
 // that turn outcomes and errors into exit codes.
 
-#include "cli.h"
-#include "engine.h"
-#include "error.h"
-#include "ledgerfactory.h"
-#include "messagequeue.h"
-
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +18,12 @@
 #include <QCommandLineOption>
 #include <QCommandLineParser>
 #include <QStringList>
+
+#include "cli.h"
+#include "engine.h"
+#include "error.h"
+#include "ledgerfactory.h"
+#include "messagequeue.h"
 
 namespace idempo::cli {
 

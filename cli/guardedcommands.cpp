@@ -2,10 +2,9 @@
 // The guarded actions: each command object validates, describes and executes
 // (approvecommand.h, reconcilecommand.h, guardsettingcommand.h); the CLI only gathers arguments
 // and prints. Also the audit log they write.
-#include "context.h"
-
 #include "approvecommand.h"
 #include "auditverify.h"
+#include "context.h"
 #include "error.h"
 #include "guardsettingcommand.h"
 #include "journallookup.h"

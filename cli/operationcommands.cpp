@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The operation commands: the ledger itself and one operation's claim, outcome and record.
-#include "context.h"
+#include <string>
 
+#include "context.h"
 #include "engine.h"
 #include "optionvalue.h"
 #include "recordjson.h"
 #include "textescape.h"
 #include "usageerror.h"
-
-#include <string>
 
 namespace idempo::cli {
 namespace {

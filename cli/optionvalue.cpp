@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "optionvalue.h"
 
-#include "textescape.h"
-#include "usageerror.h"
-
 #include <charconv>
 #include <cmath>
+
+#include "textescape.h"
+#include "usageerror.h"
 
 namespace idempo::cli {
 namespace {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "output.h"
 
-#include "textescape.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -12,12 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <QByteArray>
 #include <QString>
 #include <QtGlobal>
 
-#include <unistd.h>
+#include "textescape.h"
 
 namespace idempo::cli {
 namespace {

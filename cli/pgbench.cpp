@@ -1,19 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pgbench.h"
 
-#include "canonicaljson.h"
-#include "engine.h"
-#include "error.h"
-#include "pgconnection.h"
-#include "postgresledgerstore.h"
-
-#include <QDateTime>
-#include <QElapsedTimer>
-#include <QProcess>
-#include <QRegularExpression>
-#include <QStandardPaths>
-#include <QTemporaryFile>
-
 #include <algorithm>
 #include <barrier>
 #include <charconv>
@@ -22,6 +9,19 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryFile>
+
+#include "canonicaljson.h"
+#include "engine.h"
+#include "error.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
 
 namespace idempo::cli {
 namespace {
@@ -38,7 +38,8 @@ std::string payloadFor(int i)
 }
 
 /// What one engine round measures.
-enum class EngineStep {
+enum class EngineStep
+{
     ClaimAndComplete, ///< a fresh key claimed (claimed) and completed
     Duplicate,        ///< the same key claimed again after it completed (replayed)
     Cycle,            ///< both: claim, complete, duplicate claim
@@ -64,18 +65,21 @@ void engineStep(Engine &engine, const std::string &ns, int i, EngineStep step)
     if (step != EngineStep::Duplicate) {
         const ClaimResult claimed = engine.claim(in);
         if (claimed.outcome != ClaimOutcome::Claimed)
-            throw Error(ErrorCode::Internal, "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
+            throw Error(ErrorCode::Internal,
+                        "expected claimed, got " + std::string(claimOutcomeName(claimed.outcome)));
         engine.complete(ns, in.key, claimed.operation.fencingToken, kResult, "");
     }
     if (step == EngineStep::ClaimAndComplete)
         return;
     if (const ClaimOutcome again = engine.claim(in).outcome; again != ClaimOutcome::Replayed)
-        throw Error(ErrorCode::Internal, "expected replayed, got " + std::string(claimOutcomeName(again)));
+        throw Error(ErrorCode::Internal,
+                    "expected replayed, got " + std::string(claimOutcomeName(again)));
 }
 
 /// Runs `workers` × `perWorker` engine cycles on `workers` threads; returns cycles/s. Each
 /// thread opens its connection before the clock starts, as pgbench leaves out connection time.
-double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker, EngineStep step)
+double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker,
+                     EngineStep step)
 {
     std::barrier ready(workers + 1);
     std::mutex mutex;
@@ -127,14 +131,17 @@ QString pgbenchFailure(const QString &output)
 /// the engine's cycles leave, so pgbench did the same work and not less.
 void checkPgbenchWork(PgConnection &c, const std::string &ns, int cycles)
 {
-    const PgResult r = c.exec("check pgbench's work",
-                              "SELECT (SELECT count(*) FROM idempo.operations WHERE namespace = $1 AND state = 'succeeded'), "
-                              "(SELECT count(*) FROM idempo.suppressions WHERE namespace = $1 AND outcome = 'replayed')",
-                              PgParams().text(ns));
+    const PgResult r = c.exec(
+        "check pgbench's work",
+        "SELECT (SELECT count(*) FROM idempo.operations WHERE namespace = $1 AND state = "
+        "'succeeded'), "
+        "(SELECT count(*) FROM idempo.suppressions WHERE namespace = $1 AND outcome = 'replayed')",
+        PgParams().text(ns));
     if (r.integer(0, 0) != cycles || r.integer(0, 1) != cycles)
-        throw Error(ErrorCode::Internal, "pgbench left " + std::to_string(r.integer(0, 0)) + " succeeded operations and "
-                                             + std::to_string(r.integer(0, 1)) + " replays in " + ns + ", not "
-                                             + std::to_string(cycles) + " of each");
+        throw Error(ErrorCode::Internal, "pgbench left " + std::to_string(r.integer(0, 0)) +
+                                             " succeeded operations and " +
+                                             std::to_string(r.integer(0, 1)) + " replays in " + ns +
+                                             ", not " + std::to_string(cycles) + " of each");
 }
 
 /// Deletes the operations, history and suppressions of the namespaces starting with `prefix`;
@@ -149,7 +156,8 @@ suppressions_gone AS (DELETE FROM idempo.suppressions WHERE namespace ^@ $1)
 SELECT count(*) FROM gone
 )SQL",
                                   PgParams().text(prefix));
-        return "deleted " + std::to_string(r.integer(0, 0)) + " operations of namespaces " + prefix + "*";
+        return "deleted " + std::to_string(r.integer(0, 0)) + " operations of namespaces " +
+               prefix + "*";
     } catch (const Error &e) {
         const std::string left = "left in namespaces " + prefix + "* (" + e.what() + ")";
         spdlog::warn("bench claim: rows {}", left);
@@ -160,18 +168,25 @@ SELECT count(*) FROM gone
 // The floor (shared/baselines/claim-schema.sql and claim.sql): the simplest claim+complete, one
 // table and two autocommit statements; its table lives in a schema of its own for the run.
 constexpr const char *kFloorTable =
-    "CREATE TABLE {s}.ops(key text primary key, payload_hash text not null, status text not null, lease_owner text, "
-    "lease_expires_at timestamptz, fencing_token bigint not null default 1, attempts int not null default 0, "
-    "result jsonb, created_at timestamptz not null default now(), updated_at timestamptz not null default now());\n"
+    "CREATE TABLE {s}.ops(key text primary key, payload_hash text not null, status text not null, "
+    "lease_owner text, "
+    "lease_expires_at timestamptz, fencing_token bigint not null default 1, attempts int not null "
+    "default 0, "
+    "result jsonb, created_at timestamptz not null default now(), updated_at timestamptz not null "
+    "default now());\n"
     "CREATE INDEX ON {s}.ops(status, updated_at);\n"
     "INSERT INTO {s}.ops(key, payload_hash, status) VALUES ('hot', 'abc', 'succeeded')";
 constexpr const char *kFloorCycle =
     "\\set k random(1, 1000000000)\n"
-    "INSERT INTO {s}.ops(key, payload_hash, status, lease_owner, lease_expires_at) VALUES ('r' || CAST(:k AS bigint) "
-    "|| '-s' || CAST(:client_id AS int), 'abc', 'dispatching', 'w', clock_timestamp() + interval '30 s') "
+    "INSERT INTO {s}.ops(key, payload_hash, status, lease_owner, lease_expires_at) VALUES ('r' || "
+    "CAST(:k AS bigint) "
+    "|| '-s' || CAST(:client_id AS int), 'abc', 'dispatching', 'w', clock_timestamp() + interval "
+    "'30 s') "
     "ON CONFLICT (key) DO NOTHING RETURNING fencing_token;\n"
-    "UPDATE {s}.ops SET status = 'succeeded', result = jsonb_build_object('ok', true), updated_at = clock_timestamp() "
-    "WHERE key = 'r' || CAST(:k AS bigint) || '-s' || CAST(:client_id AS int) AND fencing_token = 1 "
+    "UPDATE {s}.ops SET status = 'succeeded', result = jsonb_build_object('ok', true), updated_at "
+    "= clock_timestamp() "
+    "WHERE key = 'r' || CAST(:k AS bigint) || '-s' || CAST(:client_id AS int) AND fencing_token = "
+    "1 "
     "AND status = 'dispatching';\n";
 // A primary-key read of the floor's table: the floor of a replayed claim.
 constexpr const char *kFloorLookup = "SELECT fencing_token FROM {s}.ops WHERE key = 'hot';\n";
@@ -193,27 +208,37 @@ double pgbenchScript(const QString &program, const std::string &conninfo, const 
 double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
                       const std::vector<std::string> &defines, int workers, int perWorker)
 {
-    QStringList arguments{QStringLiteral("-n"), QStringLiteral("-M"), QStringLiteral("prepared"),
-                          QStringLiteral("-c"), QString::number(workers),  QStringLiteral("-j"),
-                          QString::number(workers), QStringLiteral("-t"),  QString::number(perWorker),
-                          QStringLiteral("-f"), scriptPath};
+    QStringList arguments{QStringLiteral("-n"),
+                          QStringLiteral("-M"),
+                          QStringLiteral("prepared"),
+                          QStringLiteral("-c"),
+                          QString::number(workers),
+                          QStringLiteral("-j"),
+                          QString::number(workers),
+                          QStringLiteral("-t"),
+                          QString::number(perWorker),
+                          QStringLiteral("-f"),
+                          scriptPath};
     for (const std::string &define : defines)
         arguments << QStringLiteral("-D") << QString::fromStdString(define);
     arguments << conninfo;
     QProcess pgbench;
     pgbench.start(program, arguments);
     if (!pgbench.waitForStarted())
-        throw Error(ErrorCode::LedgerUnavailable, "cannot start " + program.toStdString() + ": "
-                                                      + pgbench.errorString().toStdString());
+        throw Error(ErrorCode::LedgerUnavailable, "cannot start " + program.toStdString() + ": " +
+                                                      pgbench.errorString().toStdString());
     pgbench.waitForFinished(-1);
     const QString out = QString::fromLocal8Bit(pgbench.readAllStandardOutput());
-    static const QRegularExpression tps(QStringLiteral(R"(^tps = ([0-9.]+) \(without initial connection time\)$)"),
-                                        QRegularExpression::MultilineOption);
+    static const QRegularExpression tps(
+        QStringLiteral(R"(^tps = ([0-9.]+) \(without initial connection time\)$)"),
+        QRegularExpression::MultilineOption);
     const QRegularExpressionMatch match = tps.match(out);
-    if (pgbench.exitStatus() != QProcess::NormalExit || pgbench.exitCode() != 0 || !match.hasMatch()) {
+    if (pgbench.exitStatus() != QProcess::NormalExit || pgbench.exitCode() != 0 ||
+        !match.hasMatch()) {
         const QString err = QString::fromLocal8Bit(pgbench.readAllStandardError());
-        throw Error(ErrorCode::Internal, "pgbench failed (exit " + std::to_string(pgbench.exitCode()) + "): "
-                                             + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
+        throw Error(ErrorCode::Internal,
+                    "pgbench failed (exit " + std::to_string(pgbench.exitCode()) +
+                        "): " + pgbenchFailure(err + QLatin1Char('\n') + out).toStdString());
     }
     // from_chars: pgbench writes a C-locale number whatever this process's locale.
     const std::string rate = match.captured(1).toStdString();
@@ -255,39 +280,56 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
     completion.result = canonicalJson(parseStrictJson(kResult));
     completion.retentionMs = engine.settings().retentionMs;
 
-    const std::string floorSchema = "idempo_bench_floor_" + std::to_string(QDateTime::currentMSecsSinceEpoch());
-    admin.execScript("create the floor's table", "CREATE SCHEMA \"" + floorSchema + "\";\n" + inSchema(kFloorTable, floorSchema));
-    double best[6] = {}; // own statements, engine cycle, floor, engine claim+complete, PK lookup, engine duplicate
+    const std::string floorSchema =
+        "idempo_bench_floor_" + std::to_string(QDateTime::currentMSecsSinceEpoch());
+    admin.execScript("create the floor's table", "CREATE SCHEMA \"" + floorSchema + "\";\n" +
+                                                     inSchema(kFloorTable, floorSchema));
+    double best[6] = {}; // own statements, engine cycle, floor, engine claim+complete, PK lookup,
+                         // engine duplicate
     nlohmann::json rounds = nlohmann::json::array();
     try {
         for (int round = 0; round < kRounds; ++round) {
             claim.ns = prefix + "pgbench" + std::to_string(round);
-            const PostgresLedgerStore::PgbenchCycle cycle = PostgresLedgerStore::pgbenchCycle(claim, completion);
-            const double own = pgbenchScript(program, conninfo, cycle.script, cycle.defines, workers, perWorker);
+            const PostgresLedgerStore::PgbenchCycle cycle =
+                PostgresLedgerStore::pgbenchCycle(claim, completion);
+            const double own =
+                pgbenchScript(program, conninfo, cycle.script, cycle.defines, workers, perWorker);
             checkPgbenchWork(admin, claim.ns, workers * perWorker);
             const double engineCycle =
-                measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker, EngineStep::Cycle);
-            const double floor = pgbenchScript(program, conninfo, inSchema(kFloorCycle, floorSchema), {}, workers, perWorker);
+                measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker,
+                              EngineStep::Cycle);
+            const double floor = pgbenchScript(
+                program, conninfo, inSchema(kFloorCycle, floorSchema), {}, workers, perWorker);
             const std::string ns = prefix + "steps" + std::to_string(round);
-            const double engineClaim = measureEngine(engine, ns, workers, perWorker, EngineStep::ClaimAndComplete);
-            const double lookup = pgbenchScript(program, conninfo, inSchema(kFloorLookup, floorSchema), {}, workers, perWorker);
-            const double duplicate = measureEngine(engine, ns, workers, perWorker, EngineStep::Duplicate);
+            const double engineClaim =
+                measureEngine(engine, ns, workers, perWorker, EngineStep::ClaimAndComplete);
+            const double lookup = pgbenchScript(
+                program, conninfo, inSchema(kFloorLookup, floorSchema), {}, workers, perWorker);
+            const double duplicate =
+                measureEngine(engine, ns, workers, perWorker, EngineStep::Duplicate);
             const double rates[6] = {own, engineCycle, floor, engineClaim, lookup, duplicate};
             for (int i = 0; i < 6; ++i)
                 best[i] = std::max(best[i], rates[i]);
-            rounds.push_back({{"raw_cycles_per_s", own}, {"engine_cycles_per_s", engineCycle},
-                              {"floor_cycles_per_s", floor}, {"engine_claim_complete_per_s", engineClaim},
-                              {"floor_lookups_per_s", lookup}, {"engine_duplicates_per_s", duplicate}});
+            rounds.push_back({{"raw_cycles_per_s", own},
+                              {"engine_cycles_per_s", engineCycle},
+                              {"floor_cycles_per_s", floor},
+                              {"engine_claim_complete_per_s", engineClaim},
+                              {"floor_lookups_per_s", lookup},
+                              {"engine_duplicates_per_s", duplicate}});
         }
     } catch (...) {
         cleanUp(admin, prefix);
-        admin.execScript("drop the floor's table", "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
+        admin.execScript("drop the floor's table",
+                         "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
         throw;
     }
     const std::string cleanup = cleanUp(admin, prefix);
-    admin.execScript("drop the floor's table", "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
+    admin.execScript("drop the floor's table",
+                     "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
     const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    return {{"ledger", conninfo + " (raw SQL: pgbench -M prepared, same calls; floor: shared/baselines/claim.sql)"},
+    return {{"ledger",
+             conninfo +
+                 " (raw SQL: pgbench -M prepared, same calls; floor: shared/baselines/claim.sql)"},
             {"baseline", "pgbench"},
             {"workers", workers},
             {"cycles", workers * perWorker},
@@ -311,8 +353,10 @@ double pgbenchScript(const QString &program, const std::string &conninfo, const 
 {
     QTemporaryFile file;
     if (!file.open() || file.write(QByteArray::fromStdString(script)) < 0 || !file.flush())
-        throw Error(ErrorCode::Internal, "cannot write the pgbench script: " + file.errorString().toStdString());
-    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines, workers, perWorker);
+        throw Error(ErrorCode::Internal,
+                    "cannot write the pgbench script: " + file.errorString().toStdString());
+    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines,
+                          workers, perWorker);
 }
 
 } // namespace

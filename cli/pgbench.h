@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "bench.h"
+#include <string>
+#include <vector>
 
 #include <QString>
 
-#include <string>
-#include <vector>
+#include "bench.h"
 
 namespace idempo::cli {
 
@@ -20,10 +20,10 @@ namespace idempo::cli {
 /// Throws Error(LedgerUnavailable) (exit 69) when pgbench is not on PATH.
 nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options);
 
-/// Runs `program` (pgbench) as `pgbench -n -M prepared -c W -j W -t N -f scriptPath [-D NAME=VALUE]…
-/// conninfo` with W = `workers` and N = `perWorker`; returns its rate without initial connection
-/// time, in transactions/s. Throws Error(LedgerUnavailable) when pgbench cannot start, and
-/// Error(Internal) with pgbench's own error line when it fails.
+/// Runs `program` (pgbench) as `pgbench -n -M prepared -c W -j W -t N -f scriptPath [-D
+/// NAME=VALUE]… conninfo` with W = `workers` and N = `perWorker`; returns its rate without initial
+/// connection time, in transactions/s. Throws Error(LedgerUnavailable) when pgbench cannot start,
+/// and Error(Internal) with pgbench's own error line when it fails.
 double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
                       const std::vector<std::string> &defines, int workers, int perWorker);
 

@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "queuebench.h"
 
+#include <algorithm>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTemporaryFile>
+#include <QVariant>
+
 #include "error.h"
 #include "messagequeue.h"
 #include "pgbench.h"
@@ -11,20 +25,6 @@
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 #include "sqlitesupport.h"
-
-#include <QDateTime>
-#include <QElapsedTimer>
-#include <QStandardPaths>
-#include <QTemporaryDir>
-#include <QTemporaryFile>
-#include <QVariant>
-
-#include <algorithm>
-#include <functional>
-#include <utility>
-#include <vector>
-
-#include <spdlog/spdlog.h>
 
 namespace idempo::cli {
 namespace {
@@ -56,10 +56,14 @@ struct Results
 
     void add(const Rates &e, const Rates &r)
     {
-        const auto json = [](const Rates &x) { return nlohmann::json{{"send", x.send}, {"read", x.read}, {"delete", x.remove}}; };
+        const auto json = [](const Rates &x) {
+            return nlohmann::json{{"send", x.send}, {"read", x.read}, {"delete", x.remove}};
+        };
         rounds.push_back({{"engine", json(e)}, {"raw", json(r)}});
-        engine = {std::max(engine.send, e.send), std::max(engine.read, e.read), std::max(engine.remove, e.remove)};
-        raw = {std::max(raw.send, r.send), std::max(raw.read, r.read), std::max(raw.remove, r.remove)};
+        engine = {std::max(engine.send, e.send), std::max(engine.read, e.read),
+                  std::max(engine.remove, e.remove)};
+        raw = {std::max(raw.send, r.send), std::max(raw.read, r.read),
+               std::max(raw.remove, r.remove)};
     }
 };
 
@@ -73,7 +77,10 @@ double perSecond(int count, const std::function<void(int)> &body)
     return count * 1e9 / static_cast<double>(std::max<qint64>(1, timer.nsecsElapsed()));
 }
 
-Error benchFailure(const std::string &what) { return Error(ErrorCode::Internal, "bench queue: " + what); }
+Error benchFailure(const std::string &what)
+{
+    return Error(ErrorCode::Internal, "bench queue: " + what);
+}
 
 /// Sends, reads and deletes `messages` messages through the MessageQueue API on the empty
 /// queue `name`, checking each answer as a worker would.
@@ -81,7 +88,9 @@ Rates measureEngine(MessageQueue &queue, const std::string &name, int messages)
 {
     Rates rates;
     std::vector<std::int64_t> ids(static_cast<std::size_t>(messages));
-    rates.send = perSecond(messages, [&](int i) { ids[static_cast<std::size_t>(i)] = queue.send(name, kMessage, "", 0); });
+    rates.send = perSecond(messages, [&](int i) {
+        ids[static_cast<std::size_t>(i)] = queue.send(name, kMessage, "", 0);
+    });
     rates.read = perSecond(messages, [&](int) {
         if (queue.read(name, kVisibilityMs, 1).size() != 1)
             throw benchFailure("a read found no message");
@@ -95,13 +104,14 @@ Rates measureEngine(MessageQueue &queue, const std::string &name, int messages)
 
 /// Throws unless `name` holds `length` messages, `visible` of them visible: what the engine's
 /// phases leave, so the raw side did the same work and not less.
-void checkLeft(MessageQueue &queue, const std::string &name, std::int64_t length, std::int64_t visible)
+void checkLeft(MessageQueue &queue, const std::string &name, std::int64_t length,
+               std::int64_t visible)
 {
     const QueueMetrics m = queue.metrics(name);
     if (m.length != length || m.visibleLength != visible) {
-        throw benchFailure("the raw statements left " + std::to_string(m.length) + " messages (" + std::to_string(m.visibleLength)
-                           + " visible) in " + name + ", not " + std::to_string(length) + " (" + std::to_string(visible)
-                           + ")");
+        throw benchFailure("the raw statements left " + std::to_string(m.length) + " messages (" +
+                           std::to_string(m.visibleLength) + " visible) in " + name + ", not " +
+                           std::to_string(length) + " (" + std::to_string(visible) + ")");
     }
 }
 
@@ -114,39 +124,43 @@ double runPgbench(const QString &program, const std::string &conninfo, const std
     QTemporaryFile file;
     if (!file.open() || file.write(QByteArray::fromStdString(script)) < 0 || !file.flush())
         throw benchFailure("cannot write the pgbench script: " + file.errorString().toStdString());
-    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines, 1, transactions);
+    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines, 1,
+                          transactions);
 }
 
-Rates measurePgbench(const QString &program, const std::string &conninfo, PostgresMessageQueue &queue,
-                     const std::string &name, int messages)
+Rates measurePgbench(const QString &program, const std::string &conninfo,
+                     PostgresMessageQueue &queue, const std::string &name, int messages)
 {
     Rates rates;
     rates.send = runPgbench(program, conninfo,
                             pgbenchStatement(PostgresMessageQueue::sendSql(name),
-                                             {"NULL", ":offset", ":delay", ":message", "NULL"})
-                                + ";\n",
+                                             {"NULL", ":offset", ":delay", ":message", "NULL"}) +
+                                ";\n",
                             {"offset=0", "delay=0", "message=" + kMessage}, messages);
     checkLeft(queue, name, messages, messages);
-    rates.read = runPgbench(program, conninfo,
-                            pgbenchStatement(PostgresMessageQueue::readSql(name),
-                                             {"NULL", ":offset", ":maxreads", ":vt", ":qty", ":after"})
-                                + ";\n",
-                            {"offset=0", "maxreads=" + std::to_string(kMaxReads), "vt=" + std::to_string(kVisibilityMs),
-                             "qty=1", "after=0"},
-                            messages);
+    rates.read =
+        runPgbench(program, conninfo,
+                   pgbenchStatement(PostgresMessageQueue::readSql(name),
+                                    {"NULL", ":offset", ":maxreads", ":vt", ":qty", ":after"}) +
+                       ";\n",
+                   {"offset=0", "maxreads=" + std::to_string(kMaxReads),
+                    "vt=" + std::to_string(kVisibilityMs), "qty=1", "after=0"},
+                   messages);
     checkLeft(queue, name, messages, 0);
     // pgbench keeps a client's variables from one transaction to the next: :id walks the ids.
     const std::int64_t first = queue.browse(name, 0, 1).front().msgId;
-    rates.remove = runPgbench(program, conninfo,
-                              "\\set id :id + 1\n" + pgbenchStatement(PostgresMessageQueue::deleteSql(name), {":id", ":queue"})
-                                  + ";\n",
-                              {"id=" + std::to_string(first - 1), "queue=" + name}, messages);
+    rates.remove = runPgbench(
+        program, conninfo,
+        "\\set id :id + 1\n" +
+            pgbenchStatement(PostgresMessageQueue::deleteSql(name), {":id", ":queue"}) + ";\n",
+        {"id=" + std::to_string(first - 1), "queue=" + name}, messages);
     checkLeft(queue, name, 0, 0);
     return rates;
 }
 
 /// Drops the queues (and their dead-letter queues) named `prefix`…; returns what happened.
-std::string dropBenchQueues(PgConnection &c, const std::vector<QueueName> &queues, const std::string &prefix)
+std::string dropBenchQueues(PgConnection &c, const std::vector<QueueName> &queues,
+                            const std::string &prefix)
 {
     if (queues.empty())
         return "no queue to drop";
@@ -156,13 +170,14 @@ std::string dropBenchQueues(PgConnection &c, const std::vector<QueueName> &queue
         for (const QueueName &q : queues) {
             for (const QueueName &table : {q, q.deadLetterQueue()}) {
                 for (const std::string &t : {table.queueTable(), table.archiveTable()})
-                    drop += (drop.back() == ' ' ? "" : ", ") + std::string("\"")
-                            + std::string(PostgresMessageQueue::Schema) + "\".\"" + t + "\"";
+                    drop += (drop.back() == ' ' ? "" : ", ") + std::string("\"") +
+                            std::string(PostgresMessageQueue::Schema) + "\".\"" + t + "\"";
             }
         }
         c.execScript("drop the benchmark's queues", drop);
         c.exec("forget the benchmark's queues",
-               "WITH registered AS (DELETE FROM queue_registry WHERE queue_name ^@ $1 RETURNING queue_name) "
+               "WITH registered AS (DELETE FROM queue_registry WHERE queue_name ^@ $1 RETURNING "
+               "queue_name) "
                "DELETE FROM queue_errors WHERE queue_name ^@ $1",
                PgParams().text(prefix));
         tx.commit();
@@ -174,13 +189,14 @@ std::string dropBenchQueues(PgConnection &c, const std::vector<QueueName> &queue
     }
 }
 
-nlohmann::json benchPostgres(std::shared_ptr<PostgresLedgerStore> store, const QueueBenchOptions &options,
-                             Results &results)
+nlohmann::json benchPostgres(std::shared_ptr<PostgresLedgerStore> store,
+                             const QueueBenchOptions &options, Results &results)
 {
     const QString program = QStandardPaths::findExecutable(QStringLiteral("pgbench"));
     if (program.isEmpty())
-        throw Error(ErrorCode::LedgerUnavailable, "bench queue on PostgreSQL compares against pgbench, which is not on "
-                                                  "PATH (Debian: apt install postgresql-client)");
+        throw Error(ErrorCode::LedgerUnavailable,
+                    "bench queue on PostgreSQL compares against pgbench, which is not on "
+                    "PATH (Debian: apt install postgresql-client)");
     // Without its password: pgbench and the admin connection find it as idempo does (.pgpass).
     const std::string conninfo = store->describe();
     PgConnection admin(conninfo);
@@ -195,7 +211,8 @@ nlohmann::json benchPostgres(std::shared_ptr<PostgresLedgerStore> store, const Q
                 queue.createQueue(name.str(), {});
                 created.push_back(name);
             }
-            const Rates r = measurePgbench(program, conninfo, queue, rawName.str(), options.messages);
+            const Rates r =
+                measurePgbench(program, conninfo, queue, rawName.str(), options.messages);
             results.add(measureEngine(queue, engineName.str(), options.messages), r);
         }
     } catch (...) {
@@ -215,7 +232,8 @@ class SqliteRawQueue final
 public:
     SqliteRawQueue(SqliteConnection &db, const std::string &name)
         : m_db(db), m_name(QString::fromStdString(name)),
-          m_table(QLatin1Char('"') + QString::fromStdString(QueueName(name).queueTable()) + QLatin1Char('"'))
+          m_table(QLatin1Char('"') + QString::fromStdString(QueueName(name).queueTable()) +
+                  QLatin1Char('"'))
     {
     }
 
@@ -223,7 +241,9 @@ public:
     {
         WriteTransaction tx(m_db);
         lookUpQueue();
-        run(m_db, QStringLiteral("INSERT INTO ") + m_table + QStringLiteral(" (enqueued_at, vt, message, headers) VALUES (?,?,?,?)"),
+        run(m_db,
+            QStringLiteral("INSERT INTO ") + m_table +
+                QStringLiteral(" (enqueued_at, vt, message, headers) VALUES (?,?,?,?)"),
             {now, now, QString::fromStdString(kMessage), QVariant()}, "raw send");
         tx.commit();
     }
@@ -235,16 +255,21 @@ public:
         qlonglong id = 0;
         int readCount = 0;
         {
-            Statement q = run(m_db,
-                              QStringLiteral("SELECT msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers FROM ")
-                                  + m_table + QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
-                              {now, 0, 1}, "raw read");
+            Statement q =
+                run(m_db,
+                    QStringLiteral("SELECT msg_id, read_ct, enqueued_at, last_read_at, vt, "
+                                   "message, headers FROM ") +
+                        m_table +
+                        QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
+                    {now, 0, 1}, "raw read");
             if (!q->next())
                 throw benchFailure("a raw read found no message");
             id = q->value(0).toLongLong();
             readCount = q->value(1).toInt();
         }
-        run(m_db, QStringLiteral("UPDATE ") + m_table + QStringLiteral(" SET vt = ?, read_ct = ?, last_read_at = ? WHERE msg_id = ?"),
+        run(m_db,
+            QStringLiteral("UPDATE ") + m_table +
+                QStringLiteral(" SET vt = ?, read_ct = ?, last_read_at = ? WHERE msg_id = ?"),
             {now + kVisibilityMs, readCount + 1, now, id}, "raw read");
         tx.commit();
     }
@@ -253,19 +278,22 @@ public:
     {
         WriteTransaction tx(m_db);
         lookUpQueue();
-        run(m_db, QStringLiteral("DELETE FROM ") + m_table + QStringLiteral(" WHERE msg_id = ?"), {msgId}, "raw delete");
-        run(m_db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"), {m_name, msgId},
-            "raw delete");
+        run(m_db, QStringLiteral("DELETE FROM ") + m_table + QStringLiteral(" WHERE msg_id = ?"),
+            {msgId}, "raw delete");
+        run(m_db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"),
+            {m_name, msgId}, "raw delete");
         tx.commit();
     }
 
 private:
     void lookUpQueue()
     {
-        Statement q = run(m_db,
-                          QStringLiteral("SELECT queue_name, max_reads, dead_letter_queue, created_at FROM queue_registry "
-                                         "WHERE queue_name = ?"),
-                          {m_name}, "raw registry lookup");
+        Statement q = run(
+            m_db,
+            QStringLiteral(
+                "SELECT queue_name, max_reads, dead_letter_queue, created_at FROM queue_registry "
+                "WHERE queue_name = ?"),
+            {m_name}, "raw registry lookup");
         if (!q->next())
             throw benchFailure("no queue " + m_name.toStdString());
     }
@@ -275,7 +303,8 @@ private:
     QString m_table;
 };
 
-Rates measureSqliteRaw(SqliteLedgerStore &store, MessageQueue &queue, const std::string &name, int messages)
+Rates measureSqliteRaw(SqliteLedgerStore &store, MessageQueue &queue, const std::string &name,
+                       int messages)
 {
     SqliteRawQueue raw(store.connection(), name);
     Rates rates;
@@ -304,7 +333,8 @@ nlohmann::json benchSqlite(const QueueBenchOptions &options, Results &results)
         const Rates r = measureSqliteRaw(*store, queue, rawName, options.messages);
         results.add(measureEngine(queue, engineName, options.messages), r);
     }
-    return {{"ledger", "sqlite (fresh temporary file, synchronous=FULL, WAL)"}, {"baseline", "raw statements"}};
+    return {{"ledger", "sqlite (fresh temporary file, synchronous=FULL, WAL)"},
+            {"baseline", "raw statements"}};
 }
 
 nlohmann::json phase(double engine, double raw)
@@ -323,7 +353,8 @@ nlohmann::json benchQueue(std::shared_ptr<LedgerStore> ledger, const QueueBenchO
     else if (std::dynamic_pointer_cast<SqliteLedgerStore>(ledger))
         report = benchSqlite(options, results);
     else
-        throw Error(ErrorCode::InvalidArgument, "bench queue needs an sqlite: or postgresql:// ledger");
+        throw Error(ErrorCode::InvalidArgument,
+                    "bench queue needs an sqlite: or postgresql:// ledger");
     report["messages"] = options.messages;
     report["rounds"] = results.rounds;
     report["send"] = phase(results.engine.send, results.raw.send);
@@ -334,16 +365,19 @@ nlohmann::json benchQueue(std::shared_ptr<LedgerStore> ledger, const QueueBenchO
 
 std::string queueBenchReportText(const nlohmann::json &report)
 {
-    std::string text = "bench queue on " + report["ledger"].get<std::string>() + "\n  "
-                       + std::to_string(report["messages"].get<int>()) + " messages x "
-                       + std::to_string(report["rounds"].size()) + " rounds, 1 client, best round of each side\n";
+    std::string text = "bench queue on " + report["ledger"].get<std::string>() + "\n  " +
+                       std::to_string(report["messages"].get<int>()) + " messages x " +
+                       std::to_string(report["rounds"].size()) +
+                       " rounds, 1 client, best round of each side\n";
     char line[160];
-    std::snprintf(line, sizeof line, "  %-8s %14s %14s %7s\n", "", "engine msg/s", "raw SQL msg/s", "ratio");
+    std::snprintf(line, sizeof line, "  %-8s %14s %14s %7s\n", "", "engine msg/s", "raw SQL msg/s",
+                  "ratio");
     text += line;
     for (const char *name : {"send", "read", "delete"}) {
         const nlohmann::json &p = report[name];
-        std::snprintf(line, sizeof line, "  %-8s %14.0f %14.0f %7.2f\n", name, p["engine_per_s"].get<double>(),
-                      p["raw_per_s"].get<double>(), p["ratio"].get<double>());
+        std::snprintf(line, sizeof line, "  %-8s %14.0f %14.0f %7.2f\n", name,
+                      p["engine_per_s"].get<double>(), p["raw_per_s"].get<double>(),
+                      p["ratio"].get<double>());
         text += line;
     }
     if (report.contains("cleanup"))

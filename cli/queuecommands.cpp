@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The queue commands: `queue` over the message queues and `dlq` over their dead letters
 // (`dlq replay` is a guarded action: dlqreplaycommand.h validates, describes and executes it).
-#include "context.h"
+#include <atomic>
+#include <csignal>
+#include <limits>
 
+#include <unistd.h>
+
+#include "context.h"
 #include "dlqreplaycommand.h"
 #include "error.h"
 #include "optionvalue.h"
@@ -13,12 +18,6 @@
 #include "recordjson.h"
 #include "textescape.h"
 #include "usageerror.h"
-
-#include <atomic>
-#include <csignal>
-#include <limits>
-
-#include <unistd.h>
 
 namespace idempo::cli {
 namespace {

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sandbox commands: simulated runs, their workers and invariant check, and the benchmarks.
-#include "context.h"
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <limits>
+
+#include <unistd.h>
+
+#include <QCoreApplication>
+#include <QDateTime>
 
 #include "bench.h"
+#include "context.h"
 #include "driverlease.h"
 #include "error.h"
 #include "invariantchecker.h"
@@ -15,16 +24,6 @@
 #include "sandboxworker.h"
 #include "textescape.h"
 #include "usageerror.h"
-
-#include <atomic>
-#include <csignal>
-#include <cstdio>
-#include <limits>
-
-#include <QCoreApplication>
-#include <QDateTime>
-
-#include <unistd.h>
 
 namespace idempo::cli {
 namespace {

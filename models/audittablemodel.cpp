@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audittablemodel.h"
 
-#include "displayformat.h"
-#include "textescape.h"
-
-#include <QDateTime>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include <set>
+#include <QDateTime>
+
+#include "displayformat.h"
+#include "textescape.h"
 
 namespace idempo {
 
@@ -49,7 +49,8 @@ void AuditTableModel::setRecords(std::vector<AuditRecord> records)
     endResetModel();
 }
 
-void AuditTableModel::setFilter(const QString &action, const QString &actor, const QString &targetPrefix)
+void AuditTableModel::setFilter(const QString &action, const QString &actor,
+                                const QString &targetPrefix)
 {
     beginResetModel();
     m_action = action;
@@ -66,7 +67,8 @@ void AuditTableModel::apply()
         const AuditEntry &e = it->entry;
         if (!m_action.isEmpty() && QString::fromStdString(e.action) != m_action)
             continue;
-        if (!m_actor.isEmpty() && !QString::fromStdString(e.who).contains(m_actor, Qt::CaseInsensitive))
+        if (!m_actor.isEmpty() &&
+            !QString::fromStdString(e.who).contains(m_actor, Qt::CaseInsensitive))
             continue;
         if (!m_target.isEmpty() && !QString::fromStdString(e.target).startsWith(m_target))
             continue;
@@ -108,16 +110,26 @@ QVariant AuditTableModel::data(const QModelIndex &index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (static_cast<Column>(index.column())) {
-    case Seq: return QVariant::fromValue<qint64>(r.seq);
-    case When: return timestampText(r.atMs);
-    case Who: return displayText(e.who);
-    case Role: return displayText(e.role);
-    case Action: return displayText(e.action);
-    case Target: return displayText(e.target);
-    case Reason: return displayText(e.reason);
-    case Change: return changeText(e);
-    case ApprovalId: return displayText(e.approvalId);
-    case ColumnCount: break;
+    case Seq:
+        return QVariant::fromValue<qint64>(r.seq);
+    case When:
+        return timestampText(r.atMs);
+    case Who:
+        return displayText(e.who);
+    case Role:
+        return displayText(e.role);
+    case Action:
+        return displayText(e.action);
+    case Target:
+        return displayText(e.target);
+    case Reason:
+        return displayText(e.reason);
+    case Change:
+        return changeText(e);
+    case ApprovalId:
+        return displayText(e.approvalId);
+    case ColumnCount:
+        break;
     }
     return {};
 }
@@ -126,20 +138,23 @@ QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, i
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const names[] = {"#", "When", "Who", "Role", "Action", "Target", "Reason", "Before → after",
-                                        "Approval id"};
+    static const char *const names[] = {
+        "#", "When", "Who", "Role", "Action", "Target", "Reason", "Before → after", "Approval id"};
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
 QString AuditTableModel::csv() const
 {
-    QString out = QStringLiteral("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n");
+    QString out =
+        QStringLiteral("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n");
     for (const AuditRecord *r : m_shown) {
         const AuditEntry &e = r->entry;
-        QStringList row{QString::number(r->seq),
-                        QDateTime::fromMSecsSinceEpoch(r->atMs, Qt::UTC).toString(Qt::ISODateWithMs)};
-        for (const std::string &f : {e.who, e.role, e.action, e.target, e.reason, escapedJson(e.beforeState),
-                                     escapedJson(e.afterState), e.approvalId, escapedJson(e.detail)})
+        QStringList row{
+            QString::number(r->seq),
+            QDateTime::fromMSecsSinceEpoch(r->atMs, Qt::UTC).toString(Qt::ISODateWithMs)};
+        for (const std::string &f :
+             {e.who, e.role, e.action, e.target, e.reason, escapedJson(e.beforeState),
+              escapedJson(e.afterState), e.approvalId, escapedJson(e.detail)})
             row << QString::fromStdString(csvField(f));
         out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
     }
@@ -165,7 +180,8 @@ QString AuditTableModel::json() const
                        {"hash", r->hash},
                        {"prev_hash", r->prevHash}});
     }
-    return QString::fromStdString(escapedJson(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+    return QString::fromStdString(
+        escapedJson(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 } // namespace idempo

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionrecords.h"
+#include <vector>
 
 #include <QAbstractTableModel>
 #include <QString>
 
-#include <vector>
+#include "actionrecords.h"
 
 namespace idempo {
 
@@ -17,7 +17,19 @@ class AuditTableModel final : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { Seq, When, Who, Role, Action, Target, Reason, Change, ApprovalId, ColumnCount };
+    enum Column
+    {
+        Seq,
+        When,
+        Who,
+        Role,
+        Action,
+        Target,
+        Reason,
+        Change,
+        ApprovalId,
+        ColumnCount
+    };
 
     using QAbstractTableModel::QAbstractTableModel;
 
@@ -25,14 +37,18 @@ public:
     void setRecords(std::vector<AuditRecord> records);
     /// Empty strings match everything.
     void setFilter(const QString &action, const QString &actor, const QString &targetPrefix);
-    const AuditRecord &recordAt(int row) const { return *m_shown.at(static_cast<std::size_t>(row)); }
+    const AuditRecord &recordAt(int row) const
+    {
+        return *m_shown.at(static_cast<std::size_t>(row));
+    }
     /// The distinct actions of all records, sorted (for the action filter).
     QStringList actions() const;
 
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
 
     /// The shown records as CSV (RFC 4180, a header line, times in UTC ISO 8601).
     QString csv() const;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "connectionprofiles.h"
 
+#include <QSettings>
+
 #include "conninfo.h"
 #include "ledgerfactory.h"
-
-#include <QSettings>
 
 namespace idempo {
 
@@ -95,7 +95,8 @@ QString ConnectionProfiles::refusal(const QString &url)
     QStringList fields;
     for (const std::string &f : parts->secretFields)
         fields << QString::fromStdString(f);
-    return QStringLiteral("The address holds a secret (%1); keep it in ~/.pgpass, PGPASSFILE or a service file "
+    return QStringLiteral("The address holds a secret (%1); keep it in ~/.pgpass, PGPASSFILE or a "
+                          "service file "
                           "instead: nothing secret is stored here.")
         .arg(fields.join(QStringLiteral(", ")));
 }

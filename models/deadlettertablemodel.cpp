@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deadlettertablemodel.h"
 
-#include "displayformat.h"
-
 #include <nlohmann/json.hpp>
+
+#include "displayformat.h"
 
 namespace idempo {
 
@@ -28,7 +28,8 @@ std::string DeadLetterTableModel::keyOf(const DeadLetter &letter)
 {
     try {
         const auto json = nlohmann::json::parse(letter.message.message);
-        if (json.is_object() && json.contains("idempotency_key") && json["idempotency_key"].is_string())
+        if (json.is_object() && json.contains("idempotency_key") &&
+            json["idempotency_key"].is_string())
             return json["idempotency_key"].get<std::string>();
     } catch (const nlohmann::json::exception &) {
         // Not an envelope: a dead letter can hold any JSON; it simply has no key to show.
@@ -47,25 +48,34 @@ QVariant DeadLetterTableModel::data(const QModelIndex &index, int role) const
         return prettyJson(d.message.message);
     if (role == RawRole) {
         switch (index.column()) {
-        case MsgId: return static_cast<qlonglong>(d.message.msgId);
-        case DeadLetteredAt: return static_cast<qlonglong>(d.provenance.deadLetteredAtMs);
-        case ReadCount: return d.provenance.readCount;
-        default: break;
+        case MsgId:
+            return static_cast<qlonglong>(d.message.msgId);
+        case DeadLetteredAt:
+            return static_cast<qlonglong>(d.provenance.deadLetteredAtMs);
+        case ReadCount:
+            return d.provenance.readCount;
+        default:
+            break;
         }
     }
     if (role != Qt::DisplayRole && role != RawRole)
         return {};
     switch (index.column()) {
-    case MsgId: return static_cast<qlonglong>(d.message.msgId);
-    case DeadLetteredAt: return timestampText(d.provenance.deadLetteredAtMs);
-    case ReadCount: return d.provenance.readCount;
+    case MsgId:
+        return static_cast<qlonglong>(d.message.msgId);
+    case DeadLetteredAt:
+        return timestampText(d.provenance.deadLetteredAtMs);
+    case ReadCount:
+        return d.provenance.readCount;
     case LastError:
         if (!d.provenance.lastErrorClass)
             return tr("(never nacked)");
         return QString(QString::fromLatin1(errorClassName(*d.provenance.lastErrorClass).data()) +
                        QStringLiteral(": ") + displayText(d.provenance.lastErrorDetail));
-    case Key: return displayText(keyOf(d));
-    case Payload: return displayText(d.message.message).left(200);
+    case Key:
+        return displayText(keyOf(d));
+    case Payload:
+        return displayText(d.message.message).left(200);
     }
     return {};
 }
@@ -75,20 +85,26 @@ QVariant DeadLetterTableModel::headerData(int section, Qt::Orientation orientati
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case MsgId: return tr("Message");
-    case DeadLetteredAt: return tr("Dead-lettered");
-    case ReadCount: return tr("Reads");
-    case LastError: return tr("Last error");
-    case Key: return tr("Operation key");
-    case Payload: return tr("Payload");
+    case MsgId:
+        return tr("Message");
+    case DeadLetteredAt:
+        return tr("Dead-lettered");
+    case ReadCount:
+        return tr("Reads");
+    case LastError:
+        return tr("Last error");
+    case Key:
+        return tr("Operation key");
+    case Payload:
+        return tr("Payload");
     }
     return {};
 }
 
 PagedTableModel<DeadLetter>::Loader DeadLetterTableModel::loader() const
 {
-    return [queue = m_queue, prefix = m_keyPrefix](LedgerStore &store, MessageQueue *queues, KeysetPosition after,
-                                                   int limit) {
+    return [queue = m_queue, prefix = m_keyPrefix](LedgerStore &store, MessageQueue *queues,
+                                                   KeysetPosition after, int limit) {
         PageResult<DeadLetter> page;
         page.storeNowMs = store.nowMs();
         page.cursor = after;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "pagedtablemodel.h"
-
 #include <string>
+
+#include "pagedtablemodel.h"
 
 namespace idempo {
 
@@ -12,8 +12,21 @@ class DeadLetterTableModel final : public PagedTableModel<DeadLetter>
 {
     Q_OBJECT
 public:
-    enum Column { MsgId, DeadLetteredAt, ReadCount, LastError, Key, Payload, ColumnCount };
-    enum Role { RawRole = Qt::UserRole, KeyRole };
+    enum Column
+    {
+        MsgId,
+        DeadLetteredAt,
+        ReadCount,
+        LastError,
+        Key,
+        Payload,
+        ColumnCount
+    };
+    enum Role
+    {
+        RawRole = Qt::UserRole,
+        KeyRole
+    };
 
     explicit DeadLetterTableModel(LedgerConnection *connection, QObject *parent = nullptr);
 
@@ -25,7 +38,8 @@ public:
 
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
 
     /// The envelope's idempotency_key, or empty when the message has none.
     static std::string keyOf(const DeadLetter &letter);

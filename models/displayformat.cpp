@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "displayformat.h"
 
-#include "textescape.h"
+#include <nlohmann/json.hpp>
 
 #include <QDateTime>
 
-#include <nlohmann/json.hpp>
+#include "textescape.h"
 
 namespace idempo {
 
@@ -16,7 +16,8 @@ QString displayText(const std::string &text)
 
 QString stateText(OperationState state)
 {
-    return QString::fromLatin1(stateName(state).data(), static_cast<qsizetype>(stateName(state).size()));
+    return QString::fromLatin1(stateName(state).data(),
+                               static_cast<qsizetype>(stateName(state).size()));
 }
 
 QString durationText(std::int64_t ms)
@@ -27,7 +28,9 @@ QString durationText(std::int64_t ms)
     if (s < 3600)
         return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
     if (s < 86400)
-        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60, 2, 10, QLatin1Char('0'));
+        return QStringLiteral("%1 h %2 min")
+            .arg(s / 3600)
+            .arg((s % 3600) / 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1 d %2 h").arg(s / 86400).arg((s % 86400) / 3600);
 }
 
@@ -50,22 +53,30 @@ QString prettyJson(const std::string &json)
 QColor stateColor(OperationState state)
 {
     switch (state) {
-    case OperationState::Received: return QColor(0x8a, 0x8f, 0x98);
-    case OperationState::AwaitingApproval: return QColor(0xd9, 0xa4, 0x1e);
-    case OperationState::Dispatching: return QColor(0x3b, 0x82, 0xd6);
-    case OperationState::Succeeded: return QColor(0x3f, 0xa3, 0x5b);
-    case OperationState::FailedRetryable: return QColor(0xe0, 0x8a, 0x2e);
-    case OperationState::UnknownOutcome: return QColor(0x9b, 0x59, 0xd0);
-    case OperationState::ConfirmationRequired: return QColor(0xd6, 0x45, 0x45);
-    case OperationState::FailedTerminal: return QColor(0x9e, 0x2a, 0x2a);
+    case OperationState::Received:
+        return QColor(0x8a, 0x8f, 0x98);
+    case OperationState::AwaitingApproval:
+        return QColor(0xd9, 0xa4, 0x1e);
+    case OperationState::Dispatching:
+        return QColor(0x3b, 0x82, 0xd6);
+    case OperationState::Succeeded:
+        return QColor(0x3f, 0xa3, 0x5b);
+    case OperationState::FailedRetryable:
+        return QColor(0xe0, 0x8a, 0x2e);
+    case OperationState::UnknownOutcome:
+        return QColor(0x9b, 0x59, 0xd0);
+    case OperationState::ConfirmationRequired:
+        return QColor(0xd6, 0x45, 0x45);
+    case OperationState::FailedTerminal:
+        return QColor(0x9e, 0x2a, 0x2a);
     }
     return QColor(Qt::gray);
 }
 
 bool needsAttention(OperationState state)
 {
-    return state == OperationState::ConfirmationRequired || state == OperationState::UnknownOutcome ||
-           state == OperationState::AwaitingApproval;
+    return state == OperationState::ConfirmationRequired ||
+           state == OperationState::UnknownOutcome || state == OperationState::AwaitingApproval;
 }
 
 } // namespace idempo

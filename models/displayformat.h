@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "vocabulary.h"
+#include <cstdint>
+#include <optional>
+#include <string>
 
 #include <QColor>
 #include <QString>
 
-#include <cstdint>
-#include <optional>
-#include <string>
+#include "vocabulary.h"
 
 namespace idempo {
 

@@ -5,10 +5,7 @@
 
 namespace idempo {
 
-EventTableModel::EventTableModel(QObject *parent)
-    : QAbstractTableModel(parent)
-{
-}
+EventTableModel::EventTableModel(QObject *parent) : QAbstractTableModel(parent) {}
 
 void EventTableModel::setEvents(std::vector<OperationEvent> events)
 {
@@ -37,15 +34,22 @@ QVariant EventTableModel::data(const QModelIndex &index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case At: return timestampText(e.atMs);
+    case At:
+        return timestampText(e.atMs);
     case Transition:
-        return QString((e.fromState ? QString(stateText(*e.fromState) + QStringLiteral(" → ")) : tr("created → ")) +
+        return QString((e.fromState ? QString(stateText(*e.fromState) + QStringLiteral(" → "))
+                                    : tr("created → ")) +
                        stateText(e.toState));
-    case Token: return static_cast<qlonglong>(e.fencingToken);
-    case Attempt: return e.attempt;
-    case Actor: return displayText(e.actor);
-    case Error: return e.errorClass ? QString::fromLatin1(errorClassName(*e.errorClass).data()) : QString();
-    case Detail: return displayText(e.detail);
+    case Token:
+        return static_cast<qlonglong>(e.fencingToken);
+    case Attempt:
+        return e.attempt;
+    case Actor:
+        return displayText(e.actor);
+    case Error:
+        return e.errorClass ? QString::fromLatin1(errorClassName(*e.errorClass).data()) : QString();
+    case Detail:
+        return displayText(e.detail);
     }
     return {};
 }
@@ -55,13 +59,20 @@ QVariant EventTableModel::headerData(int section, Qt::Orientation orientation, i
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case At: return tr("At");
-    case Transition: return tr("Transition");
-    case Token: return tr("Token");
-    case Attempt: return tr("Attempt");
-    case Actor: return tr("Actor");
-    case Error: return tr("Error");
-    case Detail: return tr("Detail");
+    case At:
+        return tr("At");
+    case Transition:
+        return tr("Transition");
+    case Token:
+        return tr("Token");
+    case Attempt:
+        return tr("Attempt");
+    case Actor:
+        return tr("Actor");
+    case Error:
+        return tr("Error");
+    case Detail:
+        return tr("Detail");
     }
     return {};
 }

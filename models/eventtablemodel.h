@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
+#include <vector>
 
 #include <QAbstractTableModel>
 
-#include <vector>
+#include "operation.h"
 
 namespace idempo {
 
@@ -15,7 +15,17 @@ class EventTableModel final : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { At, Transition, Token, Attempt, Actor, Error, Detail, ColumnCount };
+    enum Column
+    {
+        At,
+        Transition,
+        Token,
+        Attempt,
+        Actor,
+        Error,
+        Detail,
+        ColumnCount
+    };
 
     explicit EventTableModel(QObject *parent = nullptr);
 
@@ -25,7 +35,8 @@ public:
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
 
 private:
     std::vector<OperationEvent> m_events;

@@ -21,9 +21,9 @@ struct KeysetDiffHooks
 /// emitting the smallest ranged removals, insertions and changes, so selections and scroll
 /// positions survive a live refresh. `idOf` reads a row's keyset position (an id, or a
 /// KeysetPosition), `same` compares contents.
-template<typename T, typename IdOf, typename Same>
-void applyKeysetDiff(std::vector<T> &rows, int first, int count, std::vector<T> fresh, IdOf idOf, Same same,
-                     const KeysetDiffHooks &hooks)
+template <typename T, typename IdOf, typename Same>
+void applyKeysetDiff(std::vector<T> &rows, int first, int count, std::vector<T> fresh, IdOf idOf,
+                     Same same, const KeysetDiffHooks &hooks)
 {
     int pos = first;
     int end = first + count;
@@ -51,7 +51,8 @@ void applyKeysetDiff(std::vector<T> &rows, int first, int count, std::vector<T> 
                 ++stop;
             const int n = static_cast<int>(stop - j);
             hooks.beginInsert(pos, pos + n - 1);
-            rows.insert(rows.begin() + pos, std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(j)),
+            rows.insert(rows.begin() + pos,
+                        std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(j)),
                         std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(stop)));
             hooks.endInsert();
             pos += n;

@@ -16,12 +16,18 @@ struct KeysetPosition
 
     // Spelled out: moc cannot parse <compare>, which a defaulted operator<=> needs.
     bool operator==(const KeysetPosition &o) const { return rank == o.rank && id == o.id; }
-    bool operator<(const KeysetPosition &o) const { return rank < o.rank || (rank == o.rank && id < o.id); }
+    bool operator<(const KeysetPosition &o) const
+    {
+        return rank < o.rank || (rank == o.rank && id < o.id);
+    }
     bool operator>(const KeysetPosition &o) const { return o < *this; }
     bool operator<=(const KeysetPosition &o) const { return !(o < *this); }
 
     /// Before every row: the cursor of a first page.
-    static constexpr KeysetPosition start() { return {std::numeric_limits<std::int64_t>::min(), 0}; }
+    static constexpr KeysetPosition start()
+    {
+        return {std::numeric_limits<std::int64_t>::min(), 0};
+    }
     bool isStart() const { return *this == start(); }
 };
 

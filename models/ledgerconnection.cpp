@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerconnection.h"
 
-#include "ledgerfactory.h"
+#include <exception>
+#include <memory>
 
 #include <QThread>
 #include <QTimer>
 
-#include <exception>
-#include <memory>
+#include "ledgerfactory.h"
 
 namespace idempo {
 
@@ -16,27 +16,29 @@ constexpr int StaleAfterMs = 3000;
 }
 
 LedgerConnection::LedgerConnection(QObject *parent)
-    : QObject(parent)
-    , m_thread(new QThread(this))
-    , m_worker(new LedgerWorker) // no parent: it moves to m_thread and is deleted there
-    , m_staleTimer(new QTimer(this))
+    : QObject(parent), m_thread(new QThread(this)),
+      m_worker(new LedgerWorker) // no parent: it moves to m_thread and is deleted there
+      ,
+      m_staleTimer(new QTimer(this))
 {
     m_thread->setObjectName(QStringLiteral("idempo-ledger"));
     m_worker->moveToThread(m_thread);
     connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
-    connect(m_worker, &LedgerWorker::opened, this, [this](const QString &description, bool hasQueues) {
-        m_description = description;
-        m_hasQueues = hasQueues;
-        m_lastError.clear();
-        m_sincePoll.start();
-        Q_EMIT opened(description);
-    });
-    connect(m_worker, &LedgerWorker::openFailed, this, [this](const QString &message, const QString &hint) {
-        m_description.clear();
-        m_lastError = message;
-        setLive(false);
-        Q_EMIT openFailed(message, hint);
-    });
+    connect(m_worker, &LedgerWorker::opened, this,
+            [this](const QString &description, bool hasQueues) {
+                m_description = description;
+                m_hasQueues = hasQueues;
+                m_lastError.clear();
+                m_sincePoll.start();
+                Q_EMIT opened(description);
+            });
+    connect(m_worker, &LedgerWorker::openFailed, this,
+            [this](const QString &message, const QString &hint) {
+                m_description.clear();
+                m_lastError = message;
+                setLive(false);
+                Q_EMIT openFailed(message, hint);
+            });
     connect(m_worker, &LedgerWorker::jobFailed, this, [this](const QString &message) {
         m_lastError = message;
         Q_EMIT queryFailed(message);
@@ -70,7 +72,8 @@ void LedgerConnection::open(const QString &url)
     m_url = url;
     m_description.clear();
     setLive(false);
-    QMetaObject::invokeMethod(m_worker, [worker = m_worker, url] { worker->open(url); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, url] { worker->open(url); }, Qt::QueuedConnection);
 }
 
 void LedgerConnection::pollNow()
@@ -80,34 +83,37 @@ void LedgerConnection::pollNow()
 
 void LedgerConnection::setPollInterval(int ms)
 {
-    QMetaObject::invokeMethod(m_worker, [worker = m_worker, ms] { worker->setPollInterval(ms); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, ms] { worker->setPollInterval(ms); }, Qt::QueuedConnection);
 }
 
 void LedgerConnection::post(LedgerJob job)
 {
     QMetaObject::invokeMethod(
-        m_worker, [worker = m_worker, job = std::move(job)] { worker->run(job); }, Qt::QueuedConnection);
+        m_worker, [worker = m_worker, job = std::move(job)] { worker->run(job); },
+        Qt::QueuedConnection);
 }
 
 void LedgerConnection::startAlone(LedgerJob job, std::function<void(const QString &)> failed)
 {
-    QThread *thread = QThread::create([url = m_url, job = std::move(job), failed = std::move(failed)] {
-        // Opened, used and closed on this thread: the stores' connections are per thread.
-        std::shared_ptr<LedgerStore> store;
-        std::shared_ptr<MessageQueue> queues;
-        try {
-            store = openLedger(url);
-        } catch (const std::exception &e) {
-            failed(QString::fromStdString(e.what()));
-            return;
-        }
-        try {
-            queues = openQueue(url);
-        } catch (const std::exception &) {
-            queues.reset(); // a ledger without queues, as LedgerWorker::open() has it
-        }
-        job(*store, queues.get());
-    });
+    QThread *thread =
+        QThread::create([url = m_url, job = std::move(job), failed = std::move(failed)] {
+            // Opened, used and closed on this thread: the stores' connections are per thread.
+            std::shared_ptr<LedgerStore> store;
+            std::shared_ptr<MessageQueue> queues;
+            try {
+                store = openLedger(url);
+            } catch (const std::exception &e) {
+                failed(QString::fromStdString(e.what()));
+                return;
+            }
+            try {
+                queues = openQueue(url);
+            } catch (const std::exception &) {
+                queues.reset(); // a ledger without queues, as LedgerWorker::open() has it
+            }
+            job(*store, queues.get());
+        });
     connect(thread, &QThread::finished, thread, &QObject::deleteLater);
     thread->start();
 }

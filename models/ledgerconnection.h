@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerworker.h"
+#include <functional>
+#include <utility>
 
 #include <QElapsedTimer>
 #include <QObject>
 #include <QPointer>
 #include <QString>
 
-#include <functional>
-#include <utility>
+#include "ledgerworker.h"
 
 class QThread;
 class QTimer;
@@ -38,12 +38,11 @@ public:
 
     /// Runs `job(store, queues)` on the worker thread and then `done(result)` on this thread,
     /// unless `context` is gone by then. `job` must only capture values.
-    template<typename Job, typename Done>
-    void query(QObject *context, Job job, Done done)
+    template <typename Job, typename Done> void query(QObject *context, Job job, Done done)
     {
         QPointer<QObject> guard(context);
         post([this, guard, job = std::move(job), done = std::move(done)](LedgerStore &store,
-                                                                          MessageQueue *queues) {
+                                                                         MessageQueue *queues) {
             auto result = job(store, queues);
             QMetaObject::invokeMethod(
                 this,
@@ -60,12 +59,13 @@ public:
     /// (a rate-limited DLQ replay) and must not hold up the views' queries meanwhile. `queues`
     /// is null when the ledger has none. `failed(message)` replaces `done` when the ledger would
     /// not open. `job` must only capture values and answer its own errors.
-    template<typename Job, typename Done, typename Failed>
+    template <typename Job, typename Done, typename Failed>
     void runAlone(QObject *context, Job job, Done done, Failed failed)
     {
         QPointer<QObject> guard(context);
         startAlone(
-            [guard, job = std::move(job), done = std::move(done)](LedgerStore &store, MessageQueue *queues) {
+            [guard, job = std::move(job), done = std::move(done)](LedgerStore &store,
+                                                                  MessageQueue *queues) {
                 auto result = job(store, queues);
                 QMetaObject::invokeMethod(
                     guard,

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerworker.h"
 
+#include <QSocketNotifier>
+#include <QTimer>
+
 #include "changefeed.h"
 #include "error.h"
 #include "ledgerfactory.h"
-
-
-#include <QSocketNotifier>
-#include <QTimer>
 
 namespace idempo {
 
@@ -36,10 +35,7 @@ QString hintFor(const QString &url, ErrorCode code)
 
 } // namespace
 
-LedgerWorker::LedgerWorker(QObject *parent)
-    : QObject(parent)
-{
-}
+LedgerWorker::LedgerWorker(QObject *parent) : QObject(parent) {}
 
 LedgerWorker::~LedgerWorker() = default;
 
@@ -48,7 +44,8 @@ void LedgerWorker::open(const QString &url)
     close();
     try {
         // Only the embedded default may be created: a mistyped path must not start a fresh ledger.
-        const OpenMode mode = url == defaultLedgerUrl() ? OpenMode::CreateIfMissing : OpenMode::OpenExisting;
+        const OpenMode mode =
+            url == defaultLedgerUrl() ? OpenMode::CreateIfMissing : OpenMode::OpenExisting;
         m_store = openLedger(url, nullptr, mode);
         try {
             m_queues = openQueue(url, nullptr, mode);
@@ -93,7 +90,8 @@ void LedgerWorker::openFeed()
 {
     m_feed = m_store->changeFeed();
     if (m_feed && m_feed->socket() >= 0) {
-        m_notifier = new QSocketNotifier(static_cast<qintptr>(m_feed->socket()), QSocketNotifier::Read, this);
+        m_notifier = new QSocketNotifier(static_cast<qintptr>(m_feed->socket()),
+                                         QSocketNotifier::Read, this);
         connect(m_notifier, &QSocketNotifier::activated, this, &LedgerWorker::readPushedChanges);
     }
 }
@@ -154,7 +152,8 @@ void LedgerWorker::poll()
         try {
             openFeed();
         } catch (const std::exception &e) {
-            Q_EMIT polled(false, QStringLiteral("live updates stopped: ") + QString::fromStdString(e.what()));
+            Q_EMIT polled(false, QStringLiteral("live updates stopped: ") +
+                                     QString::fromStdString(e.what()));
             return;
         }
         m_feedLost = false;

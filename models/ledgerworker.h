@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerstore.h"
-#include "messagequeue.h"
+#include <functional>
+#include <memory>
 
 #include <QObject>
 #include <QString>
 
-#include <functional>
-#include <memory>
+#include "ledgerstore.h"
+#include "messagequeue.h"
 
 class QSocketNotifier;
 class QTimer;
@@ -22,10 +22,11 @@ using LedgerJob = std::function<void(LedgerStore &store, MessageQueue *queues)>;
 
 /// Owns the ledger on a worker thread: opens it there, runs every query there (the SQLite store
 /// gives this thread its own connection) and watches for changes through the store's change
-/// feed (LedgerStore::changeFeed()). A pushing feed (PostgreSQL's long poll of idempo.wait_for_changes() on a
-/// connection of its own) is watched by a QSocketNotifier on this thread, and the tick only pings it (and opens it
-/// again when it dropped); a polled feed (SQLite's data_version) is asked each tick.
-/// Lives in LedgerConnection's thread; only LedgerConnection talks to it, through queued calls.
+/// feed (LedgerStore::changeFeed()). A pushing feed (PostgreSQL's long poll of
+/// idempo.wait_for_changes() on a connection of its own) is watched by a QSocketNotifier on this
+/// thread, and the tick only pings it (and opens it again when it dropped); a polled feed (SQLite's
+/// data_version) is asked each tick. Lives in LedgerConnection's thread; only LedgerConnection
+/// talks to it, through queued calls.
 class LedgerWorker final : public QObject
 {
     Q_OBJECT
@@ -33,7 +34,8 @@ public:
     explicit LedgerWorker(QObject *parent = nullptr);
     ~LedgerWorker() override;
 
-    /// Opens `url` (see openLedger), closing any ledger open before. Emits opened() or openFailed().
+    /// Opens `url` (see openLedger), closing any ledger open before. Emits opened() or
+    /// openFailed().
     void open(const QString &url);
     /// Runs `job` if a ledger is open; an engine error becomes jobFailed().
     void run(const LedgerJob &job);
@@ -65,7 +67,8 @@ private:
     QTimer *m_coalesceTimer = nullptr;
     int m_pollIntervalMs = 1000;
     std::unique_ptr<ChangeFeed> m_feed;
-    bool m_feedLost = false; ///< a pushing feed dropped or never connected: open it again, then re-read
+    bool m_feedLost =
+        false; ///< a pushing feed dropped or never connected: open it again, then re-read
     QSocketNotifier *m_notifier = nullptr;
 };
 

@@ -5,7 +5,8 @@
 
 namespace idempo {
 
-std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after, int limit) const
+std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after,
+                                                int limit) const
 {
     ListFilter base;
     base.runId = runId;
@@ -37,17 +38,20 @@ KeysetPosition OperationQuery::position(const Operation &op) const
     return {-(op.value ? op.value->minorUnits : ListFilter::NoValue), op.id};
 }
 
-std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition after, int limit) const
+std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition after,
+                                            int limit) const
 {
     const std::int64_t now = minAgeMs ? store.nowMs() : 0;
     const std::vector<ListFilter> all = filters(now, after, limit);
     if (all.size() == 1)
         return store.list(all.front());
-    // Each state's page holds its first `limit` records, so the first `limit` of the merge are exact.
+    // Each state's page holds its first `limit` records, so the first `limit` of the merge are
+    // exact.
     std::vector<Operation> merged;
     for (const ListFilter &f : all) {
         std::vector<Operation> part = store.list(f);
-        merged.insert(merged.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+        merged.insert(merged.end(), std::make_move_iterator(part.begin()),
+                      std::make_move_iterator(part.end()));
     }
     std::sort(merged.begin(), merged.end(),
               [this](const Operation &a, const Operation &b) { return position(a) < position(b); });

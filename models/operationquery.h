@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "keysetposition.h"
-#include "ledgerstore.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "keysetposition.h"
+#include "ledgerstore.h"
 
 namespace idempo {
 
 /// What a list view asks for: pushed into the store's ListFilter, one per state.
 struct OperationQuery
 {
-    std::vector<OperationState> states;    ///< empty = every state
+    std::vector<OperationState> states; ///< empty = every state
     std::string runId;
     std::string keyPrefix;
-    std::optional<std::int64_t> minAgeMs;  ///< only records untouched for at least this long
+    std::optional<std::int64_t> minAgeMs; ///< only records untouched for at least this long
     /// Highest value (minor units) first, records without a value last, oldest first among
     /// equals; otherwise oldest (lowest id) first. Ordered by the store.
     bool highestValueFirst = false;

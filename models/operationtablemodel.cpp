@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "operationtablemodel.h"
 
-#include "displayformat.h"
-
 #include <QFont>
+
+#include "displayformat.h"
 
 namespace idempo {
 
@@ -31,7 +31,8 @@ int OperationTableModel::columnCount(const QModelIndex &parent) const
 
 bool OperationTableModel::lapsed(const Operation &op) const
 {
-    return op.state == OperationState::Dispatching && op.leaseExpiresAtMs && *op.leaseExpiresAtMs <= storeNowMs();
+    return op.state == OperationState::Dispatching && op.leaseExpiresAtMs &&
+           *op.leaseExpiresAtMs <= storeNowMs();
 }
 
 QVariant OperationTableModel::data(const QModelIndex &index, int role) const
@@ -47,35 +48,53 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
         return lapsed(op);
     case Qt::DisplayRole:
         switch (index.column()) {
-        case Key: return displayText(op.key);
-        case Run: return displayText(op.runId);
-        case Step: return displayText(op.stepId);
-        case State: return stateText(op.state);
-        case Value: return op.value ? QString::fromStdString(formatAmount(*op.value)) : QString();
-        case Attempt: return QStringLiteral("%1 / %2").arg(op.attempt).arg(op.maxAttempts);
-        case Owner: return displayText(op.leaseOwner);
-        case Token: return static_cast<qlonglong>(op.fencingToken);
+        case Key:
+            return displayText(op.key);
+        case Run:
+            return displayText(op.runId);
+        case Step:
+            return displayText(op.stepId);
+        case State:
+            return stateText(op.state);
+        case Value:
+            return op.value ? QString::fromStdString(formatAmount(*op.value)) : QString();
+        case Attempt:
+            return QStringLiteral("%1 / %2").arg(op.attempt).arg(op.maxAttempts);
+        case Owner:
+            return displayText(op.leaseOwner);
+        case Token:
+            return static_cast<qlonglong>(op.fencingToken);
         case LeaseExpiry:
             if (op.state != OperationState::Dispatching || !op.leaseExpiresAtMs)
                 return QString();
-            return *op.leaseExpiresAtMs > now ? tr("%1 left").arg(durationText(*op.leaseExpiresAtMs - now))
-                                              : tr("LAPSED %1 ago").arg(durationText(now - *op.leaseExpiresAtMs));
-        case Updated: return tr("%1 ago").arg(durationText(std::max<std::int64_t>(0, now - op.updatedAtMs)));
+            return *op.leaseExpiresAtMs > now
+                       ? tr("%1 left").arg(durationText(*op.leaseExpiresAtMs - now))
+                       : tr("LAPSED %1 ago").arg(durationText(now - *op.leaseExpiresAtMs));
+        case Updated:
+            return tr("%1 ago").arg(durationText(std::max<std::int64_t>(0, now - op.updatedAtMs)));
         case Error:
             if (!op.errorClass)
                 return QString();
             return QString(QString::fromLatin1(errorClassName(*op.errorClass).data()) +
-                           (op.errorDetail.empty() ? QString() : QString(QStringLiteral(": ") + displayText(op.errorDetail))));
+                           (op.errorDetail.empty()
+                                ? QString()
+                                : QString(QStringLiteral(": ") + displayText(op.errorDetail))));
         }
         return {};
     case RawRole:
         switch (index.column()) {
-        case Value: return static_cast<qlonglong>(op.value ? op.value->minorUnits : -1);
-        case Attempt: return op.attempt;
-        case Token: return static_cast<qlonglong>(op.fencingToken);
-        case LeaseExpiry: return static_cast<qlonglong>(op.leaseExpiresAtMs.value_or(0));
-        case Updated: return static_cast<qlonglong>(op.updatedAtMs);
-        default: return data(index, Qt::DisplayRole);
+        case Value:
+            return static_cast<qlonglong>(op.value ? op.value->minorUnits : -1);
+        case Attempt:
+            return op.attempt;
+        case Token:
+            return static_cast<qlonglong>(op.fencingToken);
+        case LeaseExpiry:
+            return static_cast<qlonglong>(op.leaseExpiresAtMs.value_or(0));
+        case Updated:
+            return static_cast<qlonglong>(op.updatedAtMs);
+        default:
+            return data(index, Qt::DisplayRole);
         }
     case Qt::ToolTipRole:
         if (index.column() == Updated)
@@ -86,7 +105,8 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
     case Qt::DecorationRole:
         return index.column() == State ? QVariant(stateColor(op.state)) : QVariant();
     case Qt::FontRole:
-        if ((index.column() == LeaseExpiry && lapsed(op)) || (index.column() == State && needsAttention(op.state))) {
+        if ((index.column() == LeaseExpiry && lapsed(op)) ||
+            (index.column() == State && needsAttention(op.state))) {
             QFont bold;
             bold.setBold(true);
             return bold;
@@ -109,17 +129,28 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Key: return tr("Operation key");
-    case Run: return tr("Run");
-    case Step: return tr("Step");
-    case State: return tr("State");
-    case Value: return tr("Value");
-    case Attempt: return tr("Attempt");
-    case Owner: return tr("Lease owner");
-    case Token: return tr("Fencing token");
-    case LeaseExpiry: return tr("Lease");
-    case Updated: return tr("Last change");
-    case Error: return tr("Last error");
+    case Key:
+        return tr("Operation key");
+    case Run:
+        return tr("Run");
+    case Step:
+        return tr("Step");
+    case State:
+        return tr("State");
+    case Value:
+        return tr("Value");
+    case Attempt:
+        return tr("Attempt");
+    case Owner:
+        return tr("Lease owner");
+    case Token:
+        return tr("Fencing token");
+    case LeaseExpiry:
+        return tr("Lease");
+    case Updated:
+        return tr("Last change");
+    case Error:
+        return tr("Last error");
     }
     return {};
 }

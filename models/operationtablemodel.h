@@ -6,14 +6,29 @@
 
 namespace idempo {
 
-/// Operations matching an OperationQuery, oldest or highest value first, paged from the ledger. The lease column
-/// counts down on the store's clock (tick()); lapsed leases carry LapsedRole.
+/// Operations matching an OperationQuery, oldest or highest value first, paged from the ledger. The
+/// lease column counts down on the store's clock (tick()); lapsed leases carry LapsedRole.
 class OperationTableModel final : public PagedTableModel<Operation>
 {
     Q_OBJECT
 public:
-    enum Column { Key, Run, Step, State, Value, Attempt, Owner, Token, LeaseExpiry, Updated, Error, ColumnCount };
-    enum Role {
+    enum Column
+    {
+        Key,
+        Run,
+        Step,
+        State,
+        Value,
+        Attempt,
+        Owner,
+        Token,
+        LeaseExpiry,
+        Updated,
+        Error,
+        ColumnCount
+    };
+    enum Role
+    {
         RawRole = Qt::UserRole, ///< a sortable raw value per column
         KeyRole,                ///< the operation key
         LapsedRole,             ///< true for a dispatching record whose lease has expired
@@ -29,7 +44,8 @@ public:
 
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
 
 Q_SIGNALS:
     void pageLoaded();
@@ -38,7 +54,10 @@ protected:
     Loader loader() const override;
     std::int64_t rowId(const Operation &row) const override { return row.id; }
     std::int64_t rowRank(const Operation &row) const override { return m_query.position(row).rank; }
-    bool sameRow(const Operation &a, const Operation &b) const override { return a.version == b.version && a.state == b.state; }
+    bool sameRow(const Operation &a, const Operation &b) const override
+    {
+        return a.version == b.version && a.state == b.state;
+    }
     void pageApplied() override { Q_EMIT pageLoaded(); }
 
 private:

@@ -6,8 +6,7 @@
 namespace idempo {
 
 OverviewModel::OverviewModel(LedgerConnection *connection, QObject *parent)
-    : QObject(parent)
-    , m_connection(connection)
+    : QObject(parent), m_connection(connection)
 {
     auto *timer = new QTimer(this);
     timer->setInterval(5000);
@@ -52,7 +51,8 @@ void OverviewModel::refresh()
             s.newSuppressionsAtMs.clear();
             m_backlog.append(QPointF(static_cast<double>(s.nowMs) / 1000.0,
                                      static_cast<double>(s.backlogAgeMs.value_or(0)) / 60'000.0));
-            while (!m_backlog.isEmpty() && m_backlog.front().x() < static_cast<double>(hourAgo) / 1000.0)
+            while (!m_backlog.isEmpty() &&
+                   m_backlog.front().x() < static_cast<double>(hourAgo) / 1000.0)
                 m_backlog.removeFirst();
             m_snapshot = std::move(s);
             m_hasSnapshot = true;
@@ -63,7 +63,8 @@ void OverviewModel::refresh()
 std::array<int, OverviewSnapshot::Minutes> OverviewModel::suppressionsPerMinute() const
 {
     std::array<int, OverviewSnapshot::Minutes> perMinute{};
-    const std::int64_t windowStart = m_snapshot.nowMs - std::int64_t{OverviewSnapshot::Minutes} * 60'000;
+    const std::int64_t windowStart =
+        m_snapshot.nowMs - std::int64_t{OverviewSnapshot::Minutes} * 60'000;
     for (std::int64_t at : m_recentSuppressions) {
         if (at < windowStart)
             continue;

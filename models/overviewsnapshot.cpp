@@ -14,7 +14,8 @@ constexpr int SuppressionScanLimit = 50'000;
 
 } // namespace
 
-OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues, std::int64_t suppressionCursor)
+OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues,
+                                        std::int64_t suppressionCursor)
 {
     OverviewSnapshot s;
     s.nowMs = store.nowMs();
@@ -35,8 +36,9 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
 
     std::map<ErrorClass, std::int64_t> failures;
     const std::int64_t windowStart = s.nowMs - std::int64_t{Minutes} * 60'000;
-    for (OperationState state : {OperationState::FailedRetryable, OperationState::FailedTerminal,
-                                 OperationState::UnknownOutcome, OperationState::ConfirmationRequired}) {
+    for (OperationState state :
+         {OperationState::FailedRetryable, OperationState::FailedTerminal,
+          OperationState::UnknownOutcome, OperationState::ConfirmationRequired}) {
         ListFilter f;
         f.state = state;
         f.limit = SampleLimit;
@@ -44,7 +46,8 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
             if (op.errorClass)
                 ++failures[*op.errorClass];
             if (op.attempt > 0 && op.errorClass && op.updatedAtMs >= windowStart) {
-                const auto minute = static_cast<std::size_t>((op.updatedAtMs - windowStart) / 60'000);
+                const auto minute =
+                    static_cast<std::size_t>((op.updatedAtMs - windowStart) / 60'000);
                 ++s.retriesPerMinute[std::min<std::size_t>(minute, Minutes - 1)];
             }
         }
@@ -52,9 +55,10 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
     s.failuresByClass.assign(failures.begin(), failures.end());
 
     // Ids grow with creation, so each state's first record is its oldest.
-    for (OperationState state : {OperationState::Received, OperationState::AwaitingApproval,
-                                 OperationState::Dispatching, OperationState::FailedRetryable,
-                                 OperationState::UnknownOutcome, OperationState::ConfirmationRequired}) {
+    for (OperationState state :
+         {OperationState::Received, OperationState::AwaitingApproval, OperationState::Dispatching,
+          OperationState::FailedRetryable, OperationState::UnknownOutcome,
+          OperationState::ConfirmationRequired}) {
         ListFilter f;
         f.state = state;
         f.limit = 1;
@@ -70,7 +74,8 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
     done.limit = SampleLimit;
     for (const Operation &op : store.list(done)) {
         const std::int64_t took = op.updatedAtMs - op.createdAtMs;
-        const auto bucket = std::upper_bound(FinalBucketsMs.begin(), FinalBucketsMs.end(), took) - FinalBucketsMs.begin();
+        const auto bucket = std::upper_bound(FinalBucketsMs.begin(), FinalBucketsMs.end(), took) -
+                            FinalBucketsMs.begin();
         ++s.timeToFinal[static_cast<std::size_t>(bucket)];
         ++s.timeToFinalSampled;
     }

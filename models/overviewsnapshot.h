@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerstore.h"
-#include "messagequeue.h"
-
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include "ledgerstore.h"
+#include "messagequeue.h"
 
 namespace idempo {
 
@@ -16,8 +16,8 @@ struct OverviewSnapshot
 {
     static constexpr int Minutes = 60;
     /// Upper bounds (ms) of the time-to-final buckets; the last bucket is open-ended.
-    static constexpr std::array<std::int64_t, 7> FinalBucketsMs{1'000, 5'000, 30'000, 60'000, 300'000, 1'800'000,
-                                                                3'600'000};
+    static constexpr std::array<std::int64_t, 7> FinalBucketsMs{
+        1'000, 5'000, 30'000, 60'000, 300'000, 1'800'000, 3'600'000};
 
     std::int64_t nowMs = 0;
     std::int64_t operations = 0; ///< in every state
@@ -44,7 +44,8 @@ struct OverviewSnapshot
     bool isEmpty() const { return operations == 0 && dlqDepth == 0; }
 
     /// Reads everything once. `suppressionCursor` continues an earlier scan.
-    static OverviewSnapshot read(LedgerStore &store, MessageQueue *queues, std::int64_t suppressionCursor);
+    static OverviewSnapshot read(LedgerStore &store, MessageQueue *queues,
+                                 std::int64_t suppressionCursor);
 };
 
 } // namespace idempo

@@ -1,27 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "keysetdiff.h"
-#include "keysetposition.h"
-#include "ledgerconnection.h"
-
-#include <QAbstractTableModel>
-#include <QDateTime>
-
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include <QAbstractTableModel>
+#include <QDateTime>
+
+#include "keysetdiff.h"
+#include "keysetposition.h"
+#include "ledgerconnection.h"
+
 namespace idempo {
 
 /// One keyset page as the worker returns it: plain values only.
-template<typename Row>
-struct PageResult
+template <typename Row> struct PageResult
 {
     std::vector<Row> rows;
     KeysetPosition cursor = KeysetPosition::start(); ///< keyset cursor after the last row scanned
-    bool more = false;         ///< the source may hold further rows past `cursor`
+    bool more = false; ///< the source may hold further rows past `cursor`
     std::int64_t storeNowMs = 0;
 };
 
@@ -29,13 +28,13 @@ struct PageResult
 /// canFetchMore()/fetchMore(), every query runs on LedgerConnection's worker, and a generation
 /// token drops the answers of a superseded filter. A live change refreshes the visible window
 /// (setViewport) and, once everything is loaded, the tail, as ranged row changes.
-template<typename Row>
-class PagedTableModel : public QAbstractTableModel
+template <typename Row> class PagedTableModel : public QAbstractTableModel
 {
 public:
     /// Loads rows after the keyset position `after`, at most `limit` matches. Runs on the worker
     /// thread, so it must capture only values.
-    using Loader = std::function<PageResult<Row>(LedgerStore &, MessageQueue *, KeysetPosition after, int limit)>;
+    using Loader = std::function<PageResult<Row>(LedgerStore &, MessageQueue *,
+                                                 KeysetPosition after, int limit)>;
 
     int rowCount(const QModelIndex &parent = {}) const override
     {
@@ -55,9 +54,8 @@ public:
         const quint64 generation = m_generation;
         m_connection->query(
             this,
-            [loader = loader(), after = m_cursor, limit = m_pageSize](LedgerStore &s, MessageQueue *q) {
-                return loader(s, q, after, limit);
-            },
+            [loader = loader(), after = m_cursor, limit = m_pageSize](
+                LedgerStore &s, MessageQueue *q) { return loader(s, q, after, limit); },
             [this, generation](PageResult<Row> page) {
                 if (generation != m_generation)
                     return;
@@ -123,7 +121,9 @@ public:
         const int size = rowCount();
         const int first = std::min(m_viewFirst, size);
         const int count = std::min(m_viewCount + 20, size - first);
-        const KeysetPosition after = first > 0 ? position(m_rows[static_cast<std::size_t>(first - 1)]) : KeysetPosition::start();
+        const KeysetPosition after = first > 0
+                                         ? position(m_rows[static_cast<std::size_t>(first - 1)])
+                                         : KeysetPosition::start();
         const bool tail = !m_more;
         const int windowLimit = count + 50;
         const quint64 generation = m_generation;
@@ -164,12 +164,14 @@ public:
     }
 
     /// The ledger's clock now, as last reported by the store and carried forward locally.
-    std::int64_t storeNowMs() const { return QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs; }
+    std::int64_t storeNowMs() const
+    {
+        return QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs;
+    }
 
 protected:
     PagedTableModel(LedgerConnection *connection, QObject *parent)
-        : QAbstractTableModel(parent)
-        , m_connection(connection)
+        : QAbstractTableModel(parent), m_connection(connection)
     {
     }
 
@@ -203,7 +205,8 @@ private:
             bound = std::min(bound, position(fresh.back()));
         std::erase_if(fresh, [&](const Row &row) { return position(row) > bound; });
         int covered = 0;
-        while (covered < count && position(m_rows[static_cast<std::size_t>(first + covered)]) <= bound)
+        while (covered < count &&
+               position(m_rows[static_cast<std::size_t>(first + covered)]) <= bound)
             ++covered;
         KeysetDiffHooks hooks{
             [this](int a, int b) { beginRemoveRows({}, a, b); },
@@ -213,13 +216,15 @@ private:
             [this](int a, int b) { Q_EMIT dataChanged(index(a, 0), index(b, columnCount() - 1)); },
         };
         applyKeysetDiff(
-            m_rows, first, covered, std::move(fresh), [this](const Row &row) { return position(row); },
+            m_rows, first, covered, std::move(fresh),
+            [this](const Row &row) { return position(row); },
             [this](const Row &a, const Row &b) { return sameRow(a, b); }, hooks);
     }
 
     void appendTail(PageResult<Row> page)
     {
-        const KeysetPosition last = m_rows.empty() ? KeysetPosition::start() : position(m_rows.back());
+        const KeysetPosition last =
+            m_rows.empty() ? KeysetPosition::start() : position(m_rows.back());
         std::erase_if(page.rows, [&](const Row &row) { return position(row) <= last; });
         m_cursor = std::max(m_cursor, page.cursor);
         m_more = page.more;

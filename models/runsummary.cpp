@@ -17,7 +17,8 @@ void RunSummary::add(const Operation &op)
 
 void RunSummary::merge(const RunSummary &other)
 {
-    if (firstOperationId == 0 || (other.firstOperationId != 0 && other.firstOperationId < firstOperationId))
+    if (firstOperationId == 0 ||
+        (other.firstOperationId != 0 && other.firstOperationId < firstOperationId))
         firstOperationId = other.firstOperationId;
     for (std::size_t i = 0; i < byState.size(); ++i)
         byState[i] += other.byState[i];
@@ -36,8 +37,9 @@ int RunSummary::steps() const
 OperationState RunSummary::headline() const
 {
     static constexpr OperationState order[] = {
-        OperationState::ConfirmationRequired, OperationState::UnknownOutcome, OperationState::AwaitingApproval,
-        OperationState::Dispatching,          OperationState::FailedRetryable, OperationState::Received,
+        OperationState::ConfirmationRequired, OperationState::UnknownOutcome,
+        OperationState::AwaitingApproval,     OperationState::Dispatching,
+        OperationState::FailedRetryable,      OperationState::Received,
         OperationState::FailedTerminal,       OperationState::Succeeded,
     };
     for (OperationState s : order)

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "operation.h"
 
 namespace idempo {
 

@@ -10,8 +10,7 @@ constexpr int OperationsPerPage = 2000;
 }
 
 RunTableModel::RunTableModel(LedgerConnection *connection, QObject *parent)
-    : QAbstractTableModel(parent)
-    , m_connection(connection)
+    : QAbstractTableModel(parent), m_connection(connection)
 {
 }
 
@@ -56,8 +55,8 @@ bool RunTableModel::canFetchMore(const QModelIndex &parent) const
     return !parent.isValid() && m_more && !m_fetching && m_connection->isOpen();
 }
 
-RunTableModel::Scan RunTableModel::scan(LedgerStore &store, const OperationQuery &query, std::int64_t afterId,
-                                        int limit)
+RunTableModel::Scan RunTableModel::scan(LedgerStore &store, const OperationQuery &query,
+                                        std::int64_t afterId, int limit)
 {
     Scan s;
     const std::vector<Operation> ops = query.page(store, {0, afterId}, limit);
@@ -130,12 +129,14 @@ void RunTableModel::refresh()
     const quint64 generation = m_generation;
     m_connection->query(
         this,
-        [query = m_query, visible, tail = !m_more, after = m_cursor](LedgerStore &s, MessageQueue *) {
+        [query = m_query, visible, tail = !m_more, after = m_cursor](LedgerStore &s,
+                                                                     MessageQueue *) {
             Result r;
             for (const std::string &runId : visible) {
                 OperationQuery one = query;
                 one.runId = runId;
-                std::vector<RunSummary> folded = RunSummary::fold(one.page(s, KeysetPosition::start(), 1000));
+                std::vector<RunSummary> folded =
+                    RunSummary::fold(one.page(s, KeysetPosition::start(), 1000));
                 RunSummary run = folded.empty() ? RunSummary{} : folded.front();
                 run.runId = runId;
                 r.visible.push_back(std::move(run));
@@ -150,7 +151,8 @@ void RunTableModel::refresh()
             m_refreshing = false;
             for (std::size_t i = 0; i < r.visible.size(); ++i) {
                 const int row = first + static_cast<int>(i);
-                if (row >= rowCount() || m_rows[static_cast<std::size_t>(row)].runId != r.visible[i].runId)
+                if (row >= rowCount() ||
+                    m_rows[static_cast<std::size_t>(row)].runId != r.visible[i].runId)
                     break;
                 RunSummary &current = m_rows[static_cast<std::size_t>(row)];
                 // Keep the run's place in the list even when its first record left the filter.
@@ -167,7 +169,8 @@ void RunTableModel::refresh()
                 std::vector<RunSummary> others;
                 for (RunSummary &run : r.tail.runs) {
                     const auto found = m_rowOf.constFind(QString::fromStdString(run.runId));
-                    if (found == m_rowOf.constEnd() || *found < first || *found >= first + static_cast<int>(r.visible.size()))
+                    if (found == m_rowOf.constEnd() || *found < first ||
+                        *found >= first + static_cast<int>(r.visible.size()))
                         others.push_back(std::move(run));
                 }
                 mergeRuns(others);
@@ -182,7 +185,8 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
         return {};
     const RunSummary &run = runAt(index.row());
     const auto count = [&](OperationState s) { return run.byState[static_cast<std::size_t>(s)]; };
-    const int pending = count(OperationState::ConfirmationRequired) + count(OperationState::UnknownOutcome) +
+    const int pending = count(OperationState::ConfirmationRequired) +
+                        count(OperationState::UnknownOutcome) +
                         count(OperationState::AwaitingApproval);
     if (role == KeyRole)
         return displayText(run.runId);
@@ -190,22 +194,33 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
         return stateColor(run.headline());
     if (role == RawRole) {
         switch (index.column()) {
-        case Steps: return run.steps();
-        case Pending: return pending;
-        case Started: return static_cast<qlonglong>(run.startedAtMs);
-        case LastChange: return static_cast<qlonglong>(run.lastChangeAtMs);
-        default: break;
+        case Steps:
+            return run.steps();
+        case Pending:
+            return pending;
+        case Started:
+            return static_cast<qlonglong>(run.startedAtMs);
+        case LastChange:
+            return static_cast<qlonglong>(run.lastChangeAtMs);
+        default:
+            break;
         }
     }
     if (role != Qt::DisplayRole && role != RawRole)
         return {};
     switch (index.column()) {
-    case RunId: return displayText(run.runId);
-    case State: return stateText(run.headline());
-    case Steps: return run.steps();
-    case Pending: return pending;
-    case Started: return timestampText(run.startedAtMs);
-    case LastChange: return timestampText(run.lastChangeAtMs);
+    case RunId:
+        return displayText(run.runId);
+    case State:
+        return stateText(run.headline());
+    case Steps:
+        return run.steps();
+    case Pending:
+        return pending;
+    case Started:
+        return timestampText(run.startedAtMs);
+    case LastChange:
+        return timestampText(run.lastChangeAtMs);
     }
     return {};
 }
@@ -215,12 +230,18 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case RunId: return tr("Run");
-    case State: return tr("Most urgent state");
-    case Steps: return tr("Steps");
-    case Pending: return tr("Needs a person");
-    case Started: return tr("Started");
-    case LastChange: return tr("Last change");
+    case RunId:
+        return tr("Run");
+    case State:
+        return tr("Most urgent state");
+    case Steps:
+        return tr("Steps");
+    case Pending:
+        return tr("Needs a person");
+    case Started:
+        return tr("Started");
+    case LastChange:
+        return tr("Last change");
     }
     return {};
 }

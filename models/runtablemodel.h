@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <QAbstractTableModel>
+#include <QHash>
+
 #include "ledgerconnection.h"
 #include "operationquery.h"
 #include "runsummary.h"
-
-#include <QAbstractTableModel>
-#include <QHash>
 
 namespace idempo {
 
@@ -17,8 +17,21 @@ class RunTableModel final : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { RunId, State, Steps, Pending, Started, LastChange, ColumnCount };
-    enum Role { RawRole = Qt::UserRole, KeyRole };
+    enum Column
+    {
+        RunId,
+        State,
+        Steps,
+        Pending,
+        Started,
+        LastChange,
+        ColumnCount
+    };
+    enum Role
+    {
+        RawRole = Qt::UserRole,
+        KeyRole
+    };
 
     explicit RunTableModel(LedgerConnection *connection, QObject *parent = nullptr);
 
@@ -32,7 +45,8 @@ public:
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
     bool canFetchMore(const QModelIndex &parent) const override;
     void fetchMore(const QModelIndex &parent) override;
 
@@ -46,7 +60,8 @@ private:
         std::int64_t cursor = 0;
         bool more = false;
     };
-    static Scan scan(LedgerStore &store, const OperationQuery &query, std::int64_t afterId, int limit);
+    static Scan scan(LedgerStore &store, const OperationQuery &query, std::int64_t afterId,
+                     int limit);
     void mergeRuns(const std::vector<RunSummary> &runs);
 
     LedgerConnection *m_connection;

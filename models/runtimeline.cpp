@@ -6,7 +6,8 @@
 namespace idempo {
 
 RunTimeline RunTimeline::build(const std::string &runId, const std::vector<Operation> &ops,
-                               const std::vector<std::vector<OperationEvent>> &histories, std::int64_t nowMs)
+                               const std::vector<std::vector<OperationEvent>> &histories,
+                               std::int64_t nowMs)
 {
     RunTimeline t;
     t.runId = runId;
@@ -33,13 +34,17 @@ RunTimeline RunTimeline::build(const std::string &runId, const std::vector<Opera
             span.detail = ev.detail;
             span.errorClass = ev.errorClass;
             lane.spans.push_back(span);
-            if (ev.fromState == OperationState::Dispatching && ev.toState == OperationState::Dispatching &&
-                e > 0 && ev.fencingToken != events[e - 1].fencingToken)
-                lane.markers.push_back({Marker::Kind::Takeover, ev.atMs, "lease taken over by " + ev.actor});
+            if (ev.fromState == OperationState::Dispatching &&
+                ev.toState == OperationState::Dispatching && e > 0 &&
+                ev.fencingToken != events[e - 1].fencingToken)
+                lane.markers.push_back(
+                    {Marker::Kind::Takeover, ev.atMs, "lease taken over by " + ev.actor});
             if (ev.fromState == OperationState::UnknownOutcome)
-                lane.markers.push_back({Marker::Kind::Reconciliation, ev.atMs, "reconciled: " + ev.detail});
+                lane.markers.push_back(
+                    {Marker::Kind::Reconciliation, ev.atMs, "reconciled: " + ev.detail});
             if (isFinal(ev.toState))
-                lane.markers.push_back({Marker::Kind::Final, ev.atMs, std::string(stateName(ev.toState))});
+                lane.markers.push_back(
+                    {Marker::Kind::Final, ev.atMs, std::string(stateName(ev.toState))});
             if (ev.toState == OperationState::Dispatching && op.kind == ToolKind::ProtectedWrite &&
                 (!t.writeBoundaryMs || ev.atMs < *t.writeBoundaryMs))
                 t.writeBoundaryMs = ev.atMs;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "operation.h"
 
 namespace idempo {
 
@@ -29,7 +29,12 @@ struct RunTimeline
     /// A moment worth a glance: a lease taken over, a reconciliation, a final answer.
     struct Marker
     {
-        enum class Kind { Takeover, Reconciliation, Final };
+        enum class Kind
+        {
+            Takeover,
+            Reconciliation,
+            Final
+        };
         Kind kind = Kind::Final;
         std::int64_t atMs = 0;
         std::string detail;
@@ -54,7 +59,8 @@ struct RunTimeline
 
     /// Builds the timeline; `histories[i]` belongs to `ops[i]`. Open spans end at `nowMs`.
     static RunTimeline build(const std::string &runId, const std::vector<Operation> &ops,
-                             const std::vector<std::vector<OperationEvent>> &histories, std::int64_t nowMs);
+                             const std::vector<std::vector<OperationEvent>> &histories,
+                             std::int64_t nowMs);
 };
 
 } // namespace idempo

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxsession.h"
 
-#include "clock.h"
-#include "faultplan.h"
-#include "sandboxrunner.h"
-#include "scenario.h"
-
 #include <chrono>
 
 #include <QDateTime>
 #include <QThread>
+
+#include "clock.h"
+#include "faultplan.h"
+#include "sandboxrunner.h"
+#include "scenario.h"
 
 namespace idempo {
 
@@ -25,7 +25,8 @@ sandbox::SandboxOptions optionsFor(const SandboxRequest &request)
     if (request.scenario == QLatin1String("all")) {
         for (const sandbox::Scenario &s : sandbox::Scenario::all())
             o.scenarios.push_back(&s);
-    } else if (const sandbox::Scenario *s = sandbox::Scenario::find(request.scenario.toStdString())) {
+    } else if (const sandbox::Scenario *s =
+                   sandbox::Scenario::find(request.scenario.toStdString())) {
         o.scenarios.push_back(s);
     }
     o.runs = request.runs;
@@ -40,10 +41,7 @@ sandbox::SandboxOptions optionsFor(const SandboxRequest &request)
 
 } // namespace
 
-SandboxSession::SandboxSession(QObject *parent)
-    : QObject(parent)
-{
-}
+SandboxSession::SandboxSession(QObject *parent) : QObject(parent) {}
 
 SandboxSession::~SandboxSession()
 {
@@ -76,7 +74,8 @@ QStringList SandboxSession::faultNames()
 
 QString SandboxSession::freshNamespace()
 {
-    return QStringLiteral("sandbox-") + QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"));
+    return QStringLiteral("sandbox-") +
+           QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"));
 }
 
 bool SandboxSession::start(const SandboxRequest &request)
@@ -86,13 +85,15 @@ bool SandboxSession::start(const SandboxRequest &request)
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     sandbox::SandboxOptions options = optionsFor(request);
     options.cancelled = [cancel = m_cancel] { return cancel->load(); };
-    options.progress = [this, last = std::chrono::steady_clock::time_point()](const sandbox::SandboxProgress &p) mutable {
+    options.progress = [this, last = std::chrono::steady_clock::time_point()](
+                           const sandbox::SandboxProgress &p) mutable {
         const auto now = std::chrono::steady_clock::now();
         if (now - last < ProgressEvery && p.settled < p.runs)
             return;
         last = now;
         QMetaObject::invokeMethod(
-            this, [this, p] { Q_EMIT progressed(p.settled, p.runs, p.deliveries, p.virtualMs); }, Qt::QueuedConnection);
+            this, [this, p] { Q_EMIT progressed(p.settled, p.runs, p.deliveries, p.virtualMs); },
+            Qt::QueuedConnection);
     };
     const QString url = request.ledgerUrl;
     m_thread = QThread::create([this, url, options = std::move(options)] {
@@ -101,8 +102,9 @@ bool SandboxSession::start(const SandboxRequest &request)
         try {
             // The runner's clock starts at the wall clock and only it moves it (virtual time).
             auto clock = std::make_shared<ManualClock>(QDateTime::currentMSecsSinceEpoch());
-            sandbox::SandboxRunner runner(sandbox::SandboxRunner::openLedger(url, clock, OpenMode::OpenExisting), clock,
-                                          options);
+            sandbox::SandboxRunner runner(
+                sandbox::SandboxRunner::openLedger(url, clock, OpenMode::OpenExisting), clock,
+                options);
             report = runner.run();
         } catch (const std::exception &e) {
             error = QString::fromStdString(e.what());

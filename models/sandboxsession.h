@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <QObject>
-#include <QString>
-#include <QStringList>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
 
 #include <nlohmann/json.hpp>
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
 
 class QThread;
 
@@ -18,13 +18,13 @@ namespace idempo {
 /// What the sandbox panel asks for: one SandboxRunner run.
 struct SandboxRequest
 {
-    QString ledgerUrl;        ///< must be sqlite:PATH (SandboxRunner's only ledger)
-    QString scenario;         ///< a scenario name, or "all" for every scenario round-robin
+    QString ledgerUrl; ///< must be sqlite:PATH (SandboxRunner's only ledger)
+    QString scenario;  ///< a scenario name, or "all" for every scenario round-robin
     int runs = 20;
     int workers = 2;
-    QStringList faults;       ///< fault names (FaultPlan::name), each at its default rate
+    QStringList faults; ///< fault names (FaultPlan::name), each at its default rate
     std::uint64_t seed = 1;
-    QString ns;               ///< a namespace that holds no operations yet
+    QString ns; ///< a namespace that holds no operations yet
 };
 
 /// One sandbox run on a thread of its own with its own ledger connection (never the GUI

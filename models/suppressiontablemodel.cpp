@@ -13,12 +13,18 @@ constexpr int ScanBudget = 20'000;
 QString kindText(ClaimOutcome outcome)
 {
     switch (outcome) {
-    case ClaimOutcome::Replayed: return QStringLiteral("replay");
-    case ClaimOutcome::InProgress: return QStringLiteral("in progress");
-    case ClaimOutcome::RetryLater: return QStringLiteral("retry later");
-    case ClaimOutcome::ReconcileRequired: return QStringLiteral("reconcile required");
-    case ClaimOutcome::PayloadMismatch: return QStringLiteral("payload mismatch");
-    case ClaimOutcome::Claimed: return QStringLiteral("claimed");
+    case ClaimOutcome::Replayed:
+        return QStringLiteral("replay");
+    case ClaimOutcome::InProgress:
+        return QStringLiteral("in progress");
+    case ClaimOutcome::RetryLater:
+        return QStringLiteral("retry later");
+    case ClaimOutcome::ReconcileRequired:
+        return QStringLiteral("reconcile required");
+    case ClaimOutcome::PayloadMismatch:
+        return QStringLiteral("payload mismatch");
+    case ClaimOutcome::Claimed:
+        return QStringLiteral("claimed");
     }
     return {};
 }
@@ -50,16 +56,22 @@ QVariant SuppressionTableModel::data(const QModelIndex &index, int role) const
         return displayText(s.key);
     if (role == RawRole && index.column() == When)
         return static_cast<qlonglong>(s.atMs);
-    if (role == Qt::ForegroundRole && index.column() == Kind && s.outcome == ClaimOutcome::PayloadMismatch)
+    if (role == Qt::ForegroundRole && index.column() == Kind &&
+        s.outcome == ClaimOutcome::PayloadMismatch)
         return stateColor(OperationState::ConfirmationRequired);
     if (role != Qt::DisplayRole && role != RawRole)
         return {};
     switch (index.column()) {
-    case When: return timestampText(s.atMs);
-    case Key: return displayText(s.key);
-    case Kind: return kindText(s.outcome);
-    case StateAtTime: return stateText(s.state);
-    case Source: return displayText(s.source);
+    case When:
+        return timestampText(s.atMs);
+    case Key:
+        return displayText(s.key);
+    case Kind:
+        return kindText(s.outcome);
+    case StateAtTime:
+        return stateText(s.state);
+    case Source:
+        return displayText(s.source);
     }
     return {};
 }
@@ -69,11 +81,16 @@ QVariant SuppressionTableModel::headerData(int section, Qt::Orientation orientat
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case When: return tr("When");
-    case Key: return tr("Operation key");
-    case Kind: return tr("Kind");
-    case StateAtTime: return tr("Record state");
-    case Source: return tr("Source");
+    case When:
+        return tr("When");
+    case Key:
+        return tr("Operation key");
+    case Kind:
+        return tr("Kind");
+    case StateAtTime:
+        return tr("Record state");
+    case Source:
+        return tr("Source");
     }
     return {};
 }
@@ -87,7 +104,8 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
         const auto matches = [&](const Suppression &s) {
             if (query.outcome && s.outcome != *query.outcome)
                 return false;
-            if (!query.keyPrefix.empty() && s.key.compare(0, query.keyPrefix.size(), query.keyPrefix) != 0)
+            if (!query.keyPrefix.empty() &&
+                s.key.compare(0, query.keyPrefix.size(), query.keyPrefix) != 0)
                 return false;
             if (!runPrefix.empty() && s.key.compare(0, runPrefix.size(), runPrefix) != 0)
                 return false;
@@ -108,7 +126,8 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
                         break;
                 }
             }
-            if (static_cast<int>(batch.size()) < chunk && static_cast<int>(page.rows.size()) < limit) {
+            if (static_cast<int>(batch.size()) < chunk &&
+                static_cast<int>(page.rows.size()) < limit) {
                 page.more = false;
                 break;
             }

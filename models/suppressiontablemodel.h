@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "pagedtablemodel.h"
-
 #include <optional>
 #include <string>
+
+#include "pagedtablemodel.h"
 
 namespace idempo {
 
@@ -14,8 +14,8 @@ struct SuppressionQuery
 {
     std::string keyPrefix;
     std::optional<ClaimOutcome> outcome;
-    std::string runId;                     ///< keys of this run (`run:` prefix)
-    std::optional<std::int64_t> maxAgeMs;  ///< only suppressions younger than this
+    std::string runId;                    ///< keys of this run (`run:` prefix)
+    std::optional<std::int64_t> maxAgeMs; ///< only suppressions younger than this
 };
 
 /// Every duplicate the ledger answered without executing: when, key, kind, source; oldest first.
@@ -23,8 +23,20 @@ class SuppressionTableModel final : public PagedTableModel<Suppression>
 {
     Q_OBJECT
 public:
-    enum Column { When, Key, Kind, StateAtTime, Source, ColumnCount };
-    enum Role { RawRole = Qt::UserRole, KeyRole };
+    enum Column
+    {
+        When,
+        Key,
+        Kind,
+        StateAtTime,
+        Source,
+        ColumnCount
+    };
+    enum Role
+    {
+        RawRole = Qt::UserRole,
+        KeyRole
+    };
 
     explicit SuppressionTableModel(LedgerConnection *connection, QObject *parent = nullptr);
 
@@ -33,7 +45,8 @@ public:
 
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
 
 Q_SIGNALS:
     void pageLoaded();

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actioncontroller.h"
 
-#include "approvecommand.h"
-#include "displayformat.h"
-#include "dlqreplaycommand.h"
-#include "guardedactiondialog.h"
-#include "ledgerconnection.h"
-#include "journallookup.h"
-#include "reconcilecommand.h"
+#include <atomic>
+#include <memory>
+#include <thread>
 
 #include <QHeaderView>
 #include <QProgressDialog>
 #include <QTableWidget>
 #include <QUuid>
 
-#include <atomic>
-#include <memory>
-#include <thread>
+#include "approvecommand.h"
+#include "displayformat.h"
+#include "dlqreplaycommand.h"
+#include "guardedactiondialog.h"
+#include "journallookup.h"
+#include "ledgerconnection.h"
+#include "reconcilecommand.h"
 
 namespace idempo {
 
@@ -40,8 +40,7 @@ QString joined(const std::vector<std::string> &problems)
 }
 
 /// validate() with the operator's input, then execute(); problems refuse without writing.
-template<typename Command>
-Answer validateAndExecute(Command &action)
+template <typename Command> Answer validateAndExecute(Command &action)
 {
     Answer a;
     try {
@@ -75,12 +74,16 @@ QString historyText(const nlohmann::json &history)
     QStringList lines;
     for (const nlohmann::json &e : history) {
         const auto str = [&e](const char *k) {
-            return e.contains(k) && e[k].is_string() ? QString::fromStdString(e[k].get<std::string>()) : QString();
+            return e.contains(k) && e[k].is_string()
+                       ? QString::fromStdString(e[k].get<std::string>())
+                       : QString();
         };
-        QString line = QStringLiteral("%1  %2 → %3  attempt %4  by %5")
-                           .arg(str("at"), str("from").isEmpty() ? QStringLiteral("·") : str("from"), str("to"))
-                           .arg(e.value("attempt", 0))
-                           .arg(str("actor"));
+        QString line =
+            QStringLiteral("%1  %2 → %3  attempt %4  by %5")
+                .arg(str("at"), str("from").isEmpty() ? QStringLiteral("·") : str("from"),
+                     str("to"))
+                .arg(e.value("attempt", 0))
+                .arg(str("actor"));
         if (!str("error_class").isEmpty())
             line += QStringLiteral("  [%1]").arg(str("error_class"));
         if (!str("detail").isEmpty())
@@ -104,7 +107,8 @@ QString jsonText(const nlohmann::json &value)
 QString consequenceButtonText(const QString &sentence)
 {
     QString text = sentence;
-    for (const QLatin1String cut : {QLatin1String(": "), QLatin1String(", evidence"), QLatin1String(" (needs")})
+    for (const QLatin1String cut :
+         {QLatin1String(": "), QLatin1String(", evidence"), QLatin1String(" (needs")})
         if (const int at = text.indexOf(cut); at > 0)
             text.truncate(at);
     if (text.size() > 48)
@@ -114,9 +118,7 @@ QString consequenceButtonText(const QString &sentence)
 }
 
 ActionController::ActionController(LedgerConnection *connection, QWidget *dialogParent)
-    : QObject(dialogParent)
-    , m_connection(connection)
-    , m_dialogParent(dialogParent)
+    : QObject(dialogParent), m_connection(connection), m_dialogParent(dialogParent)
 {
     connect(m_connection, &LedgerConnection::opened, this, [this] {
         m_actor.reset();
@@ -140,7 +142,8 @@ QString ActionController::refusal(Capability capability) const
     if (roleMay(m_actor->role, capability))
         return {};
     return tr("You are %1: %2. The ledger refuses it too.")
-        .arg(QString::fromStdString(m_actor->name), QString::fromStdString(roleRefusal(m_actor->role, capability)));
+        .arg(QString::fromStdString(m_actor->name),
+             QString::fromStdString(roleRefusal(m_actor->role, capability)));
 }
 
 OperationDetailPane::RoleCheck ActionController::roleCheck() const
@@ -148,15 +151,18 @@ OperationDetailPane::RoleCheck ActionController::roleCheck() const
     if (!m_actor)
         return {};
     return [this](OperationAction action) {
-        return refusal(action == OperationAction::Reconcile ? Capability::Reconcile : Capability::Approve);
+        return refusal(action == OperationAction::Reconcile ? Capability::Reconcile
+                                                            : Capability::Approve);
     };
 }
 
-void ActionController::openDialog(const QString &title, const QString &okText, const ActionPreview &preview)
+void ActionController::openDialog(const QString &title, const QString &okText,
+                                  const ActionPreview &preview)
 {
     if (m_dialog)
         m_dialog->close();
-    auto *d = new GuardedActionDialog(title, QString::fromStdString(preview.sentence), okText, m_dialogParent);
+    auto *d = new GuardedActionDialog(title, QString::fromStdString(preview.sentence), okText,
+                                      m_dialogParent);
     d->setAttribute(Qt::WA_DeleteOnClose);
     m_dialog = d;
 }
@@ -190,11 +196,14 @@ void ActionController::start(OperationAction action, const Operation &op)
                     Q_EMIT refused(a.error);
                     return;
                 }
-                openDialog(tr("Reconcile"), consequenceButtonText(QString::fromStdString(a.preview->sentence)),
+                openDialog(tr("Reconcile"),
+                           consequenceButtonText(QString::fromStdString(a.preview->sentence)),
                            *a.preview);
                 const auto &ops = a.preview->details["operations"];
-                m_dialog->addDetail(tr("What the provider says"),
-                                    ops.empty() ? tr("(nothing)") : jsonText(ops.front().value("evidence", nlohmann::json())));
+                m_dialog->addDetail(
+                    tr("What the provider says"),
+                    ops.empty() ? tr("(nothing)")
+                                : jsonText(ops.front().value("evidence", nlohmann::json())));
                 connect(m_dialog, &GuardedActionDialog::submitted, this,
                         [this, actor, req](const GuardedActionDialog::Submission &sub) {
                             ReconcileCommand::Request r = req;
@@ -238,22 +247,27 @@ void ActionController::start(OperationAction action, const Operation &op)
                 return;
             }
             const ActionPreview &p = *a.preview;
-            const QString title = action == OperationAction::Reject    ? tr("Reject operation")
-                                  : action == OperationAction::Confirm ? tr("Confirm operation as succeeded")
-                                                                       : tr("Approve operation");
+            const QString title = action == OperationAction::Reject ? tr("Reject operation")
+                                  : action == OperationAction::Confirm
+                                      ? tr("Confirm operation as succeeded")
+                                      : tr("Approve operation");
             openDialog(title, consequenceButtonText(QString::fromStdString(p.sentence)), p);
             m_dialog->setSubmissionId(submissionId);
             m_dialog->setNote(tr("%1 → %2 · approval id %3%4")
                                   .arg(QString::fromStdString(p.details.value("from", "")),
-                                       QString::fromStdString(p.details.value("to", "")), submissionId,
-                                       p.details.value("four_eyes", false) ? tr(" · above the four-eyes threshold: a "
-                                                                                "second approver must confirm")
-                                                                           : QString()));
-            m_dialog->addDetail(tr("Evidence"), jsonText(p.details.value("evidence", nlohmann::json())));
-            m_dialog->addDetail(tr("Attempt history"), historyText(p.details.value("history", nlohmann::json::array())));
+                                       QString::fromStdString(p.details.value("to", "")),
+                                       submissionId,
+                                       p.details.value("four_eyes", false)
+                                           ? tr(" · above the four-eyes threshold: a "
+                                                "second approver must confirm")
+                                           : QString()));
+            m_dialog->addDetail(tr("Evidence"),
+                                jsonText(p.details.value("evidence", nlohmann::json())));
+            m_dialog->addDetail(tr("Attempt history"),
+                                historyText(p.details.value("history", nlohmann::json::array())));
             if (p.details.contains("operation"))
-                m_dialog->addDetail(tr("Payload"),
-                                    jsonText(p.details["operation"].value("payload", nlohmann::json())));
+                m_dialog->addDetail(tr("Payload"), jsonText(p.details["operation"].value(
+                                                       "payload", nlohmann::json())));
             if (action == OperationAction::Confirm)
                 m_dialog->requireReference(tr("External &reference"));
             connect(m_dialog, &GuardedActionDialog::submitted, this,
@@ -307,25 +321,32 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
             }
             const ActionPreview &p = *a.preview;
             const qint64 count = p.details.value("count", std::int64_t{0});
-            openDialog(tr("Replay dead letters"), tr("Replay %n message(s)", nullptr, int(count)), p);
+            openDialog(tr("Replay dead letters"), tr("Replay %n message(s)", nullptr, int(count)),
+                       p);
             m_dialog->setSubmissionId(replayId);
             QStringList classes;
             for (const auto &[name, n] : p.details["by_class"].items())
-                classes << QStringLiteral("%1: %2").arg(QString::fromStdString(name)).arg(n.get<std::int64_t>());
-            m_dialog->setNote(tr("Dry run over a frozen set of %1 message(s) — %2. At most %3 per second; "
-                                 "every message keeps its idempotency key.")
-                                  .arg(p.details.value("set", std::int64_t{0}))
-                                  .arg(classes.join(QLatin1String(", ")))
-                                  .arg(m_replayRate));
+                classes << QStringLiteral("%1: %2")
+                               .arg(QString::fromStdString(name))
+                               .arg(n.get<std::int64_t>());
+            m_dialog->setNote(
+                tr("Dry run over a frozen set of %1 message(s) — %2. At most %3 per second; "
+                   "every message keeps its idempotency key.")
+                    .arg(p.details.value("set", std::int64_t{0}))
+                    .arg(classes.join(QLatin1String(", ")))
+                    .arg(m_replayRate));
             const auto &items = p.details["items"];
             auto *table = new QTableWidget(int(items.size()), 4);
-            table->setHorizontalHeaderLabels({tr("Message"), tr("Operation key"), tr("Dry run"), tr("Detail")});
+            table->setHorizontalHeaderLabels(
+                {tr("Message"), tr("Operation key"), tr("Dry run"), tr("Detail")});
             table->verticalHeader()->setVisible(false);
             table->setEditTriggers(QAbstractItemView::NoEditTriggers);
             table->horizontalHeader()->setStretchLastSection(true);
             int row = 0;
             for (const auto &item : items) {
-                const auto cell = [&](int c, const QString &text) { table->setItem(row, c, new QTableWidgetItem(text)); };
+                const auto cell = [&](int c, const QString &text) {
+                    table->setItem(row, c, new QTableWidgetItem(text));
+                };
                 cell(0, QString::number(item.value("msg_id", std::int64_t{0})));
                 cell(1, QString::fromStdString(item.value("key", "")));
                 cell(2, QString::fromStdString(item.value("class", "")));
@@ -348,12 +369,14 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
         });
 }
 
-void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayCommand::Request &request)
+void ActionController::runReplay(const ActorIdentity &actor,
+                                 const DlqReplayCommand::Request &request)
 {
     // The replay waits between messages to keep its rate: it runs alone, on its own thread and
     // connection, so the views keep answering meanwhile.
     auto cancelled = std::make_shared<std::atomic_bool>(false);
-    auto *progress = new QProgressDialog(tr("Replaying dead letters…"), tr("&Stop replay"), 0, 0, m_dialog);
+    auto *progress =
+        new QProgressDialog(tr("Replaying dead letters…"), tr("&Stop replay"), 0, 0, m_dialog);
     progress->setAttribute(Qt::WA_DeleteOnClose);
     progress->setMinimumDuration(0);
     connect(progress, &QProgressDialog::canceled, this, [cancelled] { *cancelled = true; });
@@ -378,7 +401,8 @@ void ActionController::runReplay(const ActorIdentity &actor, const DlqReplayComm
             options.cancelled = [cancelled] { return cancelled->load(); };
             options.progress = [self](std::int64_t done, std::int64_t total) {
                 QMetaObject::invokeMethod(
-                    self, [self, done, total] {
+                    self,
+                    [self, done, total] {
                         if (self)
                             self->reportProgress(done, total);
                     },

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionrecords.h"
-#include "dlqreplaycommand.h"
-#include "guardedaction.h"
-#include "operation.h"
-#include "operationdetailpane.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <QObject>
 #include <QPointer>
 #include <QString>
 
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
+#include "actionrecords.h"
+#include "dlqreplaycommand.h"
+#include "guardedaction.h"
+#include "operation.h"
+#include "operationdetailpane.h"
 
 class QProgressDialog;
 class QWidget;
@@ -27,9 +27,9 @@ class LedgerConnection;
 /// Runs the console's guarded actions through the command objects the CLI uses
 /// (actions/guardedaction.h): describe() on the ledger's worker thread, the confirmation
 /// dialog on the GUI thread, then validate() and execute() on the worker again with what the
-/// operator typed, and the command's outcome in words (its text()) shown in the dialog. The identity acting is
-/// the ledger's (LedgerStore::actor()), read when the ledger opens; the buttons follow its role
-/// but the command decides.
+/// operator typed, and the command's outcome in words (its text()) shown in the dialog. The
+/// identity acting is the ledger's (LedgerStore::actor()), read when the ledger opens; the buttons
+/// follow its role but the command decides.
 class ActionController final : public QObject
 {
     Q_OBJECT

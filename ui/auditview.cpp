@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "auditview.h"
 
-#include "audittablemodel.h"
-#include "auditverify.h"
-#include "emptystate.h"
-#include "ledgerconnection.h"
-
 #include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
@@ -17,23 +12,24 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "audittablemodel.h"
+#include "auditverify.h"
+#include "emptystate.h"
+#include "ledgerconnection.h"
+
 namespace idempo {
 
 namespace {
 constexpr int PageSize = 1000;
-constexpr int MaxRecords = 200'000; ///< a console view, not an archive: export from the CLI beyond this
+constexpr int MaxRecords =
+    200'000; ///< a console view, not an archive: export from the CLI beyond this
 } // namespace
 
 AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_connection(connection)
-    , m_model(new AuditTableModel(this))
-    , m_action(new QComboBox(this))
-    , m_actor(new QLineEdit(this))
-    , m_target(new QLineEdit(this))
-    , m_verify(new QPushButton(tr("&Verify chain"), this))
-    , m_verdict(new QLabel(this))
-    , m_table(new QTableView(this))
+    : LedgerView(parent), m_connection(connection), m_model(new AuditTableModel(this)),
+      m_action(new QComboBox(this)), m_actor(new QLineEdit(this)), m_target(new QLineEdit(this)),
+      m_verify(new QPushButton(tr("&Verify chain"), this)), m_verdict(new QLabel(this)),
+      m_table(new QTableView(this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
@@ -51,7 +47,8 @@ AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
     auto *csv = new QPushButton(tr("Export &CSV…"), this);
     auto *json = new QPushButton(tr("Export &JSON…"), this);
     m_verify->setToolTip(tr("Re-reads the whole log and checks every record's hash and link"));
-    for (QWidget *w : std::initializer_list<QWidget *>{actionLabel, m_action, actorLabel, m_actor, targetLabel, m_target})
+    for (QWidget *w : std::initializer_list<QWidget *>{actionLabel, m_action, actorLabel, m_actor,
+                                                       targetLabel, m_target})
         top->addWidget(w);
     top->addStretch(1);
     top->addWidget(csv);
@@ -104,7 +101,8 @@ void AuditView::refresh()
             for (;;) {
                 auto page = s.auditLog(all.empty() ? 0 : all.back().seq, PageSize);
                 const bool last = page.size() < std::size_t{PageSize};
-                all.insert(all.end(), std::make_move_iterator(page.begin()), std::make_move_iterator(page.end()));
+                all.insert(all.end(), std::make_move_iterator(page.begin()),
+                           std::make_move_iterator(page.end()));
                 if (last || all.size() >= std::size_t{MaxRecords})
                     break;
             }
@@ -114,7 +112,8 @@ void AuditView::refresh()
             if (generation != m_generation)
                 return;
             m_model->setRecords(std::move(records));
-            const QString current = m_action->currentIndex() > 0 ? m_action->currentText() : QString();
+            const QString current =
+                m_action->currentIndex() > 0 ? m_action->currentText() : QString();
             const QSignalBlocker block(m_action);
             m_action->clear();
             m_action->addItem(tr("All actions"));
@@ -127,13 +126,14 @@ void AuditView::refresh()
 
 void AuditView::applyFilter()
 {
-    m_model->setFilter(m_action->currentIndex() > 0 ? m_action->currentText() : QString(), m_actor->text().trimmed(),
-                       m_target->text().trimmed());
-    const bool filtered = m_action->currentIndex() > 0 || !m_actor->text().trimmed().isEmpty()
-                          || !m_target->text().trimmed().isEmpty();
-    m_empty->setMessage(filtered ? EmptyState::filteredMessage()
-                                 : tr("<b>No guarded action recorded yet.</b><br>Every approval, rejection, "
-                                      "reconciliation and DLQ replay is logged here, hash-chained."));
+    m_model->setFilter(m_action->currentIndex() > 0 ? m_action->currentText() : QString(),
+                       m_actor->text().trimmed(), m_target->text().trimmed());
+    const bool filtered = m_action->currentIndex() > 0 || !m_actor->text().trimmed().isEmpty() ||
+                          !m_target->text().trimmed().isEmpty();
+    m_empty->setMessage(
+        filtered ? EmptyState::filteredMessage()
+                 : tr("<b>No guarded action recorded yet.</b><br>Every approval, rejection, "
+                      "reconciliation and DLQ replay is logged here, hash-chained."));
     m_empty->modelAnswered();
 }
 
@@ -146,13 +146,15 @@ void AuditView::verify()
         [this](const AuditVerify::Result &r) {
             m_verify->setEnabled(true);
             if (r.ok)
-                m_verdict->setText(tr("<b style='color:#3fa35b'>✓ Chain intact: %1 records, head %2</b>")
-                                       .arg(r.records)
-                                       .arg(QString::fromStdString(r.lastHash.substr(0, 16))));
+                m_verdict->setText(
+                    tr("<b style='color:#3fa35b'>✓ Chain intact: %1 records, head %2</b>")
+                        .arg(r.records)
+                        .arg(QString::fromStdString(r.lastHash.substr(0, 16))));
             else
-                m_verdict->setText(tr("<b style='color:#d64545'>✗ Chain broken at record #%1: %2</b>")
-                                       .arg(r.firstBad.value_or(0))
-                                       .arg(QString::fromStdString(r.problem).toHtmlEscaped()));
+                m_verdict->setText(
+                    tr("<b style='color:#d64545'>✗ Chain broken at record #%1: %2</b>")
+                        .arg(r.firstBad.value_or(0))
+                        .arg(QString::fromStdString(r.problem).toHtmlEscaped()));
             Q_EMIT verified(r.ok);
         });
 }
@@ -167,18 +169,20 @@ bool AuditView::exportTo(const QString &path) const
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
         return false;
-    const QString text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) ? m_model->json() : m_model->csv();
+    const QString text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
+                             ? m_model->json()
+                             : m_model->csv();
     return file.write(text.toUtf8()) >= 0;
 }
 
 void AuditView::exportAs(const QString &format)
 {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export audit records"),
-                                                      QStringLiteral("audit.%1").arg(format),
-                                                      format == QLatin1String("json") ? tr("JSON (*.json)")
-                                                                                      : tr("CSV (*.csv)"));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export audit records"), QStringLiteral("audit.%1").arg(format),
+        format == QLatin1String("json") ? tr("JSON (*.json)") : tr("CSV (*.csv)"));
     if (!path.isEmpty() && !exportTo(path))
-        m_verdict->setText(tr("<b style='color:#d64545'>Could not write %1</b>").arg(path.toHtmlEscaped()));
+        m_verdict->setText(
+            tr("<b style='color:#d64545'>Could not write %1</b>").arg(path.toHtmlEscaped()));
 }
 
 } // namespace idempo

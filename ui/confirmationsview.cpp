@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "confirmationsview.h"
 
-#include "emptystate.h"
-#include "filterbar.h"
-#include "ledgertableview.h"
-#include "operationdetailpane.h"
-#include "operationtablemodel.h"
-
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -14,16 +8,21 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "emptystate.h"
+#include "filterbar.h"
+#include "ledgertableview.h"
+#include "operationdetailpane.h"
+#include "operationtablemodel.h"
+
 namespace idempo {
 
 ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_model(new OperationTableModel(connection, this))
-    , m_filters(new FilterBar({OperationState::ConfirmationRequired, OperationState::AwaitingApproval},
-                              tr("Waiting for"), this))
-    , m_order(new QComboBox(this))
-    , m_table(new LedgerTableView(this))
-    , m_detail(new OperationDetailPane(connection, this))
+    : LedgerView(parent), m_model(new OperationTableModel(connection, this)),
+      m_filters(
+          new FilterBar({OperationState::ConfirmationRequired, OperationState::AwaitingApproval},
+                        tr("Waiting for"), this)),
+      m_order(new QComboBox(this)), m_table(new LedgerTableView(this)),
+      m_detail(new OperationDetailPane(connection, this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *split = new QSplitter(Qt::Horizontal, this);
@@ -36,7 +35,8 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     orderLabel->setBuddy(m_order);
     m_order->addItem(tr("Oldest first"));
     m_order->addItem(tr("Highest value first"));
-    m_order->setToolTip(tr("Values in different currencies are compared in minor units: the ledger holds no exchange rates"));
+    m_order->setToolTip(tr("Values in different currencies are compared in minor units: the ledger "
+                           "holds no exchange rates"));
     m_order->setParent(left);
     orderRow->addWidget(orderLabel);
     orderRow->addWidget(m_order);
@@ -52,13 +52,15 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     layout->addWidget(split);
     m_table->setModel(m_model);
     m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c : {OperationTableModel::Owner, OperationTableModel::Token, OperationTableModel::LeaseExpiry})
+    for (int c :
+         {OperationTableModel::Owner, OperationTableModel::Token, OperationTableModel::LeaseExpiry})
         m_table->setColumnHidden(c, true);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 220);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Run, 90);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Value, 130);
-    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
         if (link == QLatin1String(EmptyState::ClearFiltersLink))
@@ -67,21 +69,24 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
     connect(m_order, &QComboBox::currentIndexChanged, this, &ConfirmationsView::reload);
-    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &ConfirmationsView::showCurrent);
-    connect(m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
-        const int row = m_table->currentIndex().row();
-        if (row >= from.row() && row <= to.row())
-            showCurrent();
-    });
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &ConfirmationsView::showCurrent);
+    connect(m_model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex &from, const QModelIndex &to) {
+                const int row = m_table->currentIndex().row();
+                if (row >= from.row() && row <= to.row())
+                    showCurrent();
+            });
     connect(m_model, &QAbstractItemModel::modelReset, m_detail, &OperationDetailPane::clear);
 }
 
 void ConfirmationsView::reload()
 {
-    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
-                                              : tr("<b>Nothing waits for a person.</b><br>Operations whose outcome "
-                                                   "automation could not prove, and those gated for approval, "
-                                                   "appear here."));
+    m_empty->setMessage(m_filters->isActive()
+                            ? EmptyState::filteredMessage()
+                            : tr("<b>Nothing waits for a person.</b><br>Operations whose outcome "
+                                 "automation could not prove, and those gated for approval, "
+                                 "appear here."));
     OperationQuery query = m_filters->query();
     query.highestValueFirst = m_order->currentIndex() == 1;
     m_model->setQuery(query);

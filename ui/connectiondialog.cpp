@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "connectiondialog.h"
 
-#include "connectionprofiles.h"
-
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -12,14 +10,13 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "connectionprofiles.h"
+
 namespace idempo {
 
 ConnectionDialog::ConnectionDialog(const QString &currentUrl, QWidget *parent)
-    : QDialog(parent)
-    , m_profiles(new QListWidget(this))
-    , m_name(new QLineEdit(this))
-    , m_url(new QLineEdit(this))
-    , m_error(new QLabel(this))
+    : QDialog(parent), m_profiles(new QListWidget(this)), m_name(new QLineEdit(this)),
+      m_url(new QLineEdit(this)), m_error(new QLabel(this))
 {
     setWindowTitle(tr("Open a ledger"));
     auto *layout = new QVBoxLayout(this);
@@ -41,9 +38,10 @@ ConnectionDialog::ConnectionDialog(const QString &currentUrl, QWidget *parent)
     form->addRow(tr("&Address"), m_url);
     m_url->setPlaceholderText(tr("sqlite:/path/ledger.db · postgresql://host/db · service=name"));
     layout->addLayout(form);
-    auto *note = new QLabel(tr("Passwords are never stored here: libpq reads them from ~/.pgpass, PGPASSFILE "
-                               "or a service file."),
-                            this);
+    auto *note = new QLabel(
+        tr("Passwords are never stored here: libpq reads them from ~/.pgpass, PGPASSFILE "
+           "or a service file."),
+        this);
     note->setWordWrap(true);
     layout->addWidget(note);
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
@@ -78,8 +76,9 @@ QString ConnectionDialog::url() const
 
 void ConnectionDialog::setError(const QString &message, const QString &hint)
 {
-    m_error->setText(tr("<b style='color:#d64545'>Could not open the ledger.</b><br>%1<br><i>%2</i>")
-                         .arg(message.toHtmlEscaped(), hint.toHtmlEscaped()));
+    m_error->setText(
+        tr("<b style='color:#d64545'>Could not open the ledger.</b><br>%1<br><i>%2</i>")
+            .arg(message.toHtmlEscaped(), hint.toHtmlEscaped()));
     m_error->show();
 }
 

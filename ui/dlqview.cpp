@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlqview.h"
 
-#include "actioncontroller.h"
-#include "guardedactiondialog.h"
-#include "deadlettertablemodel.h"
-#include "displayformat.h"
-#include "emptystate.h"
-#include "ledgerconnection.h"
-#include "dlqreplaycommand.h"
-#include "ledgertableview.h"
+#include <algorithm>
 
 #include <QComboBox>
-#include <QItemSelectionModel>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -22,20 +15,22 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
-#include <algorithm>
+#include "actioncontroller.h"
+#include "deadlettertablemodel.h"
+#include "displayformat.h"
+#include "dlqreplaycommand.h"
+#include "emptystate.h"
+#include "guardedactiondialog.h"
+#include "ledgerconnection.h"
+#include "ledgertableview.h"
 
 namespace idempo {
 
 DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_connection(connection)
-    , m_model(new DeadLetterTableModel(connection, this))
-    , m_queue(new QComboBox(this))
-    , m_key(new QLineEdit(this))
-    , m_note(new QLabel(this))
-    , m_table(new LedgerTableView(this))
-    , m_payload(new QPlainTextEdit(this))
-    , m_replay(new QPushButton(tr("&Replay…"), this))
+    : LedgerView(parent), m_connection(connection),
+      m_model(new DeadLetterTableModel(connection, this)), m_queue(new QComboBox(this)),
+      m_key(new QLineEdit(this)), m_note(new QLabel(this)), m_table(new LedgerTableView(this)),
+      m_payload(new QPlainTextEdit(this)), m_replay(new QPushButton(tr("&Replay…"), this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
@@ -66,7 +61,8 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::DeadLetteredAt, 160);
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::LastError, 300);
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::Key, 260);
-    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, m_key, [this](const QString &link) {
@@ -81,18 +77,21 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     updateReplay();
     connect(m_queue, &QComboBox::currentIndexChanged, this, &DlqView::showQueue);
     connect(m_key, &QLineEdit::textChanged, this, &DlqView::showQueue);
-    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex &current) {
-        if (!current.isValid()) {
-            m_payload->clear();
-            return;
-        }
-        const DeadLetter &d = m_model->deadLetterAt(current);
-        m_payload->setPlainText(tr("From %1, message %2, read %3 times, dead-lettered %4\n\n%5")
-                                    .arg(displayText(d.provenance.sourceQueue))
-                                    .arg(d.provenance.sourceMsgId)
-                                    .arg(d.provenance.readCount)
-                                    .arg(timestampText(d.provenance.deadLetteredAtMs), prettyJson(d.message.message)));
-    });
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex &current) {
+                if (!current.isValid()) {
+                    m_payload->clear();
+                    return;
+                }
+                const DeadLetter &d = m_model->deadLetterAt(current);
+                m_payload->setPlainText(
+                    tr("From %1, message %2, read %3 times, dead-lettered %4\n\n%5")
+                        .arg(displayText(d.provenance.sourceQueue))
+                        .arg(d.provenance.sourceMsgId)
+                        .arg(d.provenance.readCount)
+                        .arg(timestampText(d.provenance.deadLetteredAtMs),
+                             prettyJson(d.message.message)));
+            });
 }
 
 void DlqView::reload()
@@ -100,7 +99,8 @@ void DlqView::reload()
     const quint64 generation = ++m_generation;
     if (!m_connection->hasQueues()) {
         m_queue->clear();
-        m_note->setText(tr("This ledger has no message queues (the PostgreSQL store has none yet)."));
+        m_note->setText(
+            tr("This ledger has no message queues (the PostgreSQL store has none yet)."));
         m_model->setQueue({});
         return;
     }
@@ -132,9 +132,10 @@ void DlqView::reload()
 
 void DlqView::showQueue()
 {
-    m_empty->setMessage(!m_key->text().isEmpty() ? EmptyState::filteredMessage()
-                                                 : tr("<b>No dead letters.</b><br>A message that was read more "
-                                                      "often than its queue allows lands here, to be replayed."));
+    m_empty->setMessage(!m_key->text().isEmpty()
+                            ? EmptyState::filteredMessage()
+                            : tr("<b>No dead letters.</b><br>A message that was read more "
+                                 "often than its queue allows lands here, to be replayed."));
     m_payload->clear();
     m_model->setQueue(m_queue->currentText().toStdString(), m_key->text().toStdString());
 }
@@ -156,9 +157,10 @@ void DlqView::updateReplay()
     if (why.isEmpty() && m_model->rowCount() == 0)
         why = tr("No dead letters to replay in this queue.");
     m_replay->setEnabled(why.isEmpty());
-    m_replay->setToolTip(why.isEmpty() ? tr("Dry run first over the selected rows, or over every row the key "
-                                            "filter matches when none is selected.")
-                                       : why);
+    m_replay->setToolTip(why.isEmpty()
+                             ? tr("Dry run first over the selected rows, or over every row the key "
+                                  "filter matches when none is selected.")
+                             : why);
 }
 
 void DlqView::replaySelectionOrFilter()
@@ -180,7 +182,8 @@ void DlqView::replaySelectionOrFilter()
     m_connection->query(
         this,
         [queue, filter](LedgerStore &, MessageQueue *queues) {
-            return queues ? DlqReplayCommand::resolveFilter(*queues, queue, filter) : std::vector<std::int64_t>{};
+            return queues ? DlqReplayCommand::resolveFilter(*queues, queue, filter)
+                          : std::vector<std::int64_t>{};
         },
         [this, queue](const std::vector<std::int64_t> &resolved) {
             if (m_actions)

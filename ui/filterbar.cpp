@@ -1,23 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "filterbar.h"
 
-#include "displayformat.h"
-
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QTimer>
 
+#include "displayformat.h"
+
 namespace idempo {
 
 FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel, QWidget *parent)
-    : QWidget(parent)
-    , m_states(std::move(states))
-    , m_run(new QLineEdit(this))
-    , m_key(new QLineEdit(this))
-    , m_age(new QComboBox(this))
-    , m_debounce(new QTimer(this))
+    : QWidget(parent), m_states(std::move(states)), m_run(new QLineEdit(this)),
+      m_key(new QLineEdit(this)), m_age(new QComboBox(this)), m_debounce(new QTimer(this))
 {
     auto *layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -27,7 +23,8 @@ FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel
         // Its longest state name need not widen the window: the list shows them in full.
         m_state->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
         m_state->setMinimumContentsLength(15);
-        m_state->addItem(m_states.size() > 1 ? tr("All listed states") : stateText(m_states.front()));
+        m_state->addItem(m_states.size() > 1 ? tr("All listed states")
+                                             : stateText(m_states.front()));
         if (m_states.size() > 1)
             for (OperationState s : m_states)
                 m_state->addItem(stateText(s));
@@ -73,8 +70,14 @@ std::vector<OperationState> FilterBar::states() const
     return {m_states[static_cast<std::size_t>(m_state->currentIndex() - 1)]};
 }
 
-QString FilterBar::runId() const { return m_run->text().trimmed(); }
-QString FilterBar::keyPrefix() const { return m_key->text(); }
+QString FilterBar::runId() const
+{
+    return m_run->text().trimmed();
+}
+QString FilterBar::keyPrefix() const
+{
+    return m_key->text();
+}
 
 std::optional<std::int64_t> FilterBar::ageMs() const
 {
@@ -94,8 +97,8 @@ OperationQuery FilterBar::query() const
 
 bool FilterBar::isActive() const
 {
-    return (m_state && m_state->currentIndex() > 0) || !runId().isEmpty() || !keyPrefix().isEmpty()
-           || m_age->currentIndex() > 0;
+    return (m_state && m_state->currentIndex() > 0) || !runId().isEmpty() ||
+           !keyPrefix().isEmpty() || m_age->currentIndex() > 0;
 }
 
 void FilterBar::clear()
@@ -107,8 +110,14 @@ void FilterBar::clear()
     m_age->setCurrentIndex(0);
 }
 
-void FilterBar::setRunId(const QString &runId) { m_run->setText(runId); }
-void FilterBar::setKeyPrefix(const QString &prefix) { m_key->setText(prefix); }
+void FilterBar::setRunId(const QString &runId)
+{
+    m_run->setText(runId);
+}
+void FilterBar::setKeyPrefix(const QString &prefix)
+{
+    m_key->setText(prefix);
+}
 
 void FilterBar::focusSearch()
 {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operationquery.h"
+#include <optional>
+#include <vector>
 
 #include <QWidget>
 
-#include <optional>
-#include <vector>
+#include "operationquery.h"
 
 class QComboBox;
 class QLineEdit;
@@ -22,7 +22,8 @@ class FilterBar final : public QWidget
 public:
     /// `states` are the choices of the state box ("all of them" first); empty hides the box.
     /// `ageLabel` words the age filter ("Untouched for", "Within").
-    FilterBar(std::vector<OperationState> states, const QString &ageLabel, QWidget *parent = nullptr);
+    FilterBar(std::vector<OperationState> states, const QString &ageLabel,
+              QWidget *parent = nullptr);
 
     /// The states chosen: one, or every offered state when "all" is picked.
     std::vector<OperationState> states() const;

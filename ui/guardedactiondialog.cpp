@@ -14,20 +14,14 @@
 
 namespace idempo {
 
-GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &sentence, const QString &okText,
-                                         QWidget *parent)
-    : QDialog(parent)
-    , m_submissionId(QUuid::createUuid().toString(QUuid::WithoutBraces))
-    , m_sentence(new QLabel(sentence, this))
-    , m_note(new QLabel(this))
-    , m_details(new QTabWidget(this))
-    , m_reason(new QPlainTextEdit(this))
-    , m_referenceLabel(new QLabel(this))
-    , m_reference(new QLineEdit(this))
-    , m_countLabel(new QLabel(this))
-    , m_count(new QLineEdit(this))
-    , m_outcome(new QLabel(this))
-    , m_buttons(new QDialogButtonBox(this))
+GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &sentence,
+                                         const QString &okText, QWidget *parent)
+    : QDialog(parent), m_submissionId(QUuid::createUuid().toString(QUuid::WithoutBraces)),
+      m_sentence(new QLabel(sentence, this)), m_note(new QLabel(this)),
+      m_details(new QTabWidget(this)), m_reason(new QPlainTextEdit(this)),
+      m_referenceLabel(new QLabel(this)), m_reference(new QLineEdit(this)),
+      m_countLabel(new QLabel(this)), m_count(new QLineEdit(this)), m_outcome(new QLabel(this)),
+      m_buttons(new QDialogButtonBox(this))
 {
     setWindowTitle(title);
     setModal(true);
@@ -58,8 +52,9 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     form->addRow(m_referenceLabel, m_reference);
     m_countLabel->setBuddy(m_count);
     form->addRow(m_countLabel, m_count);
-    for (QWidget *w : {static_cast<QWidget *>(m_referenceLabel), static_cast<QWidget *>(m_reference),
-                       static_cast<QWidget *>(m_countLabel), static_cast<QWidget *>(m_count)})
+    for (QWidget *w :
+         {static_cast<QWidget *>(m_referenceLabel), static_cast<QWidget *>(m_reference),
+          static_cast<QWidget *>(m_countLabel), static_cast<QWidget *>(m_count)})
         w->setVisible(false);
 
     m_cancel = m_buttons->addButton(QDialogButtonBox::Cancel);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <optional>
+
 #include <QDialog>
 #include <QString>
-
-#include <optional>
 
 class QDialogButtonBox;
 class QLabel;
@@ -31,10 +31,10 @@ public:
     /// What the operator submitted.
     struct Submission
     {
-        QString submissionId;              ///< the approval (or replay) id of this dialog
-        QString reason;                    ///< trimmed, never empty
-        QString externalReference;         ///< trimmed; empty unless required
-        std::optional<qint64> typedCount;  ///< the count typed, when required
+        QString submissionId;             ///< the approval (or replay) id of this dialog
+        QString reason;                   ///< trimmed, never empty
+        QString externalReference;        ///< trimmed; empty unless required
+        std::optional<qint64> typedCount; ///< the count typed, when required
     };
 
     /// `title`: the window title; `sentence`: the consequence, shown large at the top;

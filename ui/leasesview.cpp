@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "leasesview.h"
 
-#include "emptystate.h"
-#include "filterbar.h"
-#include "ledgertableview.h"
-#include "operationtablemodel.h"
-
 #include <QHeaderView>
 #include <QLabel>
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "emptystate.h"
+#include "filterbar.h"
+#include "ledgertableview.h"
+#include "operationtablemodel.h"
+
 namespace idempo {
 
 LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_model(new OperationTableModel(connection, this))
-    , m_filters(new FilterBar({OperationState::Dispatching}, tr("Untouched for"), this))
-    , m_table(new LedgerTableView(this))
-    , m_summary(new QLabel(this))
+    : LedgerView(parent), m_model(new OperationTableModel(connection, this)),
+      m_filters(new FilterBar({OperationState::Dispatching}, tr("Untouched for"), this)),
+      m_table(new LedgerTableView(this)), m_summary(new QLabel(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_summary);
@@ -29,7 +27,8 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     m_table->setColumnHidden(OperationTableModel::Error, true);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 210);
-    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
         if (link == QLatin1String(EmptyState::ClearFiltersLink))
@@ -49,9 +48,10 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
 
 void LeasesView::reload()
 {
-    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
-                                              : tr("<b>No leases in flight.</b><br>A row appears here while a "
-                                                   "worker holds an operation it is executing."));
+    m_empty->setMessage(m_filters->isActive()
+                            ? EmptyState::filteredMessage()
+                            : tr("<b>No leases in flight.</b><br>A row appears here while a "
+                                 "worker holds an operation it is executing."));
     m_model->setQuery(m_filters->query());
 }
 
@@ -68,9 +68,12 @@ void LeasesView::updateSummary()
     const int n = m_model->rowCount();
     const QString text = (n == 1 ? tr("1 lease in flight") : tr("%1 leases in flight").arg(n)) +
                          (m_model->canFetchMore({}) ? tr(" (more below)") : QString());
-    m_summary->setText(lapsed > 0 ? tr("%1 — <b style='color:#d64545'>%2 lapsed: the next claim fences these "
-                                       "workers off</b>").arg(text).arg(lapsed)
-                                  : text);
+    m_summary->setText(
+        lapsed > 0 ? tr("%1 — <b style='color:#d64545'>%2 lapsed: the next claim fences these "
+                        "workers off</b>")
+                         .arg(text)
+                         .arg(lapsed)
+                   : text);
 }
 
 } // namespace idempo

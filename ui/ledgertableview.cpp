@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgertableview.h"
 
-#include "textescape.h"
-
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -13,6 +11,8 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QScrollBar>
+
+#include "textescape.h"
 
 namespace idempo {
 
@@ -26,8 +26,7 @@ QString csvField(const QString &text)
 
 } // namespace
 
-LedgerTableView::LedgerTableView(QWidget *parent)
-    : QTableView(parent)
+LedgerTableView::LedgerTableView(QWidget *parent) : QTableView(parent)
 {
     setSelectionBehavior(SelectRows);
     setSelectionMode(SingleSelection);
@@ -101,12 +100,14 @@ QString LedgerTableView::csv() const
 
 void LedgerTableView::exportCsv()
 {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export rows as CSV"), QString(), tr("CSV (*.csv)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export rows as CSV"), QString(), tr("CSV (*.csv)"));
     if (path.isEmpty())
         return;
     QFile file(path);
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(csv().toUtf8()) < 0)
-        QMessageBox::warning(this, tr("Export failed"), tr("Could not write %1: %2").arg(path, file.errorString()));
+        QMessageBox::warning(this, tr("Export failed"),
+                             tr("Could not write %1: %2").arg(path, file.errorString()));
 }
 
 void LedgerTableView::contextMenuEvent(QContextMenuEvent *event)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <QTableView>
-
 #include <functional>
+
+#include <QTableView>
 
 namespace idempo {
 

@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mainwindow.h"
 
+#include <QApplication>
+#include <QLabel>
+#include <QMenuBar>
+#include <QStatusBar>
+#include <QTabWidget>
+
 #include "actioncontroller.h"
 #include "auditview.h"
 #include "confirmationsview.h"
-#include "guardedactiondialog.h"
 #include "connectiondialog.h"
 #include "connectionprofiles.h"
 #include "dlqview.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "firststepspanel.h"
+#include "guardedactiondialog.h"
+#include "leasesview.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
 #include "operationdetailpane.h"
-#include "leasesview.h"
 #include "overviewmodel.h"
 #include "overviewview.h"
 #include "runsview.h"
@@ -22,21 +28,12 @@
 #include "sandboxsession.h"
 #include "suppressionsview.h"
 
-#include <QApplication>
-#include <QLabel>
-#include <QMenuBar>
-#include <QStatusBar>
-#include <QTabWidget>
-
 namespace idempo {
 
 MainWindow::MainWindow(QWidget *parent)
-    : QMainWindow(parent)
-    , m_connection(new LedgerConnection(this))
-    , m_actions(new ActionController(m_connection, this))
-    , m_tabs(new QTabWidget(this))
-    , m_ledgerLabel(new QLabel(this))
-    , m_liveLabel(new QLabel(this))
+    : QMainWindow(parent), m_connection(new LedgerConnection(this)),
+      m_actions(new ActionController(m_connection, this)), m_tabs(new QTabWidget(this)),
+      m_ledgerLabel(new QLabel(this)), m_liveLabel(new QLabel(this))
 {
     m_overview = new OverviewView(m_connection, m_tabs);
     auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
@@ -50,8 +47,9 @@ MainWindow::MainWindow(QWidget *parent)
                dlq,
                m_sandbox,
                new AuditView(m_connection, m_tabs)};
-    const QStringList names{tr("&Overview"), tr("&Leases"), tr("&Confirmations"), tr("&Suppressions"),
-                            tr("&Runs"), tr("&Dead letters"), tr("Sand&box"), tr("A&udit")};
+    const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
+                            tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
+                            tr("Sand&box"),      tr("A&udit")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);
@@ -67,12 +65,13 @@ MainWindow::MainWindow(QWidget *parent)
         updateTitle();
         Q_EMIT ledgerOpened();
     });
-    connect(m_connection, &LedgerConnection::openFailed, this, [this](const QString &message, const QString &hint) {
-        updateTitle();
-        Q_EMIT ledgerFailed(message);
-        if (m_interactive)
-            chooseLedger(message, hint);
-    });
+    connect(m_connection, &LedgerConnection::openFailed, this,
+            [this](const QString &message, const QString &hint) {
+                updateTitle();
+                Q_EMIT ledgerFailed(message);
+                if (m_interactive)
+                    chooseLedger(message, hint);
+            });
     connect(m_connection, &LedgerConnection::liveChanged, this, &MainWindow::updateTitle);
     connect(m_connection, &LedgerConnection::queryFailed, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Query failed: %1").arg(message), 10'000);
@@ -87,7 +86,8 @@ MainWindow::MainWindow(QWidget *parent)
             connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
     OperationDetailPane *pane = confirmations->detail();
     connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
-    connect(m_actions, &ActionController::actorChanged, pane, [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+    connect(m_actions, &ActionController::actorChanged, pane,
+            [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
     dlq->setActions(m_actions);
     connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);
@@ -117,14 +117,16 @@ void MainWindow::buildMenus()
         return view ? view->table() : nullptr;
     };
     QMenu *edit = menuBar()->addMenu(tr("&Edit"));
-    edit->addAction(tr("&Copy operation key"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this, [currentTable] {
-        if (LedgerTableView *t = currentTable())
-            t->copyKey();
-    });
-    edit->addAction(tr("&Export visible rows as CSV…"), QKeySequence(Qt::CTRL | Qt::Key_E), this, [currentTable] {
-        if (LedgerTableView *t = currentTable())
-            t->exportCsv();
-    });
+    edit->addAction(tr("&Copy operation key"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
+                    [currentTable] {
+                        if (LedgerTableView *t = currentTable())
+                            t->copyKey();
+                    });
+    edit->addAction(tr("&Export visible rows as CSV…"), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                    [currentTable] {
+                        if (LedgerTableView *t = currentTable())
+                            t->exportCsv();
+                    });
     edit->addAction(tr("&Find by key prefix"), QKeySequence::Find, this, [this] {
         auto *view = qobject_cast<LedgerView *>(m_tabs->currentWidget());
         if (view && view->filters())
@@ -135,8 +137,8 @@ void MainWindow::buildMenus()
     for (int i = 0; i < m_tabs->count(); ++i) {
         QString name = m_tabs->tabText(i);
         name.remove(QLatin1Char('&'));
-        viewMenu->addAction(name, QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)), this,
-                            [this, i] { m_tabs->setCurrentIndex(i); });
+        viewMenu->addAction(name, QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)),
+                            this, [this, i] { m_tabs->setCurrentIndex(i); });
     }
 }
 
@@ -162,19 +164,21 @@ QString MainWindow::statusText() const
 
 void MainWindow::updateTitle()
 {
-    const QString ledger =
-        m_connection->isOpen() ? m_connection->description() : ConnectionProfiles::shown(m_connection->url());
+    const QString ledger = m_connection->isOpen() ? m_connection->description()
+                                                  : ConnectionProfiles::shown(m_connection->url());
     QString live;
     if (!m_connection->isOpen()) {
         live = m_connection->lastError().isEmpty() ? tr("connecting…") : tr("NOT CONNECTED");
         m_liveLabel->setText(QStringLiteral("<b style='color:#d64545'>● %1</b>").arg(live));
     } else if (m_connection->isLive()) {
         live = tr("live");
-        m_liveLabel->setText(QStringLiteral("<b style='color:#3fa35b'>● %1</b>").arg(tr("live updates")));
+        m_liveLabel->setText(
+            QStringLiteral("<b style='color:#3fa35b'>● %1</b>").arg(tr("live updates")));
     } else {
         live = tr("STALE DATA");
-        m_liveLabel->setText(QStringLiteral("<b style='color:#d64545'>⚠ %1 — %2</b>")
-                                 .arg(tr("STALE: live updates stopped"), m_connection->lastError().toHtmlEscaped()));
+        m_liveLabel->setText(
+            QStringLiteral("<b style='color:#d64545'>⚠ %1 — %2</b>")
+                .arg(tr("STALE: live updates stopped"), m_connection->lastError().toHtmlEscaped()));
     }
     m_ledgerLabel->setText(tr("Ledger: %1").arg(ledger));
     setWindowTitle(tr("%1 [%2] — Idempo Console").arg(ledger, live));
@@ -193,7 +197,8 @@ void MainWindow::updateGuidance()
     const OverviewModel *model = m_overview->model();
     const bool empty = model->hasSnapshot() && model->snapshot().isEmpty();
     const QString guidance =
-        empty ? FirstStepsPanel::guidance(SandboxSession::supportsLedger(m_connection->url())) : QString();
+        empty ? FirstStepsPanel::guidance(SandboxSession::supportsLedger(m_connection->url()))
+              : QString();
     for (LedgerView *v : std::as_const(m_views))
         if (EmptyState *state = v->emptyState())
             state->setGuidance(guidance);

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "operationdetailpane.h"
 
-#include "displayformat.h"
-#include "eventtablemodel.h"
-#include "ledgerconnection.h"
-
 #include <QDateTime>
 #include <QFontDatabase>
 #include <QFormLayout>
@@ -17,6 +13,10 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "displayformat.h"
+#include "eventtablemodel.h"
+#include "ledgerconnection.h"
+
 namespace idempo {
 
 namespace {
@@ -28,11 +28,13 @@ QString purpose(OperationAction action)
     case OperationAction::Redispatch:
         return OperationDetailPane::tr("Dispatch it (again), with a fresh attempt budget.");
     case OperationAction::Confirm:
-        return OperationDetailPane::tr("It happened: record the provider's reference and mark it succeeded.");
+        return OperationDetailPane::tr(
+            "It happened: record the provider's reference and mark it succeeded.");
     case OperationAction::Reject:
         return OperationDetailPane::tr("It must not happen: mark it failed (policy denied).");
     case OperationAction::Reconcile:
-        return OperationDetailPane::tr("Ask the provider by key and move the operation by its answer.");
+        return OperationDetailPane::tr(
+            "Ask the provider by key and move the operation by its answer.");
     }
     return {};
 }
@@ -40,14 +42,9 @@ QString purpose(OperationAction action)
 } // namespace
 
 OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *parent)
-    : QWidget(parent)
-    , m_connection(connection)
-    , m_history(new EventTableModel(this))
-    , m_title(new QLabel(this))
-    , m_facts(new QLabel(this))
-    , m_payload(new QPlainTextEdit(this))
-    , m_evidence(new QPlainTextEdit(this))
-    , m_historyView(new QTableView(this))
+    : QWidget(parent), m_connection(connection), m_history(new EventTableModel(this)),
+      m_title(new QLabel(this)), m_facts(new QLabel(this)), m_payload(new QPlainTextEdit(this)),
+      m_evidence(new QPlainTextEdit(this)), m_historyView(new QTableView(this))
 {
     auto *layout = new QVBoxLayout(this);
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -111,26 +108,33 @@ void OperationDetailPane::clear()
     updateActions();
 }
 
-QString OperationDetailPane::stateRefusal(OperationAction action, const Operation &op, std::int64_t nowMs)
+QString OperationDetailPane::stateRefusal(OperationAction action, const Operation &op,
+                                          std::int64_t nowMs)
 {
     const QString state = QString::fromLatin1(stateName(op.state).data());
     switch (action) {
     case OperationAction::Redispatch:
     case OperationAction::Reject:
-        if (op.state == OperationState::AwaitingApproval || op.state == OperationState::ConfirmationRequired)
+        if (op.state == OperationState::AwaitingApproval ||
+            op.state == OperationState::ConfirmationRequired)
             return {};
-        return tr("Only an operation awaiting approval or needing confirmation can be decided; this one is %1.")
+        return tr("Only an operation awaiting approval or needing confirmation can be decided; "
+                  "this one is %1.")
             .arg(state);
     case OperationAction::Confirm:
         if (op.state == OperationState::ConfirmationRequired)
             return {};
         if (op.state == OperationState::AwaitingApproval)
-            return tr("It was never dispatched, so there is no effect to confirm: approve or reject it.");
-        return tr("Only an operation needing confirmation can be confirmed; this one is %1.").arg(state);
+            return tr(
+                "It was never dispatched, so there is no effect to confirm: approve or reject it.");
+        return tr("Only an operation needing confirmation can be confirmed; this one is %1.")
+            .arg(state);
     case OperationAction::Reconcile:
-        if (op.state == OperationState::UnknownOutcome || op.state == OperationState::ConfirmationRequired)
+        if (op.state == OperationState::UnknownOutcome ||
+            op.state == OperationState::ConfirmationRequired)
             return {};
-        if (op.state == OperationState::Dispatching && op.leaseExpiresAtMs && *op.leaseExpiresAtMs < nowMs)
+        if (op.state == OperationState::Dispatching && op.leaseExpiresAtMs &&
+            *op.leaseExpiresAtMs < nowMs)
             return {};
         if (op.state == OperationState::AwaitingApproval)
             return tr("It was never dispatched, so the provider has nothing to look up.");
@@ -178,20 +182,22 @@ void OperationDetailPane::showOperation(const Operation &op)
     updateActions();
     m_title->setText(displayText(op.key));
     const std::int64_t ageMs = QDateTime::currentMSecsSinceEpoch() - op.createdAtMs;
-    m_facts->setText(tr("<b style='color:%1'>%2</b> · run %3 · step %4 · %5 · attempt %6 of %7 · token %8 · "
-                        "waiting %9")
-                         .arg(stateColor(op.state).name(), stateText(op.state), displayText(op.runId).toHtmlEscaped(),
-                              displayText(op.stepId).toHtmlEscaped(),
-                              QString::fromLatin1(toolKindName(op.kind).data()))
-                         .arg(op.attempt)
-                         .arg(op.maxAttempts)
-                         .arg(op.fencingToken)
-                         .arg(durationText(std::max<std::int64_t>(0, ageMs))));
+    m_facts->setText(
+        tr("<b style='color:%1'>%2</b> · run %3 · step %4 · %5 · attempt %6 of %7 · token %8 · "
+           "waiting %9")
+            .arg(stateColor(op.state).name(), stateText(op.state),
+                 displayText(op.runId).toHtmlEscaped(), displayText(op.stepId).toHtmlEscaped(),
+                 QString::fromLatin1(toolKindName(op.kind).data()))
+            .arg(op.attempt)
+            .arg(op.maxAttempts)
+            .arg(op.fencingToken)
+            .arg(durationText(std::max<std::int64_t>(0, ageMs))));
     m_payload->setPlainText(prettyJson(op.payload));
     QString evidence;
     if (op.errorClass)
-        evidence += tr("Last error: %1\n%2\n\n").arg(QString::fromLatin1(errorClassName(*op.errorClass).data()),
-                                                      displayText(op.errorDetail));
+        evidence += tr("Last error: %1\n%2\n\n")
+                        .arg(QString::fromLatin1(errorClassName(*op.errorClass).data()),
+                             displayText(op.errorDetail));
     evidence += tr("Provider receipt:\n%1\n\nResult:\n%2\n")
                     .arg(op.receipt.empty() ? tr("(none recorded)") : prettyJson(op.receipt),
                          op.result.empty() ? tr("(none recorded)") : prettyJson(op.result));
@@ -199,7 +205,8 @@ void OperationDetailPane::showOperation(const Operation &op)
     m_evidence->setPlainText(evidence);
     const quint64 generation = m_generation;
     m_connection->query(
-        this, [ns = op.ns, key = op.key](LedgerStore &s, MessageQueue *) { return s.history(ns, key); },
+        this,
+        [ns = op.ns, key = op.key](LedgerStore &s, MessageQueue *) { return s.history(ns, key); },
         [this, generation](std::vector<OperationEvent> events) {
             if (generation != m_generation)
                 return;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
+#include <cstdint>
+#include <functional>
+#include <optional>
 
 #include <QString>
 #include <QWidget>
 
-#include <cstdint>
-#include <functional>
-#include <optional>
+#include "operation.h"
 
 class QLabel;
 class QPlainTextEdit;
@@ -21,7 +21,13 @@ class EventTableModel;
 class LedgerConnection;
 
 /// The guarded actions a person may take on one operation from its detail pane.
-enum class OperationAction { Redispatch, Confirm, Reject, Reconcile };
+enum class OperationAction
+{
+    Redispatch,
+    Confirm,
+    Reject,
+    Reconcile
+};
 
 /// One operation in full: identity, payload (formatted JSON), attempt history, errors and the
 /// provider's evidence, with a button per guarded action. A button is enabled only when the

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "overviewcharts.h"
 
+#include <algorithm>
+
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
@@ -13,22 +15,14 @@
 #include <QLineSeries>
 #include <QValueAxis>
 
-#include <algorithm>
-
 namespace idempo {
 
 OverviewCharts::OverviewCharts(QWidget *parent)
-    : QWidget(parent)
-    , m_suppressions(new QLineSeries(this))
-    , m_retries(new QLineSeries(this))
-    , m_rateX(new QValueAxis(this))
-    , m_rateY(new QValueAxis(this))
-    , m_backlog(new QLineSeries(this))
-    , m_backlogX(new QDateTimeAxis(this))
-    , m_backlogY(new QValueAxis(this))
-    , m_finals(new QBarSet(tr("operations"), this))
-    , m_finalX(new QBarCategoryAxis(this))
-    , m_finalY(new QValueAxis(this))
+    : QWidget(parent), m_suppressions(new QLineSeries(this)), m_retries(new QLineSeries(this)),
+      m_rateX(new QValueAxis(this)), m_rateY(new QValueAxis(this)),
+      m_backlog(new QLineSeries(this)), m_backlogX(new QDateTimeAxis(this)),
+      m_backlogY(new QValueAxis(this)), m_finals(new QBarSet(tr("operations"), this)),
+      m_finalX(new QBarCategoryAxis(this)), m_finalY(new QValueAxis(this))
 {
     auto *grid = new QGridLayout(this);
     grid->setContentsMargins(0, 0, 0, 0);
@@ -69,13 +63,14 @@ OverviewCharts::OverviewCharts(QWidget *parent)
     m_backlog->attachAxis(m_backlogY);
     backlog->legend()->hide();
 
-    QChart *finals = addChart(tr("Time to final confirmation (sample of succeeded records)"))->chart();
+    QChart *finals =
+        addChart(tr("Time to final confirmation (sample of succeeded records)"))->chart();
     auto *bars = new QBarSeries;
     m_finals->setParent(nullptr);
     bars->append(m_finals);
     finals->addSeries(bars);
-    m_finalX->append({tr("≤1 s"), tr("≤5 s"), tr("≤30 s"), tr("≤1 min"), tr("≤5 min"), tr("≤30 min"), tr("≤1 h"),
-                      tr(">1 h")});
+    m_finalX->append({tr("≤1 s"), tr("≤5 s"), tr("≤30 s"), tr("≤1 min"), tr("≤5 min"),
+                      tr("≤30 min"), tr("≤1 h"), tr(">1 h")});
     QFont small = m_finalX->labelsFont();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     m_finalX->setLabelsFont(small);
@@ -146,9 +141,10 @@ void OverviewCharts::clear()
     m_backlogY->setRange(0, 1);
 }
 
-void OverviewCharts::showSnapshot(const OverviewSnapshot &snapshot,
-                                  const std::array<int, OverviewSnapshot::Minutes> &suppressionsPerMinute,
-                                  const QList<QPointF> &backlogSamples)
+void OverviewCharts::showSnapshot(
+    const OverviewSnapshot &snapshot,
+    const std::array<int, OverviewSnapshot::Minutes> &suppressionsPerMinute,
+    const QList<QPointF> &backlogSamples)
 {
     QList<QPointF> sup;
     QList<QPointF> ret;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "overviewsnapshot.h"
-
 #include <QList>
 #include <QPointF>
 #include <QWidget>
+
+#include "overviewsnapshot.h"
 
 class QBarSet;
 class QChart;

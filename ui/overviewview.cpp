@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "overviewview.h"
 
+#include <QHBoxLayout>
+#include <QVBoxLayout>
+
 #include "displayformat.h"
 #include "firststepspanel.h"
 #include "ledgerconnection.h"
@@ -9,19 +12,13 @@
 #include "sandboxsession.h"
 #include "stattile.h"
 
-#include <QHBoxLayout>
-#include <QVBoxLayout>
-
 namespace idempo {
 
 OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_model(new OverviewModel(connection, this))
-    , m_charts(new OverviewCharts(this))
-    , m_tiles(new QWidget(this))
-    , m_firstStepsPage(new QWidget(this))
-    , m_firstSteps(new FirstStepsPanel(m_firstStepsPage))
-    , m_connection(connection)
+    : LedgerView(parent), m_model(new OverviewModel(connection, this)),
+      m_charts(new OverviewCharts(this)), m_tiles(new QWidget(this)),
+      m_firstStepsPage(new QWidget(this)), m_firstSteps(new FirstStepsPanel(m_firstStepsPage)),
+      m_connection(connection)
 {
     auto *layout = new QVBoxLayout(this);
     auto *tiles = new QHBoxLayout(m_tiles);
@@ -73,7 +70,8 @@ void OverviewView::render()
     const OverviewSnapshot &s = m_model->snapshot();
     const bool empty = m_model->hasSnapshot() && s.isEmpty();
     if (empty)
-        m_firstSteps->setLedger(SandboxSession::supportsLedger(m_connection->url()), m_connection->description());
+        m_firstSteps->setLedger(SandboxSession::supportsLedger(m_connection->url()),
+                                m_connection->description());
     m_firstStepsPage->setVisible(empty);
     m_tiles->setVisible(!empty);
     m_charts->setVisible(!empty);
@@ -85,8 +83,9 @@ void OverviewView::render()
     }
     tile(QStringLiteral("leases"))
         ->setValue(QString::number(s.leasesLive + s.leasesLapsed),
-                   s.leasesLapsed > 0 ? tr("%1 lapsed: next claim fences them off").arg(s.leasesLapsed)
-                                      : tr("all leases live"),
+                   s.leasesLapsed > 0
+                       ? tr("%1 lapsed: next claim fences them off").arg(s.leasesLapsed)
+                       : tr("all leases live"),
                    s.leasesLapsed > 0);
     tile(QStringLiteral("confirmations"))
         ->setValue(QString::number(s.confirmations + s.unknownOutcome),
@@ -102,20 +101,25 @@ void OverviewView::render()
     for (std::size_t i = perMinute.size() - 5; i < perMinute.size(); ++i)
         recent += perMinute[i];
     tile(QStringLiteral("suppressions"))
-        ->setValue(QString::number(m_model->suppressionsLastHour()),
-                   tr("%1 / min over the last 5 min").arg(static_cast<double>(recent) / 5.0, 0, 'f', 1), false);
+        ->setValue(
+            QString::number(m_model->suppressionsLastHour()),
+            tr("%1 / min over the last 5 min").arg(static_cast<double>(recent) / 5.0, 0, 'f', 1),
+            false);
     tile(QStringLiteral("dlq"))
         ->setValue(s.hasQueues ? QString::number(s.dlqDepth) : tr("n/a"),
-                   s.hasQueues ? tr("read-only here") : tr("no queues in this ledger"), s.dlqDepth > 0);
+                   s.hasQueues ? tr("read-only here") : tr("no queues in this ledger"),
+                   s.dlqDepth > 0);
     QStringList failures;
     std::int64_t total = 0;
     for (const auto &[cls, count] : s.failuresByClass) {
-        failures << QStringLiteral("%1 %2").arg(QString::fromLatin1(errorClassName(cls).data())).arg(count);
+        failures << QStringLiteral("%1 %2")
+                        .arg(QString::fromLatin1(errorClassName(cls).data()))
+                        .arg(count);
         total += count;
     }
     tile(QStringLiteral("failures"))
-        ->setValue(QString::number(total), failures.isEmpty() ? tr("none") : failures.join(QStringLiteral(" · ")),
-                   false);
+        ->setValue(QString::number(total),
+                   failures.isEmpty() ? tr("none") : failures.join(QStringLiteral(" · ")), false);
     m_charts->showSnapshot(s, perMinute, m_model->backlogSamples());
 }
 

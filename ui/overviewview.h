@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerview.h"
-
 #include <QHash>
+
+#include "ledgerview.h"
 
 namespace idempo {
 

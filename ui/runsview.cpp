@@ -1,14 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runsview.h"
 
-#include "displayformat.h"
-#include "emptystate.h"
-#include "filterbar.h"
-#include "ledgerconnection.h"
-#include "ledgertableview.h"
-#include "runtablemodel.h"
-#include "timelinewidget.h"
-
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -17,6 +9,14 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "displayformat.h"
+#include "emptystate.h"
+#include "filterbar.h"
+#include "ledgerconnection.h"
+#include "ledgertableview.h"
+#include "runtablemodel.h"
+#include "timelinewidget.h"
+
 namespace idempo {
 
 namespace {
@@ -24,17 +24,15 @@ constexpr int MaxTimelineSteps = 200;
 }
 
 RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_connection(connection)
-    , m_model(new RunTableModel(connection, this))
-    , m_filters(new FilterBar({OperationState::Received, OperationState::AwaitingApproval, OperationState::Dispatching,
-                               OperationState::Succeeded, OperationState::FailedRetryable, OperationState::UnknownOutcome,
-                               OperationState::ConfirmationRequired, OperationState::FailedTerminal},
-                              tr("Untouched for"), this))
-    , m_table(new LedgerTableView(this))
-    , m_timeline(new TimelineWidget(this))
-    , m_scroll(new QScrollArea(this))
-    , m_legend(new QLabel(this))
+    : LedgerView(parent), m_connection(connection), m_model(new RunTableModel(connection, this)),
+      m_filters(
+          new FilterBar({OperationState::Received, OperationState::AwaitingApproval,
+                         OperationState::Dispatching, OperationState::Succeeded,
+                         OperationState::FailedRetryable, OperationState::UnknownOutcome,
+                         OperationState::ConfirmationRequired, OperationState::FailedTerminal},
+                        tr("Untouched for"), this)),
+      m_table(new LedgerTableView(this)), m_timeline(new TimelineWidget(this)),
+      m_scroll(new QScrollArea(this)), m_legend(new QLabel(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_filters);
@@ -45,11 +43,12 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     bottomLayout->setContentsMargins(0, 0, 0, 0);
     auto *tools = new QHBoxLayout;
     QString legend;
-    for (OperationState s : {OperationState::Received, OperationState::AwaitingApproval, OperationState::Dispatching,
-                             OperationState::FailedRetryable, OperationState::UnknownOutcome,
-                             OperationState::ConfirmationRequired, OperationState::Succeeded,
-                             OperationState::FailedTerminal})
-        legend += QStringLiteral("<span style='color:%1'>■</span> %2 &nbsp;").arg(stateColor(s).name(), stateText(s));
+    for (OperationState s : {OperationState::Received, OperationState::AwaitingApproval,
+                             OperationState::Dispatching, OperationState::FailedRetryable,
+                             OperationState::UnknownOutcome, OperationState::ConfirmationRequired,
+                             OperationState::Succeeded, OperationState::FailedTerminal})
+        legend += QStringLiteral("<span style='color:%1'>■</span> %2 &nbsp;")
+                      .arg(stateColor(s).name(), stateText(s));
     legend += tr(" · <b>T</b> lease takeover · <b>R</b> reconciliation · ⚑ protected write");
     m_legend->setText(legend);
     m_legend->setWordWrap(true);
@@ -63,7 +62,8 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     };
     addTool(QStringLiteral("−"), tr("Zoom out (-)"), [this] { m_timeline->zoomBy(0.8); });
     addTool(QStringLiteral("+"), tr("Zoom in (+)"), [this] { m_timeline->zoomBy(1.25); });
-    addTool(tr("Fit"), tr("Fit the run to the width (0)"), [this] { m_timeline->fitTo(m_scroll->viewport()->width()); });
+    addTool(tr("Fit"), tr("Fit the run to the width (0)"),
+            [this] { m_timeline->fitTo(m_scroll->viewport()->width()); });
     bottomLayout->addLayout(tools);
     m_scroll->setWidget(m_timeline);
     m_scroll->setWidgetResizable(false);
@@ -78,7 +78,8 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     m_table->setKeyRole(RunTableModel::KeyRole);
     m_table->horizontalHeader()->resizeSection(RunTableModel::RunId, 220);
     m_table->horizontalHeader()->resizeSection(RunTableModel::State, 190);
-    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
         if (link == QLatin1String(EmptyState::ClearFiltersLink))
@@ -86,19 +87,22 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     });
     connect(m_model, &RunTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &RunsView::reload);
-    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &RunsView::loadTimeline);
-    connect(m_model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
-        const int row = m_table->currentIndex().row();
-        if (row >= from.row() && row <= to.row())
-            loadTimeline();
-    });
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &RunsView::loadTimeline);
+    connect(m_model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex &from, const QModelIndex &to) {
+                const int row = m_table->currentIndex().row();
+                if (row >= from.row() && row <= to.row())
+                    loadTimeline();
+            });
 }
 
 void RunsView::reload()
 {
-    m_empty->setMessage(m_filters->isActive() ? EmptyState::filteredMessage()
-                                              : tr("<b>No runs recorded yet.</b><br>Each workflow execution "
-                                                   "appears here with its steps as a timeline."));
+    m_empty->setMessage(m_filters->isActive()
+                            ? EmptyState::filteredMessage()
+                            : tr("<b>No runs recorded yet.</b><br>Each workflow execution "
+                                 "appears here with its steps as a timeline."));
     m_timeline->setTimeline({});
     m_model->setQuery(m_filters->query());
 }

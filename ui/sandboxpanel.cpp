@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxpanel.h"
 
-#include "ledgerconnection.h"
-#include "sandboxsession.h"
-
 #include <QColor>
 #include <QComboBox>
 #include <QFormLayout>
@@ -20,11 +17,17 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include "ledgerconnection.h"
+#include "sandboxsession.h"
+
 namespace idempo {
 
 namespace {
 
-QString text(const nlohmann::json &v) { return QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump()); }
+QString text(const nlohmann::json &v)
+{
+    return QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump());
+}
 
 /// A report's count object as "name 3, other 1", leaving out zeros; "none" when all are zero.
 QString counts(const nlohmann::json &object)
@@ -32,7 +35,8 @@ QString counts(const nlohmann::json &object)
     QStringList parts;
     for (const auto &[name, value] : object.items())
         if (!(value.is_number() && value.get<double>() == 0.0))
-            parts << QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' ')) + QLatin1Char(' ') + text(value);
+            parts << QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' ')) +
+                         QLatin1Char(' ') + text(value);
     return parts.isEmpty() ? QObject::tr("none") : parts.join(QStringLiteral(", "));
 }
 
@@ -45,31 +49,24 @@ QString runsText(int n)
 } // namespace
 
 SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_connection(connection)
-    , m_session(new SandboxSession(this))
-    , m_banner(new QLabel(this))
-    , m_scenario(new QComboBox(this))
-    , m_runs(new QSpinBox(this))
-    , m_faults(new QListWidget(this))
-    , m_seed(new QSpinBox(this))
-    , m_namespace(new QLineEdit(SandboxSession::freshNamespace(), this))
-    , m_run(new QPushButton(tr("Run"), this))
-    , m_cancel(new QPushButton(tr("Cancel run"), this))
-    , m_progress(new QProgressBar(this))
-    , m_target(new QLabel(this))
-    , m_progressText(new QLabel(this))
-    , m_headline(new QLabel(this))
-    , m_report(new QTreeWidget(this))
+    : LedgerView(parent), m_connection(connection), m_session(new SandboxSession(this)),
+      m_banner(new QLabel(this)), m_scenario(new QComboBox(this)), m_runs(new QSpinBox(this)),
+      m_faults(new QListWidget(this)), m_seed(new QSpinBox(this)),
+      m_namespace(new QLineEdit(SandboxSession::freshNamespace(), this)),
+      m_run(new QPushButton(tr("Run"), this)), m_cancel(new QPushButton(tr("Cancel run"), this)),
+      m_progress(new QProgressBar(this)), m_target(new QLabel(this)),
+      m_progressText(new QLabel(this)), m_headline(new QLabel(this)),
+      m_report(new QTreeWidget(this))
 {
     auto *layout = new QVBoxLayout(this);
     m_banner->setWordWrap(true);
     m_banner->setFrameShape(QFrame::StyledPanel);
     m_banner->setMargin(8);
-    m_banner->setText(tr("<b>Sandbox runs need the embedded ledger.</b> The scenario runner drives a virtual "
-                         "clock that only the embedded (SQLite) store accepts, so it cannot run against this "
-                         "PostgreSQL ledger. Open an embedded ledger (Ctrl+O, <code>sqlite:PATH</code>) to run "
-                         "scenarios; <code>idempo sandbox run</code> does the same from a shell."));
+    m_banner->setText(
+        tr("<b>Sandbox runs need the embedded ledger.</b> The scenario runner drives a virtual "
+           "clock that only the embedded (SQLite) store accepts, so it cannot run against this "
+           "PostgreSQL ledger. Open an embedded ledger (Ctrl+O, <code>sqlite:PATH</code>) to run "
+           "scenarios; <code>idempo sandbox run</code> does the same from a shell."));
     m_banner->hide();
     layout->addWidget(m_banner);
 
@@ -87,8 +84,10 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
         auto *item = new QListWidgetItem(name, m_faults);
         item->setCheckState(Qt::Unchecked);
     }
-    m_faults->setFixedHeight(m_faults->sizeHintForRow(0) * m_faults->count() + 2 * m_faults->frameWidth() + 4);
-    m_namespace->setToolTip(tr("The run writes only into this namespace; it must hold no operations yet."));
+    m_faults->setFixedHeight(m_faults->sizeHintForRow(0) * m_faults->count() +
+                             2 * m_faults->frameWidth() + 4);
+    m_namespace->setToolTip(
+        tr("The run writes only into this namespace; it must hold no operations yet."));
     form->addRow(tr("Scenario"), m_scenario);
     form->addRow(tr("Runs"), m_runs);
     form->addRow(tr("Faults (default rates)"), m_faults);
@@ -101,8 +100,10 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
 
     auto *right = new QVBoxLayout;
     auto *controls = new QHBoxLayout;
-    m_run->setToolTip(tr("Writes simulated operations into the namespace above of the open ledger"));
-    m_cancel->setToolTip(tr("Stops after the current round; the invariants are still checked on what ran"));
+    m_run->setToolTip(
+        tr("Writes simulated operations into the namespace above of the open ledger"));
+    m_cancel->setToolTip(
+        tr("Stops after the current round; the invariants are still checked on what ran"));
     controls->addWidget(m_run);
     controls->addWidget(m_cancel);
     controls->addWidget(m_progress, 1);
@@ -144,7 +145,8 @@ void SandboxPanel::reload()
     updateControls();
 }
 
-void SandboxPanel::setRequest(const QString &scenario, int runs, const QStringList &faults, int seed, const QString &ns)
+void SandboxPanel::setRequest(const QString &scenario, int runs, const QStringList &faults,
+                              int seed, const QString &ns)
 {
     m_scenario->setCurrentIndex(std::max(0, m_scenario->findData(scenario)));
     m_runs->setValue(runs);
@@ -173,17 +175,20 @@ SandboxRequest SandboxPanel::request() const
 
 void SandboxPanel::updateControls()
 {
-    const bool supported = m_connection->isOpen() && SandboxSession::supportsLedger(m_connection->url());
+    const bool supported =
+        m_connection->isOpen() && SandboxSession::supportsLedger(m_connection->url());
     const bool running = m_session->isRunning();
     m_banner->setVisible(m_connection->isOpen() && !supported);
-    for (QWidget *w : std::initializer_list<QWidget *>{m_scenario, m_runs, m_faults, m_seed, m_namespace})
+    for (QWidget *w :
+         std::initializer_list<QWidget *>{m_scenario, m_runs, m_faults, m_seed, m_namespace})
         w->setEnabled(supported && !running);
     m_run->setEnabled(supported && !running && !m_namespace->text().trimmed().isEmpty());
     m_cancel->setEnabled(running);
     m_run->setText(tr("Write %1 (simulated)").arg(runsText(m_runs->value())));
-    m_target->setText(supported ? tr("Writes into %1, namespace %2 only.")
-                                      .arg(m_connection->description(), m_namespace->text().trimmed())
-                                : QString());
+    m_target->setText(supported
+                          ? tr("Writes into %1, namespace %2 only.")
+                                .arg(m_connection->description(), m_namespace->text().trimmed())
+                          : QString());
 }
 
 void SandboxPanel::startRun()
@@ -192,13 +197,15 @@ void SandboxPanel::startRun()
         return;
     const SandboxRequest r = request();
     if (m_interactive) {
-        QMessageBox confirm(QMessageBox::Question, tr("Run the sandbox"),
-                            tr("Write %1 (scenario %2) into namespace <b>%3</b> of %4?<br>"
-                               "Nothing outside that namespace changes, but the rows stay in the ledger.")
-                                .arg(runsText(r.runs), r.scenario, r.ns.toHtmlEscaped(),
-                                     m_connection->description().toHtmlEscaped()),
-                            QMessageBox::Cancel, this);
-        QPushButton *go = confirm.addButton(tr("Write %1").arg(runsText(r.runs)), QMessageBox::AcceptRole);
+        QMessageBox confirm(
+            QMessageBox::Question, tr("Run the sandbox"),
+            tr("Write %1 (scenario %2) into namespace <b>%3</b> of %4?<br>"
+               "Nothing outside that namespace changes, but the rows stay in the ledger.")
+                .arg(runsText(r.runs), r.scenario, r.ns.toHtmlEscaped(),
+                     m_connection->description().toHtmlEscaped()),
+            QMessageBox::Cancel, this);
+        QPushButton *go =
+            confirm.addButton(tr("Write %1").arg(runsText(r.runs)), QMessageBox::AcceptRole);
         confirm.setDefaultButton(QMessageBox::Cancel);
         confirm.exec();
         if (confirm.clickedButton() != go)
@@ -211,7 +218,8 @@ void SandboxPanel::startRun()
     m_runNamespace = r.ns;
     if (!m_session->start(r))
         return;
-    setHeadline(QStringLiteral("running"), tr("Running %1 in namespace %2…").arg(runsText(r.runs), r.ns));
+    setHeadline(QStringLiteral("running"),
+                tr("Running %1 in namespace %2…").arg(runsText(r.runs), r.ns));
     updateControls();
 }
 
@@ -230,7 +238,8 @@ void SandboxPanel::showProgress(int settled, int runs, qint64 deliveries, qint64
     m_progress->setValue(settled);
     if (!m_session->isRunning())
         return;
-    m_progressText->setText(tr("%1 deliveries, virtual time +%2 s").arg(deliveries).arg(virtualMs / 1000));
+    m_progressText->setText(
+        tr("%1 deliveries, virtual time +%2 s").arg(deliveries).arg(virtualMs / 1000));
 }
 
 void SandboxPanel::showReport()
@@ -244,9 +253,11 @@ void SandboxPanel::showReport()
     for (const nlohmann::json &i : invariants.at("invariants")) {
         const bool holds = i.at("ok").get<bool>();
         auto *item = new QTreeWidgetItem(m_report);
-        item->setText(0, (holds ? QStringLiteral("✔ ") : QStringLiteral("✘ ")) + text(i.at("name")));
+        item->setText(0,
+                      (holds ? QStringLiteral("✔ ") : QStringLiteral("✘ ")) + text(i.at("name")));
         item->setText(1, holds ? tr("holds (%1 checked)").arg(text(i.at("checked")))
-                               : tr("VIOLATED: %1 of %2 checked").arg(text(i.at("violations")), text(i.at("checked"))));
+                               : tr("VIOLATED: %1 of %2 checked")
+                                     .arg(text(i.at("violations")), text(i.at("checked"))));
         item->setForeground(0, holds ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
         if (holds)
             continue;
@@ -271,9 +282,11 @@ void SandboxPanel::showReport()
     figure(tr("duplicate effects"), text(r.at("duplicate_effects")));
     figure(tr("faults injected"), counts(r.at("faults_injected")));
     figure(tr("retries / crashes / fenced writes"),
-           QStringLiteral("%1 / %2 / %3").arg(text(r.at("retries")), text(r.at("crashes")), text(r.at("fenced_writes"))));
+           QStringLiteral("%1 / %2 / %3")
+               .arg(text(r.at("retries")), text(r.at("crashes")), text(r.at("fenced_writes"))));
     figure(tr("approvals / confirmations pending"),
-           QStringLiteral("%1 / %2").arg(text(r.at("approvals_pending")), text(r.at("confirmations_pending"))));
+           QStringLiteral("%1 / %2").arg(text(r.at("approvals_pending")),
+                                         text(r.at("confirmations_pending"))));
     figure(tr("virtual time"), tr("%1 s").arg(text(r.at("virtual_seconds"))));
     figure(tr("wall time"), tr("%1 s").arg(r.at("timing").at("wall_s").get<double>(), 0, 'f', 2));
     figures->setExpanded(true);
@@ -284,14 +297,19 @@ void SandboxPanel::showReport()
         setHeadline(QStringLiteral("cancelled"),
                     tr("■ CANCELLED after %1 of %2 settled (%3). Invariants on what ran: %4")
                         .arg(m_progress->value())
-                        .arg(runs, where, ok ? tr("all hold") : tr("VIOLATED: %1").arg(broken.join(QStringLiteral(", ")))));
+                        .arg(runs, where,
+                             ok ? tr("all hold")
+                                : tr("VIOLATED: %1").arg(broken.join(QStringLiteral(", ")))));
     } else if (ok) {
-        setHeadline(QStringLiteral("ok"), tr("✔ All %1 invariants hold — %2, %3, %4 duplicate effects")
-                                             .arg(invariants.at("invariants").size())
-                                             .arg(runs, where, text(r.at("duplicate_effects"))));
+        setHeadline(QStringLiteral("ok"),
+                    tr("✔ All %1 invariants hold — %2, %3, %4 duplicate effects")
+                        .arg(invariants.at("invariants").size())
+                        .arg(runs, where, text(r.at("duplicate_effects"))));
     } else {
-        setHeadline(QStringLiteral("violated"), tr("✘ INVARIANTS VIOLATED: %1 — %2, %3; the violating operations are listed below")
-                                                   .arg(broken.join(QStringLiteral(", ")), runs, where));
+        setHeadline(
+            QStringLiteral("violated"),
+            tr("✘ INVARIANTS VIOLATED: %1 — %2, %3; the violating operations are listed below")
+                .arg(broken.join(QStringLiteral(", ")), runs, where));
     }
     m_progressText->clear();
     m_namespace->setText(SandboxSession::freshNamespace());

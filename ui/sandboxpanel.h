@@ -35,7 +35,8 @@ public:
     /// False skips the confirmation before a run writes to the ledger (tests, screenshots).
     void setInteractive(bool interactive) { m_interactive = interactive; }
     /// Fills the form: `faults` are fault names; an empty `ns` keeps the proposed one.
-    void setRequest(const QString &scenario, int runs, const QStringList &faults, int seed, const QString &ns = {});
+    void setRequest(const QString &scenario, int runs, const QStringList &faults, int seed,
+                    const QString &ns = {});
     /// Starts a run with the form's values (after the confirmation, when interactive).
     void startRun();
     void cancelRun();

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "screenshottour.h"
 
+#include <QDir>
+#include <QPixmap>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTimer>
+
 #include "actioncontroller.h"
 #include "confirmationsview.h"
 #include "dlqview.h"
@@ -10,13 +17,6 @@
 #include "mainwindow.h"
 #include "operationtablemodel.h"
 
-#include <QDir>
-#include <QPixmap>
-#include <QPlainTextEdit>
-#include <QPushButton>
-#include <QTabWidget>
-#include <QTimer>
-
 namespace idempo {
 
 namespace {
@@ -24,9 +24,7 @@ constexpr int PerTabMs = 900;
 }
 
 ScreenshotTour::ScreenshotTour(MainWindow *window, const QString &directory, QObject *parent)
-    : QObject(parent)
-    , m_window(window)
-    , m_directory(directory)
+    : QObject(parent), m_window(window), m_directory(directory)
 {
 }
 
@@ -57,10 +55,14 @@ void ScreenshotTour::visit(int tab)
         view->table()->setCurrentIndex(model->index(pick, 0));
     }
     QTimer::singleShot(PerTabMs, this, [this, tab, tabs] {
-        QString name = tabs->tabText(tab).remove(QLatin1Char('&')).section(QLatin1Char(' '), 0, 0).toLower();
+        QString name =
+            tabs->tabText(tab).remove(QLatin1Char('&')).section(QLatin1Char(' '), 0, 0).toLower();
         if (name == QLatin1String("dead"))
             name = QStringLiteral("dlq");
-        const QString path = QDir(m_directory).filePath(QStringLiteral("%1-%2.png").arg(tab + 1, 2, 10, QLatin1Char('0')).arg(name));
+        const QString path =
+            QDir(m_directory)
+                .filePath(
+                    QStringLiteral("%1-%2.png").arg(tab + 1, 2, 10, QLatin1Char('0')).arg(name));
         m_ok = m_window->grab().save(path) && m_ok;
         visit(tab + 1);
     });
@@ -78,16 +80,17 @@ void ScreenshotTour::dialogs(int step)
             m_ok = false;
             dialogs(step + 1);
         });
-        *conn = connect(actions, &ActionController::dialogOpened, this, [this, conn, failed, name, reason, step](GuardedActionDialog *d) {
-            disconnect(*conn);
-            disconnect(*failed);
-            d->reasonEdit()->setPlainText(reason);
-            QTimer::singleShot(PerTabMs, this, [this, d, name, step] {
-                m_ok = d->grab().save(QDir(m_directory).filePath(name)) && m_ok;
-                d->reject();
-                dialogs(step + 1);
-            });
-        });
+        *conn = connect(actions, &ActionController::dialogOpened, this,
+                        [this, conn, failed, name, reason, step](GuardedActionDialog *d) {
+                            disconnect(*conn);
+                            disconnect(*failed);
+                            d->reasonEdit()->setPlainText(reason);
+                            QTimer::singleShot(PerTabMs, this, [this, d, name, step] {
+                                m_ok = d->grab().save(QDir(m_directory).filePath(name)) && m_ok;
+                                d->reject();
+                                dialogs(step + 1);
+                            });
+                        });
     };
     if (step == 0) {
         for (LedgerView *v : m_window->views())
@@ -95,9 +98,12 @@ void ScreenshotTour::dialogs(int step)
                 m_window->tabs()->setCurrentWidget(view);
                 OperationTableModel *model = view->model();
                 for (int r = 0; r < model->rowCount(); ++r)
-                    if (model->operationAt(model->index(r, 0)).state == OperationState::AwaitingApproval) {
-                        grabWhenOpen(QStringLiteral("dialog-approve.png"), tr("Refund agreed with the customer"));
-                        actions->start(OperationAction::Redispatch, model->operationAt(model->index(r, 0)));
+                    if (model->operationAt(model->index(r, 0)).state ==
+                        OperationState::AwaitingApproval) {
+                        grabWhenOpen(QStringLiteral("dialog-approve.png"),
+                                     tr("Refund agreed with the customer"));
+                        actions->start(OperationAction::Redispatch,
+                                       model->operationAt(model->index(r, 0)));
                         return;
                     }
             }
@@ -106,9 +112,11 @@ void ScreenshotTour::dialogs(int step)
     }
     if (step == 1) {
         for (LedgerView *v : m_window->views())
-            if (auto *view = qobject_cast<DlqView *>(v); view && view->replayButton()->isEnabled()) {
+            if (auto *view = qobject_cast<DlqView *>(v);
+                view && view->replayButton()->isEnabled()) {
                 m_window->tabs()->setCurrentWidget(view);
-                grabWhenOpen(QStringLiteral("dialog-dlq-replay.png"), tr("Payments API is back after the outage"));
+                grabWhenOpen(QStringLiteral("dialog-dlq-replay.png"),
+                             tr("Payments API is back after the outage"));
                 view->replaySelectionOrFilter();
                 return;
             }

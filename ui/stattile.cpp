@@ -7,10 +7,8 @@
 namespace idempo {
 
 StatTile::StatTile(const QString &caption, QWidget *parent)
-    : QFrame(parent)
-    , m_caption(new QLabel(caption, this))
-    , m_value(new QLabel(QStringLiteral("…"), this))
-    , m_context(new QLabel(this))
+    : QFrame(parent), m_caption(new QLabel(caption, this)),
+      m_value(new QLabel(QStringLiteral("…"), this)), m_context(new QLabel(this))
 {
     setFrameShape(QFrame::StyledPanel);
     setAutoFillBackground(true);
@@ -35,10 +33,12 @@ void StatTile::setValue(const QString &value, const QString &context, bool alert
 {
     m_value->setText(value);
     m_context->setText(context);
-    setStyleSheet(alert ? QStringLiteral("idempo--StatTile { border: 2px solid #d64545; border-radius: 4px; }")
+    setStyleSheet(alert ? QStringLiteral(
+                              "idempo--StatTile { border: 2px solid #d64545; border-radius: 4px; }")
                         : QString());
     m_value->setStyleSheet(alert ? QStringLiteral("color: #d64545;") : QString());
-    setAccessibleDescription(m_caption->text() + QLatin1Char(' ') + value + QLatin1Char(' ') + context);
+    setAccessibleDescription(m_caption->text() + QLatin1Char(' ') + value + QLatin1Char(' ') +
+                             context);
 }
 
 QString StatTile::value() const

@@ -1,33 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "suppressionsview.h"
 
-#include "emptystate.h"
-#include "filterbar.h"
-#include "ledgertableview.h"
-#include "suppressiontablemodel.h"
-
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include "emptystate.h"
+#include "filterbar.h"
+#include "ledgertableview.h"
+#include "suppressiontablemodel.h"
+
 namespace idempo {
 
 SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent)
-    , m_model(new SuppressionTableModel(connection, this))
-    , m_filters(new FilterBar({}, tr("Within"), this))
-    , m_kind(new QComboBox(this))
-    , m_table(new LedgerTableView(this))
+    : LedgerView(parent), m_model(new SuppressionTableModel(connection, this)),
+      m_filters(new FilterBar({}, tr("Within"), this)), m_kind(new QComboBox(this)),
+      m_table(new LedgerTableView(this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
     auto *kindLabel = new QLabel(tr("K&ind"), this);
     kindLabel->setBuddy(m_kind);
     m_kind->addItem(tr("every kind"), -1);
-    for (ClaimOutcome o : {ClaimOutcome::Replayed, ClaimOutcome::InProgress, ClaimOutcome::RetryLater,
-                           ClaimOutcome::ReconcileRequired, ClaimOutcome::PayloadMismatch})
+    for (ClaimOutcome o :
+         {ClaimOutcome::Replayed, ClaimOutcome::InProgress, ClaimOutcome::RetryLater,
+          ClaimOutcome::ReconcileRequired, ClaimOutcome::PayloadMismatch})
         m_kind->addItem(QString::fromLatin1(claimOutcomeName(o).data()), static_cast<int>(o));
     top->addWidget(kindLabel);
     top->addWidget(m_kind);
@@ -39,7 +38,8 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::When, 160);
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Key, 300);
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Kind, 150);
-    m_table->setViewportListener([this](int first, int count) { m_model->setViewport(first, count); });
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
         if (link != QLatin1String(EmptyState::ClearFiltersLink))
@@ -54,10 +54,11 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
 
 void SuppressionsView::reload()
 {
-    m_empty->setMessage(m_filters->isActive() || m_kind->currentIndex() > 0
-                            ? EmptyState::filteredMessage()
-                            : tr("<b>No duplicate suppressed yet.</b><br>Every redelivery, retry or second "
-                                 "planner that Idempo answers without executing is listed here."));
+    m_empty->setMessage(
+        m_filters->isActive() || m_kind->currentIndex() > 0
+            ? EmptyState::filteredMessage()
+            : tr("<b>No duplicate suppressed yet.</b><br>Every redelivery, retry or second "
+                 "planner that Idempo answers without executing is listed here."));
     SuppressionQuery q;
     q.keyPrefix = m_filters->keyPrefix().toStdString();
     q.runId = m_filters->runId().toStdString();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "timelinewidget.h"
 
-#include "displayformat.h"
+#include <algorithm>
+#include <cmath>
 
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -9,8 +10,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 
-#include <algorithm>
-#include <cmath>
+#include "displayformat.h"
 
 namespace idempo {
 
@@ -21,8 +21,7 @@ constexpr int LaneHeight = 30;
 constexpr int Margin = 16;
 } // namespace
 
-TimelineWidget::TimelineWidget(QWidget *parent)
-    : QWidget(parent)
+TimelineWidget::TimelineWidget(QWidget *parent) : QWidget(parent)
 {
     setFocusPolicy(Qt::StrongFocus);
     setMouseTracking(true);
@@ -38,7 +37,8 @@ void TimelineWidget::setTimeline(RunTimeline timeline)
 void TimelineWidget::fitTo(int width)
 {
     m_fitWidth = std::max(200, width);
-    const double seconds = std::max(1.0, static_cast<double>(m_timeline.endMs - m_timeline.startMs) / 1000.0);
+    const double seconds =
+        std::max(1.0, static_cast<double>(m_timeline.endMs - m_timeline.startMs) / 1000.0);
     m_pixelsPerSecond = std::max(0.0001, (m_fitWidth - LabelWidth - 2 * Margin) / seconds);
     updateGeometry();
     resize(sizeHint());
@@ -56,21 +56,25 @@ void TimelineWidget::zoomBy(double factor)
 QSize TimelineWidget::sizeHint() const
 {
     const double seconds = static_cast<double>(m_timeline.endMs - m_timeline.startMs) / 1000.0;
-    const int width = LabelWidth + 2 * Margin + static_cast<int>(std::ceil(seconds * m_pixelsPerSecond));
-    const int height = AxisHeight + Margin + static_cast<int>(m_timeline.lanes.size()) * LaneHeight + Margin;
+    const int width =
+        LabelWidth + 2 * Margin + static_cast<int>(std::ceil(seconds * m_pixelsPerSecond));
+    const int height =
+        AxisHeight + Margin + static_cast<int>(m_timeline.lanes.size()) * LaneHeight + Margin;
     return {std::min(width, 1'000'000), std::max(height, 120)};
 }
 
 double TimelineWidget::xOf(std::int64_t ms) const
 {
-    return LabelWidth + Margin + static_cast<double>(ms - m_timeline.startMs) / 1000.0 * m_pixelsPerSecond;
+    return LabelWidth + Margin +
+           static_cast<double>(ms - m_timeline.startMs) / 1000.0 * m_pixelsPerSecond;
 }
 
 QRectF TimelineWidget::spanRect(int lane, const RunTimeline::Span &span) const
 {
     const double x0 = xOf(span.startMs);
     const double x1 = std::max(x0 + 3.0, xOf(span.endMs));
-    return {x0, static_cast<double>(AxisHeight + lane * LaneHeight + 5), x1 - x0, static_cast<double>(LaneHeight - 10)};
+    return {x0, static_cast<double>(AxisHeight + lane * LaneHeight + 5), x1 - x0,
+            static_cast<double>(LaneHeight - 10)};
 }
 
 void TimelineWidget::paintEvent(QPaintEvent *)
@@ -87,7 +91,8 @@ void TimelineWidget::paintEvent(QPaintEvent *)
     // Time axis: a tick roughly every 100 px, at a round number of seconds.
     const double seconds = static_cast<double>(m_timeline.endMs - m_timeline.startMs) / 1000.0;
     double step = 1.0;
-    for (double candidate : {0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0}) {
+    for (double candidate :
+         {0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0}) {
         step = candidate;
         if (candidate * m_pixelsPerSecond >= 90)
             break;
@@ -99,8 +104,10 @@ void TimelineWidget::paintEvent(QPaintEvent *)
         p.setPen(pal.color(QPalette::Midlight));
         p.drawLine(QPointF(x, AxisHeight - 4), QPointF(x, bottom));
         p.setPen(pal.color(QPalette::Text));
-        const QString label = step < 1.0 ? QStringLiteral("+%1 s").arg(t, 0, 'f', 1)
-                                         : QStringLiteral("+%1").arg(durationText(static_cast<std::int64_t>(t * 1000)));
+        const QString label =
+            step < 1.0
+                ? QStringLiteral("+%1 s").arg(t, 0, 'f', 1)
+                : QStringLiteral("+%1").arg(durationText(static_cast<std::int64_t>(t * 1000)));
         p.drawText(QPointF(x + 3, AxisHeight - 10), label);
     }
     for (std::size_t i = 0; i < m_timeline.lanes.size(); ++i) {
@@ -109,9 +116,11 @@ void TimelineWidget::paintEvent(QPaintEvent *)
         if (i % 2 == 1)
             p.fillRect(QRect(0, y, width(), LaneHeight), pal.alternateBase());
         p.setPen(pal.color(QPalette::Text));
-        const QString label = displayText(lane.stepId) +
-                              (lane.kind == ToolKind::ProtectedWrite ? QStringLiteral("  ⚑") : QString());
-        p.drawText(QRect(Margin, y, LabelWidth - Margin, LaneHeight), Qt::AlignVCenter | Qt::AlignLeft,
+        const QString label =
+            displayText(lane.stepId) +
+            (lane.kind == ToolKind::ProtectedWrite ? QStringLiteral("  ⚑") : QString());
+        p.drawText(QRect(Margin, y, LabelWidth - Margin, LaneHeight),
+                   Qt::AlignVCenter | Qt::AlignLeft,
                    p.fontMetrics().elidedText(label, Qt::ElideMiddle, LabelWidth - Margin - 4));
         for (const RunTimeline::Span &span : lane.spans) {
             const QRectF r = spanRect(static_cast<int>(i), span);
@@ -134,7 +143,8 @@ void TimelineWidget::paintEvent(QPaintEvent *)
             p.setBrush(takeover ? QColor(0xe0, 0x8a, 0x2e) : QColor(0x9b, 0x59, 0xd0));
             p.drawEllipse(badge);
             p.setPen(Qt::white);
-            p.drawText(badge, Qt::AlignCenter, takeover ? QStringLiteral("T") : QStringLiteral("R"));
+            p.drawText(badge, Qt::AlignCenter,
+                       takeover ? QStringLiteral("T") : QStringLiteral("R"));
         }
     }
     if (m_timeline.writeBoundaryMs) {
@@ -162,15 +172,17 @@ QString TimelineWidget::describeAt(const QPoint &pos) const
     for (const RunTimeline::Span &span : l.spans) {
         if (!spanRect(lane, span).adjusted(-2, -4, 2, 4).contains(pos))
             continue;
-        QString text = tr("<b>%1</b><br>%2<br>%3 for %4<br>attempt %5 · token %6")
-                           .arg(displayText(l.key).toHtmlEscaped(), stateText(span.state), timestampText(span.startMs),
-                                durationText(span.endMs - span.startMs))
-                           .arg(span.attempt)
-                           .arg(span.fencingToken);
+        QString text =
+            tr("<b>%1</b><br>%2<br>%3 for %4<br>attempt %5 · token %6")
+                .arg(displayText(l.key).toHtmlEscaped(), stateText(span.state),
+                     timestampText(span.startMs), durationText(span.endMs - span.startMs))
+                .arg(span.attempt)
+                .arg(span.fencingToken);
         if (!span.actor.empty())
             text += tr("<br>by %1").arg(displayText(span.actor).toHtmlEscaped());
         if (span.errorClass)
-            text += tr("<br>error: %1").arg(QString::fromLatin1(errorClassName(*span.errorClass).data()));
+            text += tr("<br>error: %1")
+                        .arg(QString::fromLatin1(errorClassName(*span.errorClass).data()));
         if (!span.detail.empty())
             text += QStringLiteral("<br>") + displayText(span.detail).toHtmlEscaped();
         return text;

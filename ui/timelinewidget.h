@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "runtimeline.h"
-
 #include <QWidget>
+
+#include "runtimeline.h"
 
 namespace idempo {
 

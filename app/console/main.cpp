@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // idempo-console: wiring only. Opens --ledger, $IDEMPO_LEDGER, the last ledger or the embedded one.
-#include "connectionprofiles.h"
-#include "ledgerconnection.h"
-#include "ledgerview.h"
-#include "mainwindow.h"
-#include "sandboxpanel.h"
-#include "sandboxsession.h"
-#include "screenshottour.h"
+#include <cstdio>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -15,7 +9,13 @@
 #include <QStyleFactory>
 #include <QTimer>
 
-#include <cstdio>
+#include "connectionprofiles.h"
+#include "ledgerconnection.h"
+#include "ledgerview.h"
+#include "mainwindow.h"
+#include "sandboxpanel.h"
+#include "sandboxsession.h"
+#include "screenshottour.h"
 
 namespace {
 
@@ -56,14 +56,24 @@ int main(int argc, char *argv[])
     parser.setApplicationDescription(QStringLiteral("Idempo operations console"));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption ledger(QStringLiteral("ledger"), QStringLiteral("Ledger to open (sqlite:PATH, postgresql://…, service=NAME)."), QStringLiteral("URL"));
-    const QCommandLineOption quitAfterLoad(QStringLiteral("quit-after-load"), QStringLiteral("Exit 0 once the ledger opened and the first figures loaded (69 when it cannot open)."));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a PNG of every view into DIR, then exit."), QStringLiteral("DIR"));
+    const QCommandLineOption ledger(
+        QStringLiteral("ledger"),
+        QStringLiteral("Ledger to open (sqlite:PATH, postgresql://…, service=NAME)."),
+        QStringLiteral("URL"));
+    const QCommandLineOption quitAfterLoad(
+        QStringLiteral("quit-after-load"),
+        QStringLiteral("Exit 0 once the ledger opened and the first figures loaded (69 when it "
+                       "cannot open)."));
+    const QCommandLineOption screenshot(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Save a PNG of every view into DIR, then exit."), QStringLiteral("DIR"));
     const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use a dark palette."));
     const QCommandLineOption sandboxRuns(
         QStringLiteral("sandbox-runs"),
-        QStringLiteral("With --screenshot on an embedded ledger: first write N sandbox runs (every scenario, seed 42, "
-                       "duplicate delivery and crash after effect) into a fresh namespace, so the Sandbox view shows a report."),
+        QStringLiteral("With --screenshot on an embedded ledger: first write N sandbox runs (every "
+                       "scenario, seed 42, "
+                       "duplicate delivery and crash after effect) into a fresh namespace, so the "
+                       "Sandbox view shows a report."),
         QStringLiteral("N"));
     parser.addOptions({ledger, quitAfterLoad, screenshot, dark, sandboxRuns});
     parser.process(app);
@@ -82,10 +92,11 @@ int main(int argc, char *argv[])
     idempo::MainWindow window;
     window.setInteractive(!batch);
     if (batch) {
-        QObject::connect(&window, &idempo::MainWindow::ledgerFailed, &app, [](const QString &message) {
-            std::fprintf(stderr, "idempo-console: %s\n", qPrintable(message));
-            QApplication::exit(69);
-        });
+        QObject::connect(&window, &idempo::MainWindow::ledgerFailed, &app,
+                         [](const QString &message) {
+                             std::fprintf(stderr, "idempo-console: %s\n", qPrintable(message));
+                             QApplication::exit(69);
+                         });
     }
     if (parser.isSet(quitAfterLoad)) {
         QObject::connect(&window, &idempo::MainWindow::ledgerOpened, &app, [] {
@@ -101,18 +112,23 @@ int main(int argc, char *argv[])
             for (idempo::LedgerView *v : window.views())
                 if (auto *p = qobject_cast<idempo::SandboxPanel *>(v))
                     panel = p;
-            if (runs <= 0 || !panel || !idempo::SandboxSession::supportsLedger(window.connection()->url())) {
+            if (runs <= 0 || !panel ||
+                !idempo::SandboxSession::supportsLedger(window.connection()->url())) {
                 tour->start(2500);
                 return;
             }
             panel->setInteractive(false);
-            panel->setRequest(QStringLiteral("all"), runs,
-                              {QStringLiteral("duplicate-delivery"), QStringLiteral("crash-after-effect")}, 42);
-            QObject::connect(panel->session(), &idempo::SandboxSession::finished, tour, [tour] { tour->start(2500); });
-            QObject::connect(panel->session(), &idempo::SandboxSession::failed, tour, [tour] { tour->start(2500); });
+            panel->setRequest(
+                QStringLiteral("all"), runs,
+                {QStringLiteral("duplicate-delivery"), QStringLiteral("crash-after-effect")}, 42);
+            QObject::connect(panel->session(), &idempo::SandboxSession::finished, tour,
+                             [tour] { tour->start(2500); });
+            QObject::connect(panel->session(), &idempo::SandboxSession::failed, tour,
+                             [tour] { tour->start(2500); });
             panel->startRun();
         });
-        QObject::connect(tour, &idempo::ScreenshotTour::finished, &app, [](bool ok) { QApplication::exit(ok ? 0 : 1); });
+        QObject::connect(tour, &idempo::ScreenshotTour::finished, &app,
+                         [](bool ok) { QApplication::exit(ok ? 0 : 1); });
     }
     window.show();
     window.openLedger(url);

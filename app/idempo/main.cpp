@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli.h"
-
 #include <QCoreApplication>
+
+#include "cli.h"
 
 int main(int argc, char *argv[])
 {

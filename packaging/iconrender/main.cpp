@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Build-time tool: renders the application's SVG icon to a square PNG with Qt's own SVG
 // module, so the build needs no external rasteriser.
+#include <cstdio>
+
 #include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
 #include <QSvgRenderer>
-
-#include <cstdio>
 
 int main(int argc, char *argv[])
 {

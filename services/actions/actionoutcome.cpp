@@ -65,8 +65,9 @@ nlohmann::json ReplayOutcome::toJson() const
             {"taken_by_other_replay", takenByOtherReplay},
             {"not_replayed", notReplayed},
             {"cancelled", cancelled},
-            {"audit_seq", startAuditSeq == 0 ? nlohmann::json::array()
-                                             : nlohmann::json::array({startAuditSeq, endAuditSeq})}};
+            {"audit_seq", startAuditSeq == 0
+                              ? nlohmann::json::array()
+                              : nlohmann::json::array({startAuditSeq, endAuditSeq})}};
 }
 
 std::string ReplayOutcome::text() const

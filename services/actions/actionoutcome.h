@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-#include "providerlookup.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "operation.h"
+#include "providerlookup.h"
 
 namespace idempo {
 

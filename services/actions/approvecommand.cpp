@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "approvecommand.h"
 
+#include <algorithm>
+
 #include "canonicaljson.h"
 #include "error.h"
 #include "recordjson.h"
-
-#include <algorithm>
 
 namespace idempo {
 namespace {
@@ -13,9 +13,12 @@ namespace {
 OperationState targetState(ApprovalDecision decision)
 {
     switch (decision) {
-    case ApprovalDecision::Redispatch: return OperationState::Received;
-    case ApprovalDecision::Confirm: return OperationState::Succeeded;
-    case ApprovalDecision::Reject: return OperationState::FailedTerminal;
+    case ApprovalDecision::Redispatch:
+        return OperationState::Received;
+    case ApprovalDecision::Confirm:
+        return OperationState::Succeeded;
+    case ApprovalDecision::Reject:
+        return OperationState::FailedTerminal;
     }
     return OperationState::FailedTerminal;
 }
@@ -27,9 +30,11 @@ bool allowedFrom(ApprovalDecision decision, OperationState state)
     return state == OperationState::AwaitingApproval && decision != ApprovalDecision::Confirm;
 }
 
-std::string proposalOf(ApprovalDecision decision, const std::string &reference, std::int64_t version)
+std::string proposalOf(ApprovalDecision decision, const std::string &reference,
+                       std::int64_t version)
 {
-    return payloadFingerprint({{"decision", decisionName(decision)}, {"reference", reference}, {"version", version}});
+    return payloadFingerprint(
+        {{"decision", decisionName(decision)}, {"reference", reference}, {"version", version}});
 }
 
 /// The latest revision of an operation's approvals, and those of it still pending with `proposal`.
@@ -60,9 +65,11 @@ struct Problem
 /// The rules of ApproveCommand, in order: every one that `r` by `actor` breaks on `op` (null:
 /// there is none) with its history and approvals. A resubmission (its approval id was used
 /// before) is judged on the request alone, since the first decision answers it.
-std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const ActorIdentity &actor, const Operation *op,
+std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const ActorIdentity &actor,
+                                      const Operation *op,
                                       const std::vector<OperationEvent> &history,
-                                      const std::vector<ApprovalRecord> &approvals, bool resubmitted)
+                                      const std::vector<ApprovalRecord> &approvals,
+                                      bool resubmitted)
 {
     std::vector<Problem> problems;
     const auto refuse = [&problems](ErrorCode code, std::string message) {
@@ -73,7 +80,8 @@ std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const Ac
     if (!roleMay(actor.role, Capability::Approve))
         refuse(ErrorCode::Refused, roleRefusal(actor.role, Capability::Approve));
     if (r.decision == ApprovalDecision::Confirm && r.externalReference.empty())
-        refuse(ErrorCode::Refused, "confirming needs the external reference that proves the effect");
+        refuse(ErrorCode::Refused,
+               "confirming needs the external reference that proves the effect");
     if (r.decision != ApprovalDecision::Confirm && !r.externalReference.empty())
         refuse(ErrorCode::Refused, "an external reference belongs to a confirm decision only");
     if (!op) {
@@ -83,17 +91,21 @@ std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const Ac
     if (resubmitted)
         return problems;
     if (!allowedFrom(r.decision, op->state))
-        refuse(ErrorCode::IllegalTransition, "an operation in " + std::string(stateName(op->state))
-                                                 + " cannot take the decision " + std::string(decisionName(r.decision)));
+        refuse(ErrorCode::IllegalTransition,
+               "an operation in " + std::string(stateName(op->state)) +
+                   " cannot take the decision " + std::string(decisionName(r.decision)));
     if (!history.empty() && history.front().actor == actor.name)
         refuse(ErrorCode::Refused, actor.name + " requested this operation and cannot approve it");
     else if (!history.empty() && history.back().actor == actor.name)
-        refuse(ErrorCode::Refused, actor.name + " last touched this operation and cannot approve it");
-    const Pending pending = pendingOf(approvals, proposalOf(r.decision, r.externalReference, op->version));
+        refuse(ErrorCode::Refused,
+               actor.name + " last touched this operation and cannot approve it");
+    const Pending pending =
+        pendingOf(approvals, proposalOf(r.decision, r.externalReference, op->version));
     if (std::any_of(pending.approvals.begin(), pending.approvals.end(),
                     [&actor](const ApprovalRecord *a) { return a->operatorName == actor.name; }))
-        refuse(ErrorCode::Refused, "four-eyes: " + actor.name
-                                       + " already approved this proposal; a second, different approver is needed");
+        refuse(ErrorCode::Refused,
+               "four-eyes: " + actor.name +
+                   " already approved this proposal; a second, different approver is needed");
     return problems;
 }
 
@@ -110,16 +122,20 @@ std::string subjectOf(const Operation &op)
 std::string_view decisionName(ApprovalDecision decision)
 {
     switch (decision) {
-    case ApprovalDecision::Redispatch: return "redispatch";
-    case ApprovalDecision::Confirm: return "confirm";
-    case ApprovalDecision::Reject: return "reject";
+    case ApprovalDecision::Redispatch:
+        return "redispatch";
+    case ApprovalDecision::Confirm:
+        return "confirm";
+    case ApprovalDecision::Reject:
+        return "reject";
     }
     return "reject";
 }
 
 std::optional<ApprovalDecision> parseDecision(std::string_view name)
 {
-    for (const ApprovalDecision d : {ApprovalDecision::Redispatch, ApprovalDecision::Confirm, ApprovalDecision::Reject})
+    for (const ApprovalDecision d :
+         {ApprovalDecision::Redispatch, ApprovalDecision::Confirm, ApprovalDecision::Reject})
         if (decisionName(d) == name)
             return d;
     return std::nullopt;
@@ -130,7 +146,8 @@ ApproveCommand::ApproveCommand(LedgerStore &store, ActorIdentity actor, Request 
 {
 }
 
-ApproveCommand::ApproveCommand(LedgerStore &store, ActorIdentity actor, Request request, Options options)
+ApproveCommand::ApproveCommand(LedgerStore &store, ActorIdentity actor, Request request,
+                               Options options)
     : m_store(store), m_actor(std::move(actor)), m_request(std::move(request)), m_options(options)
 {
 }
@@ -138,17 +155,18 @@ ApproveCommand::ApproveCommand(LedgerStore &store, ActorIdentity actor, Request 
 void ApproveCommand::load()
 {
     m_operation = m_store.find(m_request.ns, m_request.key);
-    m_history = m_operation ? m_store.history(m_request.ns, m_request.key) : std::vector<OperationEvent>{};
+    m_history =
+        m_operation ? m_store.history(m_request.ns, m_request.key) : std::vector<OperationEvent>{};
     m_threshold = m_store.guardSetting(FourEyesSetting);
     if (m_request.approvalId.empty() && m_operation) {
-        m_request.approvalId = "ap-"
-                               + payloadFingerprint({{"ns", m_request.ns},
-                                                     {"key", m_request.key},
-                                                     {"version", m_operation->version},
-                                                     {"decision", decisionName(m_request.decision)},
-                                                     {"reference", m_request.externalReference},
-                                                     {"operator", m_actor.name}})
-                                     .substr(0, 32);
+        m_request.approvalId =
+            "ap-" + payloadFingerprint({{"ns", m_request.ns},
+                                        {"key", m_request.key},
+                                        {"version", m_operation->version},
+                                        {"decision", decisionName(m_request.decision)},
+                                        {"reference", m_request.externalReference},
+                                        {"operator", m_actor.name}})
+                        .substr(0, 32);
     }
 }
 
@@ -164,14 +182,16 @@ std::vector<std::string> ApproveCommand::validate()
 {
     load();
     const std::vector<ApprovalRecord> approvals =
-        m_operation ? m_store.approvals(m_request.ns, m_request.key) : std::vector<ApprovalRecord>{};
+        m_operation ? m_store.approvals(m_request.ns, m_request.key)
+                    : std::vector<ApprovalRecord>{};
     // A resubmission is answered with the first decision, whatever happened since.
-    const bool resubmitted = std::any_of(approvals.begin(), approvals.end(), [this](const ApprovalRecord &a) {
-        return a.approvalId == m_request.approvalId;
-    });
+    const bool resubmitted =
+        std::any_of(approvals.begin(), approvals.end(), [this](const ApprovalRecord &a) {
+            return a.approvalId == m_request.approvalId;
+        });
     std::vector<std::string> messages;
-    for (Problem &p :
-         approvalProblems(m_request, m_actor, m_operation ? &*m_operation : nullptr, m_history, approvals, resubmitted))
+    for (Problem &p : approvalProblems(m_request, m_actor, m_operation ? &*m_operation : nullptr,
+                                       m_history, approvals, resubmitted))
         messages.push_back(std::move(p.message));
     return messages;
 }
@@ -181,11 +201,13 @@ ActionPreview ApproveCommand::describe()
     if (!m_operation)
         load();
     if (!m_operation)
-        throw Error(ErrorCode::NotFound, "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
+        throw Error(ErrorCode::NotFound,
+                    "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
     const Operation &op = *m_operation;
     const auto value = operationValue(op);
     const auto threshold = thresholdMinor(op);
-    const bool fourEyes = m_request.decision != ApprovalDecision::Reject && value && threshold && value->minorUnits > *threshold;
+    const bool fourEyes = m_request.decision != ApprovalDecision::Reject && value && threshold &&
+                          value->minorUnits > *threshold;
     std::string what = subjectOf(op);
     const std::string valueText = value ? formatAmount(*value) : std::string();
     if (value)
@@ -194,11 +216,15 @@ ActionPreview ApproveCommand::describe()
         what += " to " + op.target;
     std::string sentence;
     switch (m_request.decision) {
-    case ApprovalDecision::Redispatch: sentence = "Approve " + what + ": dispatch it again"; break;
+    case ApprovalDecision::Redispatch:
+        sentence = "Approve " + what + ": dispatch it again";
+        break;
     case ApprovalDecision::Confirm:
         sentence = "Confirm " + what + " as succeeded, evidence " + m_request.externalReference;
         break;
-    case ApprovalDecision::Reject: sentence = "Reject " + what + ": it will not be executed"; break;
+    case ApprovalDecision::Reject:
+        sentence = "Reject " + what + ": it will not be executed";
+        break;
     }
     if (fourEyes)
         sentence += " (needs a second approver)";
@@ -210,12 +236,14 @@ ActionPreview ApproveCommand::describe()
              {"decision", decisionName(m_request.decision)},
              {"from", stateName(op.state)},
              {"to", stateName(targetState(m_request.decision))},
-             {"value", value ? nlohmann::json{{"amount_minor", value->minorUnits}, {"currency", value->currency},
+             {"value", value ? nlohmann::json{{"amount_minor", value->minorUnits},
+                                              {"currency", value->currency},
                                               {"text", valueText}}
                              : nlohmann::json()},
              {"four_eyes", fourEyes},
              {"approval_id", m_request.approvalId},
-             {"evidence", op.receipt.empty() ? nlohmann::json(op.errorDetail) : nlohmann::json(op.receipt)},
+             {"evidence",
+              op.receipt.empty() ? nlohmann::json(op.errorDetail) : nlohmann::json(op.receipt)},
              {"history", history}}};
 }
 
@@ -225,10 +253,12 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
     ActionPlan plan;
     if (state.byApprovalId) {
         const ApprovalRecord &earlier = *state.byApprovalId;
-        if (earlier.ns != r.ns || earlier.key != r.key || earlier.decision != decisionName(r.decision)
-            || earlier.externalReference != r.externalReference)
-            throw Error(ErrorCode::Refused, "approval id '" + r.approvalId
-                                                + "' was already used for another decision or operation");
+        if (earlier.ns != r.ns || earlier.key != r.key ||
+            earlier.decision != decisionName(r.decision) ||
+            earlier.externalReference != r.externalReference)
+            throw Error(ErrorCode::Refused,
+                        "approval id '" + r.approvalId +
+                            "' was already used for another decision or operation");
         plan.answer = earlier;
         return plan;
     }
@@ -244,7 +274,8 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
 
     const auto value = operationValue(op);
     const auto threshold = thresholdMinor(op);
-    const bool needsTwo = r.decision != ApprovalDecision::Reject && value && threshold && value->minorUnits > *threshold;
+    const bool needsTwo = r.decision != ApprovalDecision::Reject && value && threshold &&
+                          value->minorUnits > *threshold;
     const bool applies = !needsTwo || !pending.empty();
 
     ApprovalRecord approval;
@@ -272,13 +303,14 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
         t.fencingToken = op.fencingToken;
         t.to = targetState(r.decision);
         t.actor = m_actor.name;
-        t.detail = std::string(decisionName(r.decision)) + " by " + m_actor.name + " (approval " + r.approvalId
-                   + "): " + r.reason;
+        t.detail = std::string(decisionName(r.decision)) + " by " + m_actor.name + " (approval " +
+                   r.approvalId + "): " + r.reason;
         t.retentionMs = m_options.retentionMs;
         switch (r.decision) {
         case ApprovalDecision::Redispatch:
-            t.extraAttempts = op.state == OperationState::AwaitingApproval ? op.maxAttempts - op.attempt
-                                                                           : m_options.extraAttempts;
+            t.extraAttempts = op.state == OperationState::AwaitingApproval
+                                  ? op.maxAttempts - op.attempt
+                                  : m_options.extraAttempts;
             break;
         case ApprovalDecision::Confirm:
             t.receipt = canonicalJson({{"external_reference", r.externalReference},
@@ -315,10 +347,13 @@ ApprovalOutcome ApproveCommand::execute()
     if (!m_operation)
         load();
     if (m_request.approvalId.empty())
-        throw Error(ErrorCode::NotFound, "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
-    const ActionResult result = m_store.applyAction({m_request.ns, m_request.key, m_request.approvalId},
-                                                    [this](const ActionState &state) { return decide(state); });
-    const ApprovalRecord &approval = result.plan.answer ? *result.plan.answer : *result.plan.approval;
+        throw Error(ErrorCode::NotFound,
+                    "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
+    const ActionResult result =
+        m_store.applyAction({m_request.ns, m_request.key, m_request.approvalId},
+                            [this](const ActionState &state) { return decide(state); });
+    const ApprovalRecord &approval =
+        result.plan.answer ? *result.plan.answer : *result.plan.approval;
     ApprovalOutcome outcome;
     outcome.approvalId = approval.approvalId;
     outcome.status = result.plan.answer ? std::string("replayed") : approval.status;

@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 #include "money.h"
 
-#include <cstdint>
-#include <optional>
-#include <string>
-
 namespace idempo {
 
 /// What a person decides about an operation automation could not settle.
-enum class ApprovalDecision {
+enum class ApprovalDecision
+{
     Redispatch, ///< dispatch again: to received, with a fresh attempt budget
-    Confirm,    ///< it happened: to succeeded, the external reference as evidence (confirmation_required only)
+    Confirm,    ///< it happened: to succeeded, the external reference as evidence
+                ///< (confirmation_required only)
     Reject,     ///< it must not happen: to failed_terminal (class policy_denied)
 };
 
@@ -56,7 +58,7 @@ public:
     };
     struct Options
     {
-        int extraAttempts = 3;                   ///< attempt budget of a re-dispatch from confirmation_required
+        int extraAttempts = 3; ///< attempt budget of a re-dispatch from confirmation_required
         std::int64_t retentionMs = 24 * 3600'000; ///< retention of the final record, milliseconds
     };
 

@@ -37,34 +37,39 @@ AuditVerify::Result AuditVerify::run(const std::string &expectHead)
     if (result.ok && result.head && result.head->seq > lastSeq) {
         result.ok = false;
         result.firstBad = lastSeq + 1;
-        result.problem = "the chain ends at record " + std::to_string(lastSeq) + " but the ledger's head names record "
-                         + std::to_string(result.head->seq) + ": the newest records were removed";
-    } else if (result.ok && result.head && result.head->seq == lastSeq && lastSeq > 0
-               && result.head->hash != result.lastHash) {
+        result.problem = "the chain ends at record " + std::to_string(lastSeq) +
+                         " but the ledger's head names record " + std::to_string(result.head->seq) +
+                         ": the newest records were removed";
+    } else if (result.ok && result.head && result.head->seq == lastSeq && lastSeq > 0 &&
+               result.head->hash != result.lastHash) {
         result.ok = false;
         result.firstBad = lastSeq;
-        result.problem = "record " + std::to_string(lastSeq) + " is not the record the ledger's head names (hash "
-                         + result.head->hash + "): it was replaced";
+        result.problem = "record " + std::to_string(lastSeq) +
+                         " is not the record the ledger's head names (hash " + result.head->hash +
+                         "): it was replaced";
     }
     if (result.ok && !expectHead.empty() && !result.anchorSeq) {
         result.ok = false;
         result.firstBad = lastSeq + 1;
-        result.problem = "the expected head " + expectHead
-                         + " is no record of the chain: records up to it were removed or rewritten";
+        result.problem = "the expected head " + expectHead +
+                         " is no record of the chain: records up to it were removed or rewritten";
     }
     return result;
 }
 
 nlohmann::json AuditVerify::toJson(const Result &result)
 {
-    return {{"ok", result.ok},
-            {"records", result.records},
-            {"first_bad_seq", result.firstBad ? nlohmann::json(*result.firstBad) : nlohmann::json()},
-            {"problem", result.problem.empty() ? nlohmann::json() : nlohmann::json(result.problem)},
-            {"head_hash", result.lastHash},
-            {"ledger_head", result.head ? nlohmann::json{{"seq", result.head->seq}, {"hash", result.head->hash}}
-                                        : nlohmann::json()},
-            {"expected_head_seq", result.anchorSeq ? nlohmann::json(*result.anchorSeq) : nlohmann::json()}};
+    return {
+        {"ok", result.ok},
+        {"records", result.records},
+        {"first_bad_seq", result.firstBad ? nlohmann::json(*result.firstBad) : nlohmann::json()},
+        {"problem", result.problem.empty() ? nlohmann::json() : nlohmann::json(result.problem)},
+        {"head_hash", result.lastHash},
+        {"ledger_head", result.head
+                            ? nlohmann::json{{"seq", result.head->seq}, {"hash", result.head->hash}}
+                            : nlohmann::json()},
+        {"expected_head_seq",
+         result.anchorSeq ? nlohmann::json(*result.anchorSeq) : nlohmann::json()}};
 }
 
 } // namespace idempo

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerstore.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "ledgerstore.h"
 
 namespace idempo {
 
@@ -23,10 +23,10 @@ public:
     struct Result
     {
         bool ok = true;
-        std::int64_t records = 0;              ///< records read
-        std::optional<std::int64_t> firstBad;  ///< seq of the first bad record
+        std::int64_t records = 0;             ///< records read
+        std::optional<std::int64_t> firstBad; ///< seq of the first bad record
         std::string problem;
-        std::string lastHash;                  ///< the hash of the last good record (the chain's head when ok)
+        std::string lastHash; ///< the hash of the last good record (the chain's head when ok)
         std::optional<AuditHead> head;         ///< the head the ledger keeps, when it keeps one
         std::optional<std::int64_t> anchorSeq; ///< the record whose hash is the expected head
     };

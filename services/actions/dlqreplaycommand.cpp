@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dlqreplaycommand.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+#include <thread>
+
 #include "canonicaljson.h"
 #include "error.h"
 #include "ledgerrules.h"
 #include "queueenvelope.h"
 #include "queuename.h"
 
-#include <algorithm>
-#include <map>
-#include <set>
-#include <thread>
-
 namespace idempo {
 namespace {
 
-bool replayable(ReplayClass c) { return c == ReplayClass::AlreadyCompleted || c == ReplayClass::WillExecute; }
+bool replayable(ReplayClass c)
+{
+    return c == ReplayClass::AlreadyCompleted || c == ReplayClass::WillExecute;
+}
 
 nlohmann::json itemJson(const ReplayItem &item)
 {
@@ -39,42 +42,50 @@ nlohmann::json headersOf(const QueueMessage &m)
 std::string_view replayClassName(ReplayClass c)
 {
     switch (c) {
-    case ReplayClass::AlreadyCompleted: return "already_completed";
-    case ReplayClass::WillExecute: return "will_execute";
-    case ReplayClass::PayloadMismatch: return "payload_mismatch";
-    case ReplayClass::ExpiredByRetention: return "expired_by_retention";
-    case ReplayClass::Unreadable: return "unreadable";
+    case ReplayClass::AlreadyCompleted:
+        return "already_completed";
+    case ReplayClass::WillExecute:
+        return "will_execute";
+    case ReplayClass::PayloadMismatch:
+        return "payload_mismatch";
+    case ReplayClass::ExpiredByRetention:
+        return "expired_by_retention";
+    case ReplayClass::Unreadable:
+        return "unreadable";
     }
     return "unreadable";
 }
 
-DlqReplayCommand::DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor, Request request,
-                                   Options options)
+DlqReplayCommand::DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor,
+                                   Request request, Options options)
     : m_store(store), m_queue(queue), m_actor(std::move(actor)), m_request(std::move(request)),
       m_options(std::move(options))
 {
     std::sort(m_request.ids.begin(), m_request.ids.end());
-    m_request.ids.erase(std::unique(m_request.ids.begin(), m_request.ids.end()), m_request.ids.end());
+    m_request.ids.erase(std::unique(m_request.ids.begin(), m_request.ids.end()),
+                        m_request.ids.end());
     if (!m_options.sleep)
         m_options.sleep = [](std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); };
     if (m_request.replayId.empty())
-        m_request.replayId = "rp-"
-                             + payloadFingerprint({{"queue", m_request.queue},
-                                                   {"ns", m_request.ns},
-                                                   {"ids", m_request.ids},
-                                                   {"operator", m_actor.name}})
-                                   .substr(0, 32);
+        m_request.replayId = "rp-" + payloadFingerprint({{"queue", m_request.queue},
+                                                         {"ns", m_request.ns},
+                                                         {"ids", m_request.ids},
+                                                         {"operator", m_actor.name}})
+                                         .substr(0, 32);
 }
 
-std::vector<std::int64_t> DlqReplayCommand::resolveFilter(MessageQueue &queue, const std::string &queueName,
+std::vector<std::int64_t> DlqReplayCommand::resolveFilter(MessageQueue &queue,
+                                                          const std::string &queueName,
                                                           const std::string &filter)
 {
     const auto eq = filter.find('=');
     const std::string field = filter.substr(0, eq);
     const std::string value = eq == std::string::npos ? std::string() : filter.substr(eq + 1);
-    if (filter != "all" && !((field == "error_class" || field == "key_prefix") && eq != std::string::npos))
-        throw Error(ErrorCode::InvalidArgument, "unknown filter '" + filter
-                                                    + "': expected all, error_class=CLASS or key_prefix=PREFIX");
+    if (filter != "all" &&
+        !((field == "error_class" || field == "key_prefix") && eq != std::string::npos))
+        throw Error(ErrorCode::InvalidArgument,
+                    "unknown filter '" + filter +
+                        "': expected all, error_class=CLASS or key_prefix=PREFIX");
     std::vector<std::int64_t> ids;
     std::int64_t after = 0;
     for (;;) {
@@ -82,11 +93,14 @@ std::vector<std::int64_t> DlqReplayCommand::resolveFilter(MessageQueue &queue, c
         for (const DeadLetter &d : page) {
             bool match = filter == "all";
             if (field == "error_class")
-                match = d.provenance.lastErrorClass && errorClassName(*d.provenance.lastErrorClass) == value;
+                match = d.provenance.lastErrorClass &&
+                        errorClassName(*d.provenance.lastErrorClass) == value;
             if (field == "key_prefix") {
-                const nlohmann::json body = nlohmann::json::parse(d.message.message, nullptr, false);
+                const nlohmann::json body =
+                    nlohmann::json::parse(d.message.message, nullptr, false);
                 const auto key = body.is_object() ? body.find("idempotency_key") : body.end();
-                match = key != body.end() && key->is_string() && key->get<std::string>().starts_with(value);
+                match = key != body.end() && key->is_string() &&
+                        key->get<std::string>().starts_with(value);
             }
             if (match)
                 ids.push_back(d.message.msgId);
@@ -122,8 +136,9 @@ ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t now
     ReplayItem item;
     item.msgId = letter.message.msgId;
     const nlohmann::json headers = headersOf(letter.message);
-    if (const auto r = headers.find("replay"); r != headers.end() && r->is_object() && r->contains("generation")
-                                               && (*r)["generation"].is_number_integer())
+    if (const auto r = headers.find("replay"); r != headers.end() && r->is_object() &&
+                                               r->contains("generation") &&
+                                               (*r)["generation"].is_number_integer())
         item.generation = (*r)["generation"].get<int>();
     QueueEnvelope envelope;
     try {
@@ -138,10 +153,12 @@ ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t now
     if (op && !isExpired(*op, nowMs)) {
         if (payloadFingerprint(envelope.payload, op->fingerprintFields) != op->fingerprint) {
             item.replayClass = ReplayClass::PayloadMismatch;
-            item.detail = "the payload differs from the one operation " + op->key + " was recorded with";
+            item.detail =
+                "the payload differs from the one operation " + op->key + " was recorded with";
         } else if (isFinal(op->state)) {
             item.replayClass = ReplayClass::AlreadyCompleted;
-            item.detail = "operation is " + std::string(stateName(op->state)) + ": the claim will replay its result";
+            item.detail = "operation is " + std::string(stateName(op->state)) +
+                          ": the claim will replay its result";
         } else {
             item.replayClass = ReplayClass::WillExecute;
             item.detail = "operation is " + std::string(stateName(op->state));
@@ -150,7 +167,8 @@ ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t now
     }
     if (nowMs - envelope.producedAtMs >= m_options.retentionMs) {
         item.replayClass = ReplayClass::ExpiredByRetention;
-        item.detail = "produced longer ago than the ledger's retention: a duplicate could no longer be recognised";
+        item.detail = "produced longer ago than the ledger's retention: a duplicate could no "
+                      "longer be recognised";
         return item;
     }
     item.replayClass = ReplayClass::WillExecute;
@@ -214,8 +232,9 @@ std::string DlqReplayCommand::unknownIdsProblem(const std::vector<std::int64_t> 
         ids += (i == 0 ? "" : ", ") + std::to_string(unknown[i]);
     if (unknown.size() > Named)
         ids += " and " + std::to_string(unknown.size() - Named) + " more";
-    return std::string(unknown.size() == 1 ? "msg_id " : "msg_ids ") + ids + (unknown.size() == 1 ? " is" : " are")
-           + " not in the dead-letter queue of " + m_request.queue + ": a replay set names only dead letters";
+    return std::string(unknown.size() == 1 ? "msg_id " : "msg_ids ") + ids +
+           (unknown.size() == 1 ? " is" : " are") + " not in the dead-letter queue of " +
+           m_request.queue + ": a replay set names only dead letters";
 }
 
 std::vector<std::string> DlqReplayCommand::validate()
@@ -224,11 +243,13 @@ std::vector<std::string> DlqReplayCommand::validate()
     if (!roleMay(m_actor.role, Capability::Replay))
         problems.push_back(roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.ids.empty())
-        problems.push_back("the replay set is empty: select messages or a filter that matches some");
+        problems.push_back(
+            "the replay set is empty: select messages or a filter that matches some");
     if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
         problems.push_back("the rate must be more than 0 and at most 10000 messages per second");
     if (QueueName(m_request.queue).isDeadLetterName())
-        problems.push_back("'" + m_request.queue + "' is a dead-letter queue: name its source queue");
+        problems.push_back("'" + m_request.queue +
+                           "' is a dead-letter queue: name its source queue");
     dryRun();
     if (!m_unknown.empty())
         problems.push_back(unknownIdsProblem(m_unknown));
@@ -240,8 +261,9 @@ ActionPreview DlqReplayCommand::describe()
     if (!m_classified)
         dryRun();
     std::map<std::string, int> byClass;
-    for (const ReplayClass c : {ReplayClass::AlreadyCompleted, ReplayClass::WillExecute, ReplayClass::PayloadMismatch,
-                                ReplayClass::ExpiredByRetention, ReplayClass::Unreadable})
+    for (const ReplayClass c :
+         {ReplayClass::AlreadyCompleted, ReplayClass::WillExecute, ReplayClass::PayloadMismatch,
+          ReplayClass::ExpiredByRetention, ReplayClass::Unreadable})
         byClass[std::string(replayClassName(c))] = 0;
     nlohmann::json items = nlohmann::json::array();
     std::int64_t count = 0;
@@ -251,10 +273,11 @@ ActionPreview DlqReplayCommand::describe()
         items.push_back(itemJson(item));
     }
     const std::string sentence =
-        "Replay " + std::to_string(count) + " dead letter" + (count == 1 ? "" : "s") + " to " + m_request.queue + ": "
-        + std::to_string(byClass["will_execute"]) + " will execute, " + std::to_string(byClass["already_completed"])
-        + " will be suppressed as replays; "
-        + std::to_string(static_cast<std::int64_t>(m_items.size()) - count) + " stay in the dead-letter queue";
+        "Replay " + std::to_string(count) + " dead letter" + (count == 1 ? "" : "s") + " to " +
+        m_request.queue + ": " + std::to_string(byClass["will_execute"]) + " will execute, " +
+        std::to_string(byClass["already_completed"]) + " will be suppressed as replays; " +
+        std::to_string(static_cast<std::int64_t>(m_items.size()) - count) +
+        " stay in the dead-letter queue";
     return {sentence,
             {{"replay_id", m_request.replayId},
              {"queue", m_request.queue},
@@ -273,17 +296,18 @@ ReplayOutcome DlqReplayCommand::execute()
     if (m_request.reason.empty())
         throw Error(ErrorCode::Refused, "a reason is required");
     if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
-        throw Error(ErrorCode::InvalidArgument, "the rate must be more than 0 and at most 10000 messages per second");
+        throw Error(ErrorCode::InvalidArgument,
+                    "the rate must be more than 0 and at most 10000 messages per second");
     const ActionPreview preview = describe();
     if (!m_unknown.empty())
         throw Error(ErrorCode::Refused, unknownIdsProblem(m_unknown));
     const std::int64_t count = preview.details.at("count").get<std::int64_t>();
     if (!m_request.confirmCount || *m_request.confirmCount != count)
-        throw Error(ErrorCode::Refused, "confirm the count: " + std::to_string(count) + " message"
-                                            + (count == 1 ? "" : "s") + " would be replayed"
-                                            + (m_request.confirmCount
-                                                   ? ", not " + std::to_string(*m_request.confirmCount)
-                                                   : std::string()));
+        throw Error(ErrorCode::Refused,
+                    "confirm the count: " + std::to_string(count) + " message" +
+                        (count == 1 ? "" : "s") + " would be replayed" +
+                        (m_request.confirmCount ? ", not " + std::to_string(*m_request.confirmCount)
+                                                : std::string()));
     const std::int64_t notReplayed = static_cast<std::int64_t>(m_items.size()) - count;
     if (count == 0) {
         // Nothing to requeue: no replay happens, so there is nothing to audit either.
@@ -299,18 +323,22 @@ ReplayOutcome DlqReplayCommand::execute()
         entry.reason = m_request.reason;
         detail["replay_id"] = m_request.replayId;
         entry.detail = canonicalJson(detail);
-        return m_store.applyAction({m_request.ns, {}, {}}, [&](const ActionState &) {
-            ActionPlan plan;
-            plan.audit = entry;
-            return plan;
-        }).audit->seq;
+        return m_store
+            .applyAction({m_request.ns, {}, {}},
+                         [&](const ActionState &) {
+                             ActionPlan plan;
+                             plan.audit = entry;
+                             return plan;
+                         })
+            .audit->seq;
     };
     const std::int64_t startSeq = audit("dlq_replay", {{"ids", m_request.ids},
                                                        {"count", count},
                                                        {"by_class", preview.details.at("by_class")},
                                                        {"rate_per_s", m_request.ratePerSecond}});
 
-    const auto gap = std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 / m_request.ratePerSecond));
+    const auto gap =
+        std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 / m_request.ratePerSecond));
     std::int64_t requeued = 0;
     std::int64_t taken = 0;
     std::int64_t done = 0;
@@ -325,12 +353,14 @@ ReplayOutcome DlqReplayCommand::execute()
         }
         if (done > 0)
             m_options.sleep(gap);
-        const auto letter = std::find_if(letters.begin(), letters.end(),
-                                         [&](const DeadLetter &d) { return d.message.msgId == item.msgId; });
+        const auto letter = std::find_if(letters.begin(), letters.end(), [&](const DeadLetter &d) {
+            return d.message.msgId == item.msgId;
+        });
         std::optional<std::int64_t> sent;
         if (letter != letters.end()) {
             nlohmann::json headers = headersOf(letter->message);
-            const nlohmann::json provenance = headers.contains("dlq") ? headers["dlq"] : nlohmann::json();
+            const nlohmann::json provenance =
+                headers.contains("dlq") ? headers["dlq"] : nlohmann::json();
             headers.erase("dlq");
             headers["replay"] = {{"replay_id", m_request.replayId},
                                  {"of_msg_id", item.msgId},

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionoutcome.h"
-#include "guardedaction.h"
-#include "ledgerstore.h"
-#include "messagequeue.h"
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,11 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "actionoutcome.h"
+#include "guardedaction.h"
+#include "ledgerstore.h"
+#include "messagequeue.h"
+
 namespace idempo {
 
 /// What replaying one dead letter would do, judged against the ledger.
-enum class ReplayClass {
-    AlreadyCompleted,   ///< its operation is final: the consumer's claim answers it as a replay (suppressed)
+enum class ReplayClass
+{
+    AlreadyCompleted,   ///< its operation is final: the consumer's claim answers it as a replay
+                        ///< (suppressed)
     WillExecute,        ///< its operation is not final, or unknown and young: it will run
     PayloadMismatch,    ///< its payload's fingerprint differs from the operation's: not replayed
     ExpiredByRetention, ///< older than the retention, its record gone or expired: the ledger can no
@@ -31,11 +33,11 @@ std::string_view replayClassName(ReplayClass c);
 /// One message of a replay set, classified.
 struct ReplayItem
 {
-    std::int64_t msgId = 0;   ///< in the dead-letter queue
-    std::string key;          ///< the envelope's idempotency key (empty when unreadable)
+    std::int64_t msgId = 0; ///< in the dead-letter queue
+    std::string key;        ///< the envelope's idempotency key (empty when unreadable)
     ReplayClass replayClass = ReplayClass::WillExecute;
     std::string detail;
-    int generation = 0;       ///< how many replays the message went through already
+    int generation = 0; ///< how many replays the message went through already
 };
 
 /// DLQ replay: puts dead letters back on their queue after a dry run, keeping each message's
@@ -67,9 +69,10 @@ public:
         std::string queue;             ///< the source queue; its dead letters are `<queue>_dlq`
         std::vector<std::int64_t> ids; ///< the frozen set: msg_ids in the dead-letter queue
         std::string reason;
-        std::optional<std::int64_t> confirmCount; ///< the count the operator typed; execute() requires it
-        double ratePerSecond = 50;     ///< at most this many messages per second (> 0)
-        std::string replayId;          ///< empty: derived from the queue, the set and the operator
+        std::optional<std::int64_t>
+            confirmCount;          ///< the count the operator typed; execute() requires it
+        double ratePerSecond = 50; ///< at most this many messages per second (> 0)
+        std::string replayId;      ///< empty: derived from the queue, the set and the operator
     };
     struct Options
     {
@@ -80,21 +83,22 @@ public:
         std::function<bool()> cancelled;
     };
 
-    DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor, Request request, Options options);
+    DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor, Request request,
+                     Options options);
 
     /// The msg_ids of `queue`'s dead letters that match `filter`, oldest first: "all",
     /// "error_class=CLASS" (the last error before dead-lettering), "key_prefix=PREFIX" (the
     /// envelope's key). Throws Error(InvalidArgument) for another filter.
-    static std::vector<std::int64_t> resolveFilter(MessageQueue &queue, const std::string &queueName,
-                                                   const std::string &filter);
+    static std::vector<std::int64_t>
+    resolveFilter(MessageQueue &queue, const std::string &queueName, const std::string &filter);
 
     /// Classifies every message of the set, in id order; ids no longer in the dead-letter queue
     /// are left out (and sorted into unknown and replayed before). Writes nothing.
     std::vector<ReplayItem> dryRun();
 
     std::vector<std::string> validate() override;
-    /// details: {"replay_id", "queue", "set", "count" (to requeue), "unknown_ids", "replayed_before",
-    /// "by_class": {class: n}, "items": [...]}.
+    /// details: {"replay_id", "queue", "set", "count" (to requeue), "unknown_ids",
+    /// "replayed_before", "by_class": {class: n}, "items": [...]}.
     ActionPreview describe() override;
     /// Requeues the set as described above, between its two audit records (none when
     /// nothing is to be requeued). Throws Error(Refused) without the matching confirmation or a
@@ -116,8 +120,9 @@ private:
     Request m_request;
     Options m_options;
     std::vector<ReplayItem> m_items;
-    std::vector<std::int64_t> m_unknown;        ///< ids of the set that name no dead letter of the queue
-    std::vector<std::int64_t> m_replayedBefore; ///< ids of the set an earlier replay of the queue took
+    std::vector<std::int64_t> m_unknown; ///< ids of the set that name no dead letter of the queue
+    std::vector<std::int64_t>
+        m_replayedBefore; ///< ids of the set an earlier replay of the queue took
     bool m_classified = false;
 };
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionrecords.h"
-
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "actionrecords.h"
 
 namespace idempo {
 
@@ -42,7 +42,13 @@ public:
 };
 
 /// What a role may do (the roles of 0005_guarded_actions.sql; "owner" may do everything).
-enum class Capability { Approve, Reconcile, Replay, ChangeSettings };
+enum class Capability
+{
+    Approve,
+    Reconcile,
+    Replay,
+    ChangeSettings
+};
 
 /// True when an actor with `role` may use `capability`.
 bool roleMay(const std::string &role, Capability capability);

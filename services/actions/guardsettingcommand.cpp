@@ -7,8 +7,8 @@
 
 namespace idempo {
 
-GuardSettingCommand::GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name, std::string value,
-                                         std::string reason)
+GuardSettingCommand::GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name,
+                                         std::string value, std::string reason)
     : m_store(store), m_actor(std::move(actor)), m_name(std::move(name)), m_value(std::move(value)),
       m_reason(std::move(reason))
 {
@@ -22,7 +22,9 @@ std::vector<std::string> GuardSettingCommand::validate()
     if (m_name != FourEyesSetting)
         problems.push_back("unknown guard setting '" + m_name + "'");
     else if (!m_value.empty() && !parseMajorAmount(m_value, {}))
-        problems.push_back("the four-eyes threshold must be a non-negative amount such as 1000.00, not '" + m_value + "'");
+        problems.push_back(
+            "the four-eyes threshold must be a non-negative amount such as 1000.00, not '" +
+            m_value + "'");
     if (m_reason.empty())
         problems.push_back("a reason is required");
     return problems;
@@ -31,9 +33,12 @@ std::vector<std::string> GuardSettingCommand::validate()
 ActionPreview GuardSettingCommand::describe()
 {
     const auto previous = m_store.guardSetting(m_name);
-    const std::string sentence = m_value.empty() ? "Turn four-eyes approval off"
-                                                 : "Require two approvers above " + m_value;
-    return {sentence, {{"name", m_name}, {"value", m_value}, {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()}}};
+    const std::string sentence =
+        m_value.empty() ? "Turn four-eyes approval off" : "Require two approvers above " + m_value;
+    return {sentence,
+            {{"name", m_name},
+             {"value", m_value},
+             {"previous", previous ? nlohmann::json(*previous) : nlohmann::json()}}};
 }
 
 SettingOutcome GuardSettingCommand::execute()

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string>
+
 #include "actionoutcome.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
-
-#include <string>
 
 namespace idempo {
 
@@ -15,8 +15,8 @@ namespace idempo {
 class GuardSettingCommand final : public GuardedAction
 {
 public:
-    GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name, std::string value,
-                        std::string reason);
+    GuardSettingCommand(LedgerStore &store, ActorIdentity actor, std::string name,
+                        std::string value, std::string reason);
 
     std::vector<std::string> validate() override;
     ActionPreview describe() override;

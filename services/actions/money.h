@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "amount.h"
-#include "operation.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "amount.h"
+#include "operation.h"
 
 namespace idempo {
 

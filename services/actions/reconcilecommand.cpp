@@ -6,14 +6,16 @@
 
 namespace idempo {
 
-ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor, Request request)
+ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor,
+                                   Request request)
     : ReconcileCommand(store, lookup, std::move(actor), std::move(request), Options{})
 {
 }
 
-ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor, Request request,
-                                   Options options)
-    : m_store(store), m_lookup(lookup), m_actor(std::move(actor)), m_request(std::move(request)), m_options(options)
+ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor,
+                                   Request request, Options options)
+    : m_store(store), m_lookup(lookup), m_actor(std::move(actor)), m_request(std::move(request)),
+      m_options(options)
 {
 }
 
@@ -24,13 +26,15 @@ bool ReconcileCommand::eligible(const Operation &op, std::int64_t nowMs)
     case OperationState::ConfirmationRequired:
         return true;
     case OperationState::Dispatching:
-        return op.kind == ToolKind::ProtectedWrite && op.leaseExpiresAtMs && *op.leaseExpiresAtMs <= nowMs;
+        return op.kind == ToolKind::ProtectedWrite && op.leaseExpiresAtMs &&
+               *op.leaseExpiresAtMs <= nowMs;
     default:
         return false;
     }
 }
 
-std::vector<OperationState> ReconcileCommand::moves(const Operation &op, const ProviderEvidence &evidence)
+std::vector<OperationState> ReconcileCommand::moves(const Operation &op,
+                                                    const ProviderEvidence &evidence)
 {
     using S = OperationState;
     using E = ProviderEvidence::Status;
@@ -58,7 +62,8 @@ void ReconcileCommand::resolve()
     } else {
         const std::vector<OperationState> states =
             m_request.state ? std::vector<OperationState>{*m_request.state}
-                            : std::vector<OperationState>{OperationState::UnknownOutcome, OperationState::Dispatching,
+                            : std::vector<OperationState>{OperationState::UnknownOutcome,
+                                                          OperationState::Dispatching,
                                                           OperationState::ConfirmationRequired};
         for (const OperationState state : states) {
             ListFilter filter;
@@ -70,7 +75,8 @@ void ReconcileCommand::resolve()
             for (;;) {
                 const std::vector<Operation> page = m_store.list(filter);
                 for (const Operation &op : page)
-                    if (eligible(op, now) && static_cast<int>(m_operations.size()) < m_request.limit)
+                    if (eligible(op, now) &&
+                        static_cast<int>(m_operations.size()) < m_request.limit)
                         m_operations.push_back(op);
                 if (static_cast<int>(page.size()) < filter.limit)
                     break;
@@ -92,13 +98,16 @@ std::vector<std::string> ReconcileCommand::validate()
         problems.push_back(roleRefusal(m_actor.role, Capability::Reconcile));
     if (!m_request.key.empty()) {
         if (m_operations.empty())
-            problems.push_back("no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
+            problems.push_back("no operation '" + m_request.key + "' in namespace '" +
+                               m_request.ns + "'");
         else if (!eligible(m_operations.front(), m_store.nowMs()))
-            problems.push_back("an operation in " + std::string(stateName(m_operations.front().state))
-                               + " has nothing to reconcile (only unknown_outcome, confirmation_required and "
-                                 "protected writes whose lease lapsed)");
+            problems.push_back(
+                "an operation in " + std::string(stateName(m_operations.front().state)) +
+                " has nothing to reconcile (only unknown_outcome, confirmation_required and "
+                "protected writes whose lease lapsed)");
     } else if (m_operations.empty()) {
-        problems.push_back("no operation in namespace '" + m_request.ns + "' matches and needs reconciling");
+        problems.push_back("no operation in namespace '" + m_request.ns +
+                           "' matches and needs reconciling");
     }
     return problems;
 }
@@ -110,7 +119,8 @@ ActionPreview ReconcileCommand::describe()
     nlohmann::json ops = nlohmann::json::array();
     const bool single = !m_request.key.empty();
     if (single && m_operations.empty())
-        throw Error(ErrorCode::NotFound, "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
+        throw Error(ErrorCode::NotFound,
+                    "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
     for (std::size_t i = 0; i < m_operations.size(); ++i) {
         const Operation &op = m_operations[i];
         nlohmann::json row = {{"key", op.key}, {"state", stateName(op.state)}};
@@ -125,14 +135,16 @@ ActionPreview ReconcileCommand::describe()
     std::string sentence;
     if (single) {
         const auto to = moves(m_operations.front(), *m_evidence.front());
-        sentence = "Reconcile " + m_request.key + ": the provider says "
-                   + std::string(evidenceStatusName(m_evidence.front()->status))
-                   + (to.empty() ? std::string("; it stays ") + std::string(stateName(m_operations.front().state))
-                                       + " for an approver, with the evidence recorded"
-                                 : std::string("; it moves to ") + std::string(stateName(to.back())));
+        sentence = "Reconcile " + m_request.key + ": the provider says " +
+                   std::string(evidenceStatusName(m_evidence.front()->status)) +
+                   (to.empty() ? std::string("; it stays ") +
+                                     std::string(stateName(m_operations.front().state)) +
+                                     " for an approver, with the evidence recorded"
+                               : std::string("; it moves to ") + std::string(stateName(to.back())));
     } else {
-        sentence = "Reconcile " + std::to_string(m_operations.size()) + " operation"
-                   + (m_operations.size() == 1 ? "" : "s") + ": look each up at its provider and move it by the answer";
+        sentence = "Reconcile " + std::to_string(m_operations.size()) + " operation" +
+                   (m_operations.size() == 1 ? "" : "s") +
+                   ": look each up at its provider and move it by the answer";
     }
     return {sentence, {{"count", m_operations.size()}, {"operations", ops}}};
 }
@@ -151,24 +163,28 @@ ReconcileOutcome ReconcileCommand::execute()
         const ProviderEvidence evidence = m_evidence[i] ? *m_evidence[i] : m_lookup.lookup(seen);
         const std::string target = seen.ns + "/" + seen.key;
         try {
-            const ActionResult result = m_store.applyAction(
-                {seen.ns, seen.key, {}}, [&](const ActionState &state) {
+            const ActionResult result =
+                m_store.applyAction({seen.ns, seen.key, {}}, [&](const ActionState &state) {
                     if (!state.operation || state.operation->version != seen.version)
-                        throw Error(ErrorCode::IllegalTransition, "the operation changed after it was looked up");
+                        throw Error(ErrorCode::IllegalTransition,
+                                    "the operation changed after it was looked up");
                     if (!eligible(*state.operation, state.nowMs))
-                        throw Error(ErrorCode::IllegalTransition, "the operation no longer needs reconciling");
+                        throw Error(ErrorCode::IllegalTransition,
+                                    "the operation no longer needs reconciling");
                     ActionPlan plan;
                     for (const OperationState to : moves(*state.operation, evidence)) {
                         TransitionRequest t;
                         t.ns = seen.ns;
                         t.key = seen.key;
-                        t.from = plan.transitions.empty() ? state.operation->state : plan.transitions.back().to;
+                        t.from = plan.transitions.empty() ? state.operation->state
+                                                          : plan.transitions.back().to;
                         t.fencingToken = state.operation->fencingToken;
                         t.to = to;
                         t.actor = m_actor.name;
-                        t.detail = "reconciled by " + m_actor.name + ": provider "
-                                   + std::string(evidenceStatusName(evidence.status))
-                                   + (evidence.reference.empty() ? "" : " " + evidence.reference) + "; " + m_request.reason;
+                        t.detail = "reconciled by " + m_actor.name + ": provider " +
+                                   std::string(evidenceStatusName(evidence.status)) +
+                                   (evidence.reference.empty() ? "" : " " + evidence.reference) +
+                                   "; " + m_request.reason;
                         t.retentionMs = m_options.retentionMs;
                         if (to == OperationState::Succeeded)
                             t.receipt = canonicalText({{"external_reference", evidence.reference},
@@ -176,7 +192,8 @@ ReconcileOutcome ReconcileCommand::execute()
                                                        {"reconciled_by", m_actor.name}});
                         if (to == OperationState::UnknownOutcome) {
                             t.errorClass = ErrorClass::UnknownOutcome;
-                            t.errorDetail = "lease of " + state.operation->leaseOwner + " lapsed during a protected write";
+                            t.errorDetail = "lease of " + state.operation->leaseOwner +
+                                            " lapsed during a protected write";
                         }
                         plan.transitions.push_back(t);
                     }
@@ -190,7 +207,8 @@ ReconcileOutcome ReconcileCommand::execute()
                     plan.audit = audit;
                     return plan;
                 });
-            outcome.reconciled.push_back({seen.key, seen.state, result.operation->state, evidence, result.audit->seq});
+            outcome.reconciled.push_back(
+                {seen.key, seen.state, result.operation->state, evidence, result.audit->seq});
         } catch (const Error &e) {
             if (e.code() != ErrorCode::IllegalTransition && e.code() != ErrorCode::StaleLease)
                 throw;

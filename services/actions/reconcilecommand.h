@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionoutcome.h"
-#include "guardedaction.h"
-#include "ledgerstore.h"
-#include "providerlookup.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "actionoutcome.h"
+#include "guardedaction.h"
+#include "ledgerstore.h"
+#include "providerlookup.h"
 
 namespace idempo {
 
@@ -22,9 +22,10 @@ namespace idempo {
 ///
 /// | from | found | not found | pending / no lookup for it |
 /// |---|---|---|---|
-/// | unknown_outcome | succeeded (receipt = reference) | received (may dispatch again) | confirmation_required |
-/// | dispatching, lapsed | succeeded | unknown_outcome → received | confirmation_required |
-/// | confirmation_required | succeeded | stays; evidence recorded for the approver | stays |
+/// | unknown_outcome | succeeded (receipt = reference) | received (may dispatch again) |
+/// confirmation_required | | dispatching, lapsed | succeeded | unknown_outcome → received |
+/// confirmation_required | | confirmation_required | succeeded | stays; evidence recorded for the
+/// approver | stays |
 ///
 /// This is the only way from unknown_outcome back to received: nothing re-dispatches an unknown
 /// outcome without a lookup. One operation (a key) or a filtered set (bulk: validate() counts
@@ -36,21 +37,24 @@ public:
     struct Request
     {
         std::string ns = "default";
-        std::string key;                      ///< one operation; empty = the filter below
-        std::optional<OperationState> state;  ///< bulk: only this state (default: every eligible one)
-        std::string keyPrefix;                ///< bulk: only keys starting with this
-        std::string runId;                    ///< bulk: only this run
-        std::string reason;                   ///< recorded with every move; required
-        int limit = 10'000;                   ///< bulk: at most this many operations
+        std::string key; ///< one operation; empty = the filter below
+        std::optional<OperationState>
+            state;             ///< bulk: only this state (default: every eligible one)
+        std::string keyPrefix; ///< bulk: only keys starting with this
+        std::string runId;     ///< bulk: only this run
+        std::string reason;    ///< recorded with every move; required
+        int limit = 10'000;    ///< bulk: at most this many operations
     };
     struct Options
     {
-        std::int64_t retentionMs = 24 * 3600'000; ///< retention of a record reconciled to succeeded, ms
+        std::int64_t retentionMs =
+            24 * 3600'000; ///< retention of a record reconciled to succeeded, ms
     };
 
-    ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor, Request request,
-                     Options options);
-    ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor, Request request);
+    ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor,
+                     Request request, Options options);
+    ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, ActorIdentity actor,
+                     Request request);
 
     /// Resolves the set (single: the key must be eligible). Problems: role, reason, no
     /// operation, nothing eligible.

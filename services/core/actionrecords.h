@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "operation.h"
 
 namespace idempo {
 
@@ -26,16 +26,18 @@ struct ActorIdentity
 /// One submitted approval decision (table `approvals`). Times in milliseconds since the epoch.
 struct ApprovalRecord
 {
-    std::string approvalId;        ///< chosen by the submitter; a resubmission reuses it
+    std::string approvalId; ///< chosen by the submitter; a resubmission reuses it
     std::string ns;
     std::string key;
-    int revision = 1;              ///< proposals for one operation, numbered from 1; a changed proposal is a new one
-    std::string decision;          ///< "redispatch", "confirm" or "reject"
+    int revision =
+        1; ///< proposals for one operation, numbered from 1; a changed proposal is a new one
+    std::string decision; ///< "redispatch", "confirm" or "reject"
     std::string reason;
     std::string operatorName;      ///< ActorIdentity::name of the submitter
     std::string role;              ///< ActorIdentity::role of the submitter
     std::string externalReference; ///< evidence of a "confirm"; empty otherwise
-    std::string proposal;          ///< SHA-256 hex of what was proposed (decision, reference, operation version)
+    std::string
+        proposal; ///< SHA-256 hex of what was proposed (decision, reference, operation version)
     /// "applied" (this submission applied the decision), "pending" (waits for a second
     /// approver), "seconded" (a first approval another approver completed).
     std::string status;
@@ -49,23 +51,24 @@ struct AuditEntry
 {
     std::string who;
     std::string role;
-    std::string action;      ///< "approve", "reject", "reconcile", "dlq_replay", "setting", …
-    std::string target;      ///< "ns/key" for an operation, "queue:NAME" for a replay, "setting:NAME"
+    std::string action; ///< "approve", "reject", "reconcile", "dlq_replay", "setting", …
+    std::string target; ///< "ns/key" for an operation, "queue:NAME" for a replay, "setting:NAME"
     std::string reason;
-    std::string beforeState; ///< JSON snapshot before; the store fills it for an operation when empty
-    std::string afterState;  ///< JSON snapshot after; the store fills it for an operation when empty
+    std::string
+        beforeState; ///< JSON snapshot before; the store fills it for an operation when empty
+    std::string afterState; ///< JSON snapshot after; the store fills it for an operation when empty
     std::string approvalId;
-    std::string detail;      ///< JSON: evidence, counts, the decision's preview
+    std::string detail; ///< JSON: evidence, counts, the decision's preview
 };
 
 /// A record of the append-only audit log (table `audit_log`), chained by hash.
 struct AuditRecord
 {
-    std::int64_t seq = 0;    ///< 1, 2, 3, … without gaps
+    std::int64_t seq = 0; ///< 1, 2, 3, … without gaps
     std::int64_t atMs = 0;
     AuditEntry entry;
-    std::string prevHash;    ///< the previous record's hash; 64 zeros for the first
-    std::string hash;        ///< auditHash() of this record
+    std::string prevHash; ///< the previous record's hash; 64 zeros for the first
+    std::string hash;     ///< auditHash() of this record
 };
 
 /// The newest record of the audit chain as the ledger keeps it beside the chain.
@@ -79,22 +82,25 @@ struct AuditHead
 /// `answer` is set (an idempotent resubmission answered from the ledger).
 struct ActionPlan
 {
-    std::vector<TransitionRequest> transitions;    ///< fenced transitions of the locked operation, in order
-    std::optional<ApprovalRecord> approval;        ///< inserted (created time set by the store)
-    std::vector<std::string> seconded;             ///< approval ids whose status becomes "seconded"
-    std::optional<std::pair<std::string, std::string>> setting; ///< guard setting (name, value) to store
-    std::optional<AuditEntry> audit;               ///< appended to the chain
-    std::optional<ApprovalRecord> answer;          ///< the earlier submission with this approval id
+    std::vector<TransitionRequest>
+        transitions; ///< fenced transitions of the locked operation, in order
+    std::optional<ApprovalRecord> approval; ///< inserted (created time set by the store)
+    std::vector<std::string> seconded;      ///< approval ids whose status becomes "seconded"
+    std::optional<std::pair<std::string, std::string>>
+        setting;                          ///< guard setting (name, value) to store
+    std::optional<AuditEntry> audit;      ///< appended to the chain
+    std::optional<ApprovalRecord> answer; ///< the earlier submission with this approval id
 };
 
 /// What the store hands a decider, read inside the action's transaction under its locks.
 struct ActionState
 {
-    const Operation *operation = nullptr;          ///< the locked operation; null when none or no key
-    std::vector<ApprovalRecord> approvals;         ///< the operation's approvals, oldest first
-    std::optional<ApprovalRecord> byApprovalId;    ///< the approval already stored under the target's id
-    std::vector<OperationEvent> history;           ///< the operation's history, oldest first
-    std::int64_t nowMs = 0;                        ///< the store's clock
+    const Operation *operation = nullptr;  ///< the locked operation; null when none or no key
+    std::vector<ApprovalRecord> approvals; ///< the operation's approvals, oldest first
+    std::optional<ApprovalRecord>
+        byApprovalId;                    ///< the approval already stored under the target's id
+    std::vector<OperationEvent> history; ///< the operation's history, oldest first
+    std::int64_t nowMs = 0;              ///< the store's clock
 };
 
 /// Decides an action from the locked state; throws Error to write nothing.
@@ -111,9 +117,10 @@ struct ActionTarget
 /// What LedgerStore::applyAction() wrote.
 struct ActionResult
 {
-    ActionPlan plan;                      ///< as decided
-    std::optional<Operation> operation;   ///< the operation after the action (unchanged when no transition)
-    std::optional<AuditRecord> audit;     ///< the appended record
+    ActionPlan plan; ///< as decided
+    std::optional<Operation>
+        operation; ///< the operation after the action (unchanged when no transition)
+    std::optional<AuditRecord> audit; ///< the appended record
 };
 
 } // namespace idempo

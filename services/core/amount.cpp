@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "amount.h"
 
-#include "error.h"
-
 #include <algorithm>
 #include <array>
 #include <charconv>
+
+#include "error.h"
 
 namespace idempo {
 namespace {
 
 // ISO 4217 currencies whose minor unit is not a hundredth (list of 2024).
-constexpr std::array<std::string_view, 16> kExponent0 = {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW",
-                                                         "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF"};
-constexpr std::array<std::string_view, 7> kExponent3 = {"BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"};
+constexpr std::array<std::string_view, 16> kExponent0 = {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY",
+                                                         "KMF", "KRW", "PYG", "RWF", "UGX", "UYI",
+                                                         "VND", "VUV", "XAF", "XOF"};
+constexpr std::array<std::string_view, 7> kExponent3 = {"BHD", "IQD", "JOD", "KWD",
+                                                        "LYD", "OMR", "TND"};
 
 constexpr std::int64_t kMaxMajorUnits = 1'000'000'000'000'000; // 10^15
 
@@ -27,9 +29,11 @@ std::int64_t pow10(int exponent)
 
 void validateCurrency(std::string_view currency)
 {
-    if (currency.size() != 3 || !std::all_of(currency.begin(), currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
+    if (currency.size() != 3 ||
+        !std::all_of(currency.begin(), currency.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
         throw Error(ErrorCode::InvalidArgument,
-                    "currency '" + std::string(currency) + "' is not an ISO 4217 code (three upper-case letters, e.g. EUR)");
+                    "currency '" + std::string(currency) +
+                        "' is not an ISO 4217 code (three upper-case letters, e.g. EUR)");
 }
 
 } // namespace
@@ -57,7 +61,8 @@ Amount parseAmount(std::string_view text)
     const std::size_t space = text.find(' ');
     if (space == std::string_view::npos || text.find(' ', space + 1) != std::string_view::npos)
         throw Error(ErrorCode::InvalidArgument,
-                    "amount '" + std::string(text) + "' is not of the form AMOUNT CURRENCY, e.g. \"1250.00 EUR\"");
+                    "amount '" + std::string(text) +
+                        "' is not of the form AMOUNT CURRENCY, e.g. \"1250.00 EUR\"");
     const std::string_view number = text.substr(0, space);
     Amount amount;
     amount.currency = std::string(text.substr(space + 1));
@@ -66,23 +71,30 @@ Amount parseAmount(std::string_view text)
 
     const std::size_t dot = number.find('.');
     const std::string_view whole = number.substr(0, dot);
-    const std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
     const auto digits = [](std::string_view s) {
         return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
-    if (whole.empty() || !digits(whole) || !digits(fraction) || (dot != std::string_view::npos && fraction.empty()))
+    if (whole.empty() || !digits(whole) || !digits(fraction) ||
+        (dot != std::string_view::npos && fraction.empty()))
         throw Error(ErrorCode::InvalidArgument,
-                    "amount '" + std::string(number) + "' is not a plain non-negative decimal such as 1250.00");
+                    "amount '" + std::string(number) +
+                        "' is not a plain non-negative decimal such as 1250.00");
     if (static_cast<int>(fraction.size()) > exponent)
-        throw Error(ErrorCode::InvalidArgument, amount.currency + " has " + std::to_string(exponent) +
-                                                    " fraction digits; '" + std::string(number) + "' has more");
+        throw Error(ErrorCode::InvalidArgument,
+                    amount.currency + " has " + std::to_string(exponent) + " fraction digits; '" +
+                        std::string(number) + "' has more");
     std::int64_t major = 0;
-    if (whole.size() > 15 || std::from_chars(whole.data(), whole.data() + whole.size(), major).ec != std::errc{} ||
+    if (whole.size() > 15 ||
+        std::from_chars(whole.data(), whole.data() + whole.size(), major).ec != std::errc{} ||
         major >= kMaxMajorUnits)
         throw Error(ErrorCode::InvalidArgument, "an amount must stay below 10^15 major units");
     std::int64_t minor = 0;
     for (int i = 0; i < exponent; ++i)
-        minor = minor * 10 + (i < static_cast<int>(fraction.size()) ? fraction[static_cast<std::size_t>(i)] - '0' : 0);
+        minor = minor * 10 + (i < static_cast<int>(fraction.size())
+                                  ? fraction[static_cast<std::size_t>(i)] - '0'
+                                  : 0);
     amount.minorUnits = major * pow10(exponent) + minor;
     return amount;
 }
@@ -109,8 +121,14 @@ std::string render(const Amount &amount, bool grouped)
 
 } // namespace
 
-std::string formatAmount(const Amount &amount) { return render(amount, true); }
+std::string formatAmount(const Amount &amount)
+{
+    return render(amount, true);
+}
 
-std::string amountText(const Amount &amount) { return render(amount, false); }
+std::string amountText(const Amount &amount)
+{
+    return render(amount, false);
+}
 
 } // namespace idempo

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "auditchain.h"
 
-#include "canonicaljson.h"
-
 #include <nlohmann/json.hpp>
+
+#include "canonicaljson.h"
 
 namespace idempo {
 
@@ -25,7 +25,8 @@ std::string auditHash(const AuditRecord &record)
     return payloadFingerprint(j);
 }
 
-AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs, const std::string &prevHash)
+AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs,
+                            const std::string &prevHash)
 {
     AuditRecord record;
     record.seq = seq;
@@ -38,14 +39,15 @@ AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int6
 
 std::string operationSnapshot(const Operation &op)
 {
-    return canonicalJson({{"state", stateName(op.state)},
-                          {"version", op.version},
-                          {"fencing_token", op.fencingToken},
-                          {"attempt", op.attempt},
-                          {"max_attempts", op.maxAttempts},
-                          {"receipt", op.receipt},
-                          {"error_class", op.errorClass ? nlohmann::json(errorClassName(*op.errorClass))
-                                                        : nlohmann::json()}});
+    return canonicalJson(
+        {{"state", stateName(op.state)},
+         {"version", op.version},
+         {"fencing_token", op.fencingToken},
+         {"attempt", op.attempt},
+         {"max_attempts", op.maxAttempts},
+         {"receipt", op.receipt},
+         {"error_class",
+          op.errorClass ? nlohmann::json(errorClassName(*op.errorClass)) : nlohmann::json()}});
 }
 
 void completeAuditEntry(AuditEntry &entry, const Operation *before, const Operation *after)
@@ -66,14 +68,15 @@ bool AuditChainVerifier::add(const AuditRecord &record)
         return false;
     };
     if (record.seq != m_lastSeq + 1)
-        return bad("record " + std::to_string(record.seq) + " follows record " + std::to_string(m_lastSeq)
-                   + ": records are missing or reordered");
+        return bad("record " + std::to_string(record.seq) + " follows record " +
+                   std::to_string(m_lastSeq) + ": records are missing or reordered");
     if (record.prevHash != m_lastHash)
-        return bad("record " + std::to_string(record.seq)
-                   + " does not point at the previous record's hash: a record before it was removed, "
-                     "replaced or reordered");
+        return bad("record " + std::to_string(record.seq) +
+                   " does not point at the previous record's hash: a record before it was removed, "
+                   "replaced or reordered");
     if (auditHash(record) != record.hash)
-        return bad("record " + std::to_string(record.seq) + " does not match its hash: it was edited");
+        return bad("record " + std::to_string(record.seq) +
+                   " does not match its hash: it was edited");
     ++m_checked;
     m_lastSeq = record.seq;
     m_lastHash = record.hash;

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionrecords.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "actionrecords.h"
+
 namespace idempo {
 
 /// The prev_hash of the first audit record: 64 zeros.
-inline constexpr const char *AuditGenesisHash = "0000000000000000000000000000000000000000000000000000000000000000";
+inline constexpr const char *AuditGenesisHash =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The hash of an audit record: lowercase hex SHA-256 over the RFC 8785 canonical JSON of
 /// {seq, at_ms, who, role, action, target, reason, before_state, after_state, approval_id,
@@ -20,10 +21,12 @@ std::string auditHash(const AuditRecord &record);
 
 /// The record `entry` becomes as number `seq`, appended at `atMs` after a record whose hash is
 /// `prevHash`; its hash is computed.
-AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs, const std::string &prevHash);
+AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs,
+                            const std::string &prevHash);
 
 /// The parts of an operation an audit record keeps as before / after state, as canonical JSON
-/// text: {"state", "version", "fencing_token", "attempt", "max_attempts", "receipt", "error_class"}.
+/// text: {"state", "version", "fencing_token", "attempt", "max_attempts", "receipt",
+/// "error_class"}.
 std::string operationSnapshot(const Operation &op);
 
 /// Fills an entry's empty before / after state with operationSnapshot() of `before` and

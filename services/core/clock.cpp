@@ -5,6 +5,9 @@
 
 namespace idempo {
 
-std::int64_t SystemClock::nowMs() const { return QDateTime::currentMSecsSinceEpoch(); }
+std::int64_t SystemClock::nowMs() const
+{
+    return QDateTime::currentMSecsSinceEpoch();
+}
 
 } // namespace idempo

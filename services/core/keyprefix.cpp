@@ -13,7 +13,8 @@ constexpr char32_t MaxCodePoint = 0x10FFFF;
 std::optional<std::u32string> decodeUtf8(std::string_view bytes)
 {
     QStringDecoder decoder(QStringDecoder::Utf8, QStringConverter::Flag::Stateless);
-    const QString text = decoder(QByteArrayView(bytes.data(), static_cast<qsizetype>(bytes.size())));
+    const QString text =
+        decoder(QByteArrayView(bytes.data(), static_cast<qsizetype>(bytes.size())));
     if (decoder.hasError())
         return std::nullopt;
     const QList<uint> ucs4 = text.toUcs4();
@@ -22,7 +23,8 @@ std::optional<std::u32string> decodeUtf8(std::string_view bytes)
 
 std::string encodeUtf8(const std::u32string &codePoints)
 {
-    const QString text = QString::fromUcs4(codePoints.data(), static_cast<qsizetype>(codePoints.size()));
+    const QString text =
+        QString::fromUcs4(codePoints.data(), static_cast<qsizetype>(codePoints.size()));
     return text.toStdString();
 }
 

@@ -60,15 +60,16 @@ Operation newOperation(const ClaimRequest &request, std::int64_t nowMs)
     op.fingerprint = request.fingerprint;
     op.fingerprintFields = request.fingerprintFields;
     op.maxAttempts = request.maxAttempts;
-    op.state = request.requiresApproval ? OperationState::AwaitingApproval : OperationState::Received;
+    op.state =
+        request.requiresApproval ? OperationState::AwaitingApproval : OperationState::Received;
     op.value = request.value;
     op.createdAtMs = op.updatedAtMs = nowMs;
     op.version = 1;
     return op;
 }
 
-void startDispatch(Operation &op, const std::string &owner, std::int64_t leaseMs, std::int64_t nowMs,
-                   std::int64_t token)
+void startDispatch(Operation &op, const std::string &owner, std::int64_t leaseMs,
+                   std::int64_t nowMs, std::int64_t token)
 {
     op.state = OperationState::Dispatching;
     op.fencingToken = token;
@@ -92,23 +93,25 @@ void revokeLease(Operation &op, std::int64_t nowMs, std::int64_t token)
 void checkTransition(const Operation *current, const TransitionRequest &request)
 {
     if (!current)
-        throw Error(ErrorCode::NotFound, "no operation '" + request.key + "' in namespace '" + request.ns + "'");
+        throw Error(ErrorCode::NotFound,
+                    "no operation '" + request.key + "' in namespace '" + request.ns + "'");
     if (current->fencingToken != request.fencingToken) {
-        throw Error(ErrorCode::StaleLease, "fencing token " + std::to_string(request.fencingToken)
-                                               + " is not the operation's current token ("
-                                               + std::to_string(current->fencingToken) + ")");
+        throw Error(ErrorCode::StaleLease, "fencing token " + std::to_string(request.fencingToken) +
+                                               " is not the operation's current token (" +
+                                               std::to_string(current->fencingToken) + ")");
     }
     if (current->state != request.from) {
         const std::string is(stateName(current->state));
         if (request.from == OperationState::Dispatching)
-            throw Error(ErrorCode::StaleLease, "the lease is no longer held: the operation is " + is);
+            throw Error(ErrorCode::StaleLease,
+                        "the lease is no longer held: the operation is " + is);
         throw Error(ErrorCode::IllegalTransition,
                     "the operation is " + is + ", not " + std::string(stateName(request.from)));
     }
     if (!isTransitionAllowed(request.from, request.to)) {
-        throw Error(ErrorCode::IllegalTransition, std::string(stateName(request.from)) + " -> "
-                                                      + std::string(stateName(request.to))
-                                                      + " is not an allowed transition");
+        throw Error(ErrorCode::IllegalTransition, std::string(stateName(request.from)) + " -> " +
+                                                      std::string(stateName(request.to)) +
+                                                      " is not an allowed transition");
     }
     if (request.to == OperationState::Dispatching && (!request.leaseMs || *request.leaseMs <= 0))
         throw Error(ErrorCode::InvalidArgument, "a dispatch or heartbeat needs a positive lease");

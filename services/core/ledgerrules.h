@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <cstdint>
 #include <functional>
+
+#include "operation.h"
 
 namespace idempo {
 
 /// The write a claim makes.
-enum class ClaimWrite {
+enum class ClaimWrite
+{
     None,     ///< answer only (plus the suppression record)
     Create,   ///< new record (or one whose retention expired): dispatching, or awaiting_approval
     Dispatch, ///< existing record to dispatching with a new fencing token and attempt + 1
@@ -36,7 +37,8 @@ struct ClaimPlan
 /// - succeeded / failed_terminal → `replayed`;
 /// - awaiting_approval / confirmation_required, or dispatching with a live lease → `in_progress`;
 /// - unknown_outcome → `reconcile_required`;
-/// - received / failed_retryable before next_attempt_at → `retry_later`; at or after it → `claimed`;
+/// - received / failed_retryable before next_attempt_at → `retry_later`; at or after it →
+/// `claimed`;
 /// - dispatching with a lapsed lease: `read` / `idempotent_write` are taken over (`claimed`,
 ///   new token); a `protected_write` moves to unknown_outcome (`reconcile_required`).
 ClaimPlan planClaim(const Operation *existing, const ClaimRequest &request, std::int64_t nowMs);
@@ -50,8 +52,8 @@ Operation newOperation(const ClaimRequest &request, std::int64_t nowMs);
 
 /// Moves `op` to dispatching under `token` for `owner` with a lease of `leaseMs` from `nowMs`:
 /// a claim, a retry after backoff, or a lapsed-lease takeover. Counts the attempt.
-void startDispatch(Operation &op, const std::string &owner, std::int64_t leaseMs, std::int64_t nowMs,
-                   std::int64_t token);
+void startDispatch(Operation &op, const std::string &owner, std::int64_t leaseMs,
+                   std::int64_t nowMs, std::int64_t token);
 
 /// A lapsed lease on a protected write: to unknown_outcome under `token`, which fences off the
 /// lapsed holder.

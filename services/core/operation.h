@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "amount.h"
-#include "vocabulary.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "amount.h"
+#include "vocabulary.h"
 
 namespace idempo {
 
@@ -19,33 +19,34 @@ inline constexpr int RecordSchemaVersion = 1;
 /// JSON-valued fields (payload, result, receipt) hold RFC 8785 canonical text; empty when unset.
 struct Operation
 {
-    std::int64_t id = 0;              ///< store row id; keyset cursor for listings
-    std::string ns;                   ///< tenant / namespace that scopes the key
-    std::string key;                  ///< operation (idempotency) key
+    std::int64_t id = 0; ///< store row id; keyset cursor for listings
+    std::string ns;      ///< tenant / namespace that scopes the key
+    std::string key;     ///< operation (idempotency) key
     std::string runId;
     std::string stepId;
     std::string target;
     ToolKind kind = ToolKind::ProtectedWrite;
     OperationState state = OperationState::Received;
     std::string payload;
-    std::string fingerprint;          ///< lowercase hex SHA-256 (canonicaljson.h)
-    std::vector<std::string> fingerprintFields; ///< JSON Pointers of the projection; empty = whole payload
-    int attempt = 0;                  ///< dispatches so far
+    std::string fingerprint; ///< lowercase hex SHA-256 (canonicaljson.h)
+    std::vector<std::string>
+        fingerprintFields; ///< JSON Pointers of the projection; empty = whole payload
+    int attempt = 0;       ///< dispatches so far
     int maxAttempts = 3;
     std::string leaseOwner;
     std::optional<std::int64_t> leaseExpiresAtMs;
-    std::int64_t fencingToken = 0;    ///< monotonic per key; 0 = never dispatched
+    std::int64_t fencingToken = 0; ///< monotonic per key; 0 = never dispatched
     std::optional<std::int64_t> nextAttemptAtMs;
     std::optional<ErrorClass> errorClass;
     std::string errorDetail;
     std::string result;
-    std::string receipt;              ///< provider's proof of the effect (external reference)
+    std::string receipt; ///< provider's proof of the effect (external reference)
     std::int64_t createdAtMs = 0;
     std::int64_t updatedAtMs = 0;
     std::optional<std::int64_t> retentionExpiresAtMs; ///< set on final states only
-    std::int64_t version = 0;         ///< operation version: +1 on every change
+    std::int64_t version = 0;                         ///< operation version: +1 on every change
     int schemaVersion = RecordSchemaVersion;
-    std::optional<Amount> value;      ///< what the operation moves, as declared by its first claim
+    std::optional<Amount> value; ///< what the operation moves, as declared by its first claim
 };
 
 /// One entry of an operation's append-only history. `fromState` is empty for the record's creation.
@@ -73,8 +74,8 @@ struct Suppression
     std::int64_t atMs = 0;
     ClaimOutcome outcome = ClaimOutcome::Replayed;
     OperationState state = OperationState::Received; ///< the record's state when suppressed
-    std::string source;                               ///< the claiming owner / delivery source
-    std::string fingerprint;                          ///< fingerprint the duplicate carried
+    std::string source;                              ///< the claiming owner / delivery source
+    std::string fingerprint;                         ///< fingerprint the duplicate carried
 };
 
 /// A validated claim, as the engine hands it to a store. Times in milliseconds.
@@ -86,14 +87,16 @@ struct ClaimRequest
     std::string stepId;
     std::string target;
     ToolKind kind = ToolKind::ProtectedWrite;
-    std::string payload;     ///< canonical JSON text
+    std::string payload; ///< canonical JSON text
     std::string fingerprint;
     std::vector<std::string> fingerprintFields;
     std::string owner;
     std::int64_t leaseMs = 30'000;
     int maxAttempts = 3;
-    bool requiresApproval = false; ///< a new record waits in awaiting_approval instead of dispatching
-    std::optional<Amount> value;   ///< recorded when the claim creates the record; later claims keep the first
+    bool requiresApproval =
+        false; ///< a new record waits in awaiting_approval instead of dispatching
+    std::optional<Amount>
+        value; ///< recorded when the claim creates the record; later claims keep the first
 };
 
 /// The answer to a claim: the outcome and the record as it stands after the claim.
@@ -117,21 +120,23 @@ struct TransitionRequest
     std::int64_t fencingToken = 0;
     OperationState to = OperationState::Succeeded;
     std::string actor;
-    std::string detail;                      ///< free text kept in the event history
+    std::string detail; ///< free text kept in the event history
     std::optional<std::string> result;
     std::optional<std::string> receipt;
     std::optional<ErrorClass> errorClass;
     std::optional<std::string> errorDetail;
     std::optional<std::int64_t> retryDelayMs; ///< sets next_attempt_at = now + delay
-    std::optional<std::int64_t> leaseMs;      ///< to == dispatching: lease length (heartbeat or dispatch)
-    std::optional<int> extraAttempts;         ///< a new attempt budget: max = attempt + extra
-    std::int64_t retentionMs = 0;             ///< to a final state: retention from now
+    std::optional<std::int64_t>
+        leaseMs;                      ///< to == dispatching: lease length (heartbeat or dispatch)
+    std::optional<int> extraAttempts; ///< a new attempt budget: max = attempt + extra
+    std::int64_t retentionMs = 0;     ///< to a final state: retention from now
 };
 
 /// The order of a listing, which its keyset cursor follows.
-enum class ListOrder {
-    Id,               ///< oldest first: id ascending
-    ValueDescending,  ///< value_minor descending (records without a value last), then id ascending
+enum class ListOrder
+{
+    Id,              ///< oldest first: id ascending
+    ValueDescending, ///< value_minor descending (records without a value last), then id ascending
 };
 
 /// Filter and keyset cursor for listings; results are ordered as `order` says.
@@ -140,12 +145,12 @@ struct ListFilter
     /// The value a record without one sorts as in ValueDescending: below every real amount.
     static constexpr std::int64_t NoValue = -1;
 
-    std::string ns;                           ///< empty = every namespace
+    std::string ns; ///< empty = every namespace
     std::optional<OperationState> state;
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> updatedBeforeMs; ///< only records not touched since (age filter)
-    std::int64_t afterId = 0;                 ///< keyset cursor: the last id of the previous page
+    std::int64_t afterId = 0; ///< keyset cursor: the last id of the previous page
     ListOrder order = ListOrder::Id;
     /// ValueDescending cursor, with afterId: the previous page's last value in minor units
     /// (NoValue for none); unset on a first page. Amounts in different currencies compare by
@@ -161,7 +166,8 @@ struct LedgerMetrics
     std::vector<std::pair<ClaimOutcome, std::int64_t>> suppressionsByOutcome;
     std::int64_t leasesLive = 0;
     std::int64_t leasesLapsed = 0;
-    std::optional<std::int64_t> oldestPendingConfirmationMs; ///< created time of the oldest confirmation_required
+    std::optional<std::int64_t>
+        oldestPendingConfirmationMs; ///< created time of the oldest confirmation_required
     std::int64_t events = 0;
 };
 

@@ -18,7 +18,8 @@ void validateOperationKey(std::string_view key);
 /// The same printable-UTF-8 rule for the other identifiers a caller names (run id, step id,
 /// target, lease owner): at most `maxBytes` bytes; empty is allowed. `what` names the field in
 /// the message. Throws Error(InvalidKey).
-void validateIdentifier(std::string_view value, const char *what, std::size_t maxBytes = MaxKeyBytes);
+void validateIdentifier(std::string_view value, const char *what,
+                        std::size_t maxBytes = MaxKeyBytes);
 
 /// A namespace is 1..63 bytes of ASCII letters, digits, '.', '_' and '-'.
 /// Throws Error(InvalidKey) naming the offending character or length.

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "queueenvelope.h"
 
-#include "error.h"
-#include "operationkey.h"
-
 #include <cmath>
 #include <limits>
+
+#include "error.h"
+#include "operationkey.h"
 
 namespace idempo {
 namespace {
@@ -37,7 +37,8 @@ std::string stringMember(const nlohmann::json &json, const char *name)
 {
     const nlohmann::json &value = member(json, name);
     if (!value.is_string())
-        throw Error(ErrorCode::InvalidArgument, std::string("envelope ") + name + " must be a string");
+        throw Error(ErrorCode::InvalidArgument,
+                    std::string("envelope ") + name + " must be a string");
     return value.get<std::string>();
 }
 
@@ -47,8 +48,10 @@ std::int64_t producedAtMember(const nlohmann::json &value)
 {
     const char *integer = "envelope produced_at must be an integer (milliseconds since the epoch)";
     if (value.is_number_unsigned()) {
-        if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            throw Error(ErrorCode::InvalidArgument, "envelope produced_at is beyond the largest time it can hold");
+        if (value.get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            throw Error(ErrorCode::InvalidArgument,
+                        "envelope produced_at is beyond the largest time it can hold");
         return value.get<std::int64_t>();
     }
     if (value.is_number_integer())
@@ -60,7 +63,8 @@ std::int64_t producedAtMember(const nlohmann::json &value)
         throw Error(ErrorCode::InvalidArgument, integer);
     // 2^63 is the first double beyond INT64_MAX.
     if (d >= 9223372036854775808.0)
-        throw Error(ErrorCode::InvalidArgument, "envelope produced_at is beyond the largest time it can hold");
+        throw Error(ErrorCode::InvalidArgument,
+                    "envelope produced_at is beyond the largest time it can hold");
     return d < 0 ? -1 : static_cast<std::int64_t>(d);
 }
 

@@ -13,13 +13,14 @@ namespace idempo {
 /// instead of being executed twice.
 struct QueueEnvelope
 {
-    std::string runId;          ///< execution (run) id; not empty
-    std::string stepId;         ///< the step the message asks for; not empty
+    std::string runId;  ///< execution (run) id; not empty
+    std::string stepId; ///< the step the message asks for; not empty
     std::string sourceAgent;
     std::string targetAgent;
-    nlohmann::json payload;     ///< the step's input
+    nlohmann::json payload;        ///< the step's input
     std::int64_t producedAtMs = 0; ///< produced_at: milliseconds since the Unix epoch (UTC), >= 0
-    std::string idempotencyKey; ///< the operation key (operationkey.h), normally run_id:step_id[:target]
+    std::string
+        idempotencyKey; ///< the operation key (operationkey.h), normally run_id:step_id[:target]
 
     /// The wire form: an object with run_id, step_id, source_agent, target_agent, payload,
     /// produced_at and idempotency_key. Throws like fromJson() when a field breaks its rule,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "queuename.h"
 
-#include "error.h"
-
 #include <cstdio>
+
+#include "error.h"
 
 namespace idempo {
 namespace {
@@ -19,8 +19,14 @@ std::string shown(char c)
     return hex;
 }
 
-bool isLower(char c) { return c >= 'a' && c <= 'z'; }
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isLower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 } // namespace
 
@@ -29,9 +35,9 @@ QueueName::QueueName(std::string_view name)
     if (name.empty())
         throw Error(ErrorCode::InvalidArgument, "queue name is empty");
     if (name.size() > MaxLength) {
-        throw Error(ErrorCode::InvalidArgument, "queue name is " + std::to_string(name.size())
-                                                    + " characters long; at most "
-                                                    + std::to_string(MaxLength) + " are allowed");
+        throw Error(ErrorCode::InvalidArgument, "queue name is " + std::to_string(name.size()) +
+                                                    " characters long; at most " +
+                                                    std::to_string(MaxLength) + " are allowed");
     }
     if (!isLower(name.front())) {
         throw Error(ErrorCode::InvalidArgument,
@@ -40,28 +46,32 @@ QueueName::QueueName(std::string_view name)
     for (std::size_t i = 1; i < name.size(); ++i) {
         const char c = name[i];
         if (!isLower(c) && !isDigit(c) && c != '_') {
-            throw Error(ErrorCode::InvalidArgument, "queue name may hold only lowercase letters, digits and "
-                                                    "'_'; found "
-                                                        + shown(c) + " at position " + std::to_string(i));
+            throw Error(ErrorCode::InvalidArgument,
+                        "queue name may hold only lowercase letters, digits and "
+                        "'_'; found " +
+                            shown(c) + " at position " + std::to_string(i));
         }
     }
     m_name = name;
 }
 
-bool QueueName::isDeadLetterName() const { return m_name.ends_with(DeadLetterSuffix); }
+bool QueueName::isDeadLetterName() const
+{
+    return m_name.ends_with(DeadLetterSuffix);
+}
 
 QueueName QueueName::deadLetterQueue() const
 {
     if (isDeadLetterName()) {
-        throw Error(ErrorCode::InvalidArgument, "queue '" + m_name + "': names ending in '"
-                                                    + std::string(DeadLetterSuffix)
-                                                    + "' are reserved for dead-letter queues");
+        throw Error(ErrorCode::InvalidArgument, "queue '" + m_name + "': names ending in '" +
+                                                    std::string(DeadLetterSuffix) +
+                                                    "' are reserved for dead-letter queues");
     }
     if (m_name.size() > MaxLengthWithDeadLetters) {
         throw Error(ErrorCode::InvalidArgument,
-                    "queue name '" + m_name + "' leaves no room for its dead-letter queue '" + m_name
-                        + std::string(DeadLetterSuffix) + "': at most "
-                        + std::to_string(MaxLengthWithDeadLetters) + " characters");
+                    "queue name '" + m_name + "' leaves no room for its dead-letter queue '" +
+                        m_name + std::string(DeadLetterSuffix) + "': at most " +
+                        std::to_string(MaxLengthWithDeadLetters) + " characters");
     }
     return QueueName(m_name + std::string(DeadLetterSuffix));
 }

@@ -11,7 +11,10 @@ nlohmann::json embedded(const std::string &canonical)
     return canonical.empty() ? nlohmann::json() : nlohmann::json::parse(canonical);
 }
 
-nlohmann::json text(std::string_view s) { return std::string(s); }
+nlohmann::json text(std::string_view s)
+{
+    return std::string(s);
+}
 
 } // namespace
 
@@ -65,7 +68,8 @@ nlohmann::json eventJson(const OperationEvent &event)
         {"fencing_token", event.fencingToken},
         {"attempt", event.attempt},
         {"actor", event.actor},
-        {"error_class", event.errorClass ? text(errorClassName(*event.errorClass)) : nlohmann::json()},
+        {"error_class",
+         event.errorClass ? text(errorClassName(*event.errorClass)) : nlohmann::json()},
         {"detail", event.detail},
     };
 }
@@ -88,8 +92,9 @@ nlohmann::json claimJson(const ClaimResult &result)
         j["result"] = embedded(op.result);
         j["receipt"] = embedded(op.receipt);
         if (op.state == OperationState::FailedTerminal) {
-            j["error"] = {{"class", op.errorClass ? text(errorClassName(*op.errorClass)) : nlohmann::json()},
-                          {"detail", op.errorDetail}};
+            j["error"] = {
+                {"class", op.errorClass ? text(errorClassName(*op.errorClass)) : nlohmann::json()},
+                {"detail", op.errorDetail}};
         }
     }
     j["operation"] = operationJson(op);
@@ -115,9 +120,10 @@ nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs)
         {"suppressions_total", suppressed},
         {"leases_live", metrics.leasesLive},
         {"leases_lapsed", metrics.leasesLapsed},
-        {"oldest_confirmation_age_s", metrics.oldestPendingConfirmationMs
-                                           ? nlohmann::json((nowMs - *metrics.oldestPendingConfirmationMs) / 1000)
-                                           : nlohmann::json()},
+        {"oldest_confirmation_age_s",
+         metrics.oldestPendingConfirmationMs
+             ? nlohmann::json((nowMs - *metrics.oldestPendingConfirmationMs) / 1000)
+             : nlohmann::json()},
         {"events", metrics.events},
     };
 }

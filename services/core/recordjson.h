@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <cstdint>
 #include <optional>
 
 #include <nlohmann/json.hpp>
+
+#include "operation.h"
 
 namespace idempo {
 

@@ -34,7 +34,10 @@ constexpr std::array kTable{
 
 } // namespace
 
-std::span<const Transition> transitionTable() { return kTable; }
+std::span<const Transition> transitionTable()
+{
+    return kTable;
+}
 
 bool isTransitionAllowed(OperationState from, OperationState to)
 {

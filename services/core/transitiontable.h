@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "vocabulary.h"
-
 #include <span>
 #include <string_view>
+
+#include "vocabulary.h"
 
 namespace idempo {
 

@@ -46,8 +46,7 @@ constexpr NameTable<ErrorClass, 7> kErrorClasses{{
     {ErrorClass::StaleLease, "stale_lease"},
 }};
 
-template <typename E, std::size_t N>
-std::string_view nameOf(const NameTable<E, N> &table, E value)
+template <typename E, std::size_t N> std::string_view nameOf(const NameTable<E, N> &table, E value)
 {
     for (const auto &[v, name] : table)
         if (v == value)
@@ -66,15 +65,39 @@ std::optional<E> valueOf(const NameTable<E, N> &table, std::string_view name)
 
 } // namespace
 
-std::string_view stateName(OperationState state) { return nameOf(kStates, state); }
-std::string_view toolKindName(ToolKind kind) { return nameOf(kKinds, kind); }
-std::string_view claimOutcomeName(ClaimOutcome outcome) { return nameOf(kOutcomes, outcome); }
-std::string_view errorClassName(ErrorClass errorClass) { return nameOf(kErrorClasses, errorClass); }
+std::string_view stateName(OperationState state)
+{
+    return nameOf(kStates, state);
+}
+std::string_view toolKindName(ToolKind kind)
+{
+    return nameOf(kKinds, kind);
+}
+std::string_view claimOutcomeName(ClaimOutcome outcome)
+{
+    return nameOf(kOutcomes, outcome);
+}
+std::string_view errorClassName(ErrorClass errorClass)
+{
+    return nameOf(kErrorClasses, errorClass);
+}
 
-std::optional<OperationState> parseState(std::string_view name) { return valueOf(kStates, name); }
-std::optional<ToolKind> parseToolKind(std::string_view name) { return valueOf(kKinds, name); }
-std::optional<ClaimOutcome> parseClaimOutcome(std::string_view name) { return valueOf(kOutcomes, name); }
-std::optional<ErrorClass> parseErrorClass(std::string_view name) { return valueOf(kErrorClasses, name); }
+std::optional<OperationState> parseState(std::string_view name)
+{
+    return valueOf(kStates, name);
+}
+std::optional<ToolKind> parseToolKind(std::string_view name)
+{
+    return valueOf(kKinds, name);
+}
+std::optional<ClaimOutcome> parseClaimOutcome(std::string_view name)
+{
+    return valueOf(kOutcomes, name);
+}
+std::optional<ErrorClass> parseErrorClass(std::string_view name)
+{
+    return valueOf(kErrorClasses, name);
+}
 
 bool isFinal(OperationState state)
 {

@@ -8,7 +8,8 @@ namespace idempo {
 
 /// Operation states (design.md "Operation states"). The snake_case names are stored in the
 /// ledger and printed by the CLI; the numeric values are not persisted.
-enum class OperationState {
+enum class OperationState
+{
     Received,
     AwaitingApproval,
     Dispatching,
@@ -22,13 +23,35 @@ inline constexpr int OperationStateCount = 8;
 
 /// How a step may be repeated: `read` freely, `idempotent_write` safely (or the provider
 /// honours our key), `protected_write` at most once.
-enum class ToolKind { Read, IdempotentWrite, ProtectedWrite };
+enum class ToolKind
+{
+    Read,
+    IdempotentWrite,
+    ProtectedWrite
+};
 
 /// What a claim answers; exactly one per claim (design.md "Claim outcomes").
-enum class ClaimOutcome { Claimed, Replayed, InProgress, RetryLater, ReconcileRequired, PayloadMismatch };
+enum class ClaimOutcome
+{
+    Claimed,
+    Replayed,
+    InProgress,
+    RetryLater,
+    ReconcileRequired,
+    PayloadMismatch
+};
 
 /// Classes of a failed attempt (design.md "Errors and retries").
-enum class ErrorClass { Transient, RateLimited, Validation, Auth, PolicyDenied, UnknownOutcome, StaleLease };
+enum class ErrorClass
+{
+    Transient,
+    RateLimited,
+    Validation,
+    Auth,
+    PolicyDenied,
+    UnknownOutcome,
+    StaleLease
+};
 
 std::string_view stateName(OperationState state);
 std::string_view toolKindName(ToolKind kind);

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine.h"
 
-#include "canonicaljson.h"
-#include "error.h"
-#include "operationkey.h"
-
 #include <spdlog/spdlog.h>
 
 #include <QCoreApplication>
 #include <QSysInfo>
+
+#include "canonicaljson.h"
+#include "error.h"
+#include "operationkey.h"
 
 namespace idempo {
 namespace {
@@ -16,7 +16,8 @@ namespace {
 /// A projection as an error message names it.
 std::string projectionText(const std::vector<std::string> &pointers)
 {
-    return pointers.empty() ? std::string("the whole payload") : "the projection " + nlohmann::json(pointers).dump();
+    return pointers.empty() ? std::string("the whole payload")
+                            : "the projection " + nlohmann::json(pointers).dump();
 }
 
 void validateIdentity(const std::string &ns, const std::string &key)
@@ -28,7 +29,8 @@ void validateIdentity(const std::string &ns, const std::string &key)
 void checkLease(std::int64_t leaseMs)
 {
     if (leaseMs <= 0 || leaseMs > Engine::MaxLeaseMs)
-        throw Error(ErrorCode::InvalidArgument, "lease must be between 1 ms and 24 h, not " + std::to_string(leaseMs) + " ms");
+        throw Error(ErrorCode::InvalidArgument,
+                    "lease must be between 1 ms and 24 h, not " + std::to_string(leaseMs) + " ms");
 }
 
 constexpr std::size_t MaxDetailBytes = 4096;
@@ -52,7 +54,8 @@ std::string plainText(const std::string &text, std::size_t maxBytes)
 }
 
 /// A write by the lease holder: applies only while the operation is dispatching under `token`.
-TransitionRequest workerWrite(const std::string &ns, const std::string &key, std::int64_t token, OperationState to)
+TransitionRequest workerWrite(const std::string &ns, const std::string &key, std::int64_t token,
+                              OperationState to)
 {
     validateIdentity(ns, key);
     TransitionRequest request;
@@ -69,27 +72,33 @@ TransitionRequest workerWrite(const std::string &ns, const std::string &key, std
 
 std::string defaultOwner()
 {
-    return QSysInfo::machineHostName().toStdString() + ":" + std::to_string(QCoreApplication::applicationPid());
+    return QSysInfo::machineHostName().toStdString() + ":" +
+           std::to_string(QCoreApplication::applicationPid());
 }
 
 Engine::Engine(std::shared_ptr<LedgerStore> store, Settings settings, RetryPolicy policy)
     : m_store(std::move(store)), m_settings(settings), m_policy(std::move(policy))
 {
     if (m_settings.retentionMs < MinRetentionMs) {
-        throw Error(ErrorCode::InvalidArgument, "retention must be at least " + std::to_string(MinRetentionMs / 1000)
-                                                    + " s: a shorter one lets a finished operation run again");
+        throw Error(ErrorCode::InvalidArgument,
+                    "retention must be at least " + std::to_string(MinRetentionMs / 1000) +
+                        " s: a shorter one lets a finished operation run again");
     }
     checkLease(m_settings.leaseMs);
 }
 
-Engine::Engine(std::shared_ptr<LedgerStore> store) : Engine(std::move(store), Settings{}, RetryPolicy{}) {}
+Engine::Engine(std::shared_ptr<LedgerStore> store)
+    : Engine(std::move(store), Settings{}, RetryPolicy{})
+{
+}
 
 nlohmann::json Engine::parse(const std::string &json, const char *what) const
 {
     if (json.size() > m_settings.maxPayloadBytes) {
-        throw Error(ErrorCode::PayloadTooLarge, std::string(what) + " is " + std::to_string(json.size())
-                                                    + " bytes; the limit is "
-                                                    + std::to_string(m_settings.maxPayloadBytes) + " bytes");
+        throw Error(ErrorCode::PayloadTooLarge,
+                    std::string(what) + " is " + std::to_string(json.size()) +
+                        " bytes; the limit is " + std::to_string(m_settings.maxPayloadBytes) +
+                        " bytes");
     }
     try {
         return parseStrictJson(json);
@@ -122,8 +131,9 @@ ClaimResult Engine::claim(const ClaimInput &input)
     checkLease(request.leaseMs);
     request.maxAttempts = input.maxAttempts.value_or(m_settings.maxAttempts);
     if (request.maxAttempts < 1 || request.maxAttempts > Engine::MaxAttempts)
-        throw Error(ErrorCode::InvalidArgument, "max attempts must be 1.." + std::to_string(Engine::MaxAttempts)
-                                                    + ", not " + std::to_string(request.maxAttempts));
+        throw Error(ErrorCode::InvalidArgument, "max attempts must be 1.." +
+                                                    std::to_string(Engine::MaxAttempts) + ", not " +
+                                                    std::to_string(request.maxAttempts));
     request.requiresApproval = input.requiresApproval;
     if (input.value)
         validateAmount(*input.value);
@@ -132,10 +142,12 @@ ClaimResult Engine::claim(const ClaimInput &input)
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");
     request.payload = canonicalJson(payload);
-    if (!request.fingerprintFields.empty() && projectJson(payload, request.fingerprintFields).empty()) {
+    if (!request.fingerprintFields.empty() &&
+        projectJson(payload, request.fingerprintFields).empty()) {
         // Fingerprinting nothing would make every payload match: a typo must not turn off
         // mismatch detection.
-        throw Error(ErrorCode::InvalidArgument, "none of the fingerprint fields selects anything in the payload");
+        throw Error(ErrorCode::InvalidArgument,
+                    "none of the fingerprint fields selects anything in the payload");
     }
     request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
 
@@ -145,21 +157,24 @@ ClaimResult Engine::claim(const ClaimInput &input)
     for (int attempt = 0; result.projectionDiffers; ++attempt) {
         const std::vector<std::string> &recorded = result.operation.fingerprintFields;
         if (!input.fingerprintFields.empty())
-            throw Error(ErrorCode::ProjectionMismatch,
-                        "operation '" + request.key + "' fingerprints " + projectionText(recorded)
-                            + "; this claim names " + projectionText(request.fingerprintFields)
-                            + ": the projection differs (omit the fingerprint fields to use the record's)");
+            throw Error(
+                ErrorCode::ProjectionMismatch,
+                "operation '" + request.key + "' fingerprints " + projectionText(recorded) +
+                    "; this claim names " + projectionText(request.fingerprintFields) +
+                    ": the projection differs (omit the fingerprint fields to use the record's)");
         if (attempt == 3)
             throw Error(ErrorCode::LedgerUnavailable,
-                        "claim of '" + request.key + "' kept meeting records of other projections; try again");
+                        "claim of '" + request.key +
+                            "' kept meeting records of other projections; try again");
         request.fingerprintFields = projectionSet(recorded);
         request.fingerprint = payloadFingerprint(payload, request.fingerprintFields);
         result = m_store->claim(request);
     }
-    spdlog::info("claim ns={} key={} run={} step={} owner={} outcome={} state={} token={} attempt={}",
-                 request.ns, request.key, request.runId, request.stepId, request.owner,
-                 claimOutcomeName(result.outcome), stateName(result.operation.state),
-                 result.operation.fencingToken, result.operation.attempt);
+    spdlog::info(
+        "claim ns={} key={} run={} step={} owner={} outcome={} state={} token={} attempt={}",
+        request.ns, request.key, request.runId, request.stepId, request.owner,
+        claimOutcomeName(result.outcome), stateName(result.operation.state),
+        result.operation.fencingToken, result.operation.attempt);
     return result;
 }
 
@@ -183,9 +198,10 @@ Operation Engine::complete(const std::string &ns, const std::string &key, std::i
         if (e.code() != ErrorCode::StaleLease)
             throw;
         const Operation current = get(ns, key);
-        const bool repeat = current.state == OperationState::Succeeded && current.fencingToken == fencingToken
-                            && current.result == request.result.value_or(std::string())
-                            && current.receipt == request.receipt.value_or(std::string());
+        const bool repeat = current.state == OperationState::Succeeded &&
+                            current.fencingToken == fencingToken &&
+                            current.result == request.result.value_or(std::string()) &&
+                            current.receipt == request.receipt.value_or(std::string());
         if (!repeat)
             throw;
         return current;
@@ -193,22 +209,25 @@ Operation Engine::complete(const std::string &ns, const std::string &key, std::i
 }
 
 Operation Engine::fail(const std::string &ns, const std::string &key, std::int64_t fencingToken,
-                       ErrorClass errorClass, const std::string &detail, std::optional<std::int64_t> retryAfterMs)
+                       ErrorClass errorClass, const std::string &detail,
+                       std::optional<std::int64_t> retryAfterMs)
 {
     if (retryAfterMs && *retryAfterMs < 0)
         throw Error(ErrorCode::InvalidArgument, "retry-after must not be negative");
     if (errorClass == ErrorClass::StaleLease)
-        throw Error(ErrorCode::InvalidArgument, "stale_lease is the engine's refusal, not a failure class to report");
+        throw Error(ErrorCode::InvalidArgument,
+                    "stale_lease is the engine's refusal, not a failure class to report");
     const Operation current = get(ns, key);
     // A stale caller must learn that before the policy speaks about an attempt it does not own.
     TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::FailedRetryable);
     if (current.fencingToken == fencingToken && current.state == OperationState::Dispatching) {
-        const FailureDecision decision =
-            m_policy.decide(errorClass, current.kind, current.attempt, current.maxAttempts, retryAfterMs);
+        const FailureDecision decision = m_policy.decide(errorClass, current.kind, current.attempt,
+                                                         current.maxAttempts, retryAfterMs);
         request.to = decision.next;
         request.retryDelayMs = decision.retryDelayMs;
     }
-    request.detail = "attempt " + std::to_string(current.attempt) + " failed: " + std::string(errorClassName(errorClass));
+    request.detail = "attempt " + std::to_string(current.attempt) +
+                     " failed: " + std::string(errorClassName(errorClass));
     request.errorClass = errorClass;
     request.errorDetail = plainText(detail, MaxDetailBytes);
     request.retentionMs = m_settings.retentionMs;
@@ -218,8 +237,8 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
     return op;
 }
 
-Operation Engine::heartbeat(const std::string &ns, const std::string &key, std::int64_t fencingToken,
-                            std::optional<std::int64_t> leaseMs)
+Operation Engine::heartbeat(const std::string &ns, const std::string &key,
+                            std::int64_t fencingToken, std::optional<std::int64_t> leaseMs)
 {
     TransitionRequest request = workerWrite(ns, key, fencingToken, OperationState::Dispatching);
     request.leaseMs = leaseMs.value_or(m_settings.leaseMs);

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerstore.h"
-#include "retrypolicy.h"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ledgerstore.h"
+#include "retrypolicy.h"
+
 namespace idempo {
 
 /// A claim as callers state it: raw JSON text, before validation and fingerprinting.
@@ -19,17 +19,17 @@ struct ClaimInput
 {
     std::string ns = "default";
     std::string key;
-    std::string payloadJson;                    ///< any JSON text (RFC 8259)
+    std::string payloadJson; ///< any JSON text (RFC 8259)
     ToolKind kind = ToolKind::ProtectedWrite;
-    std::string owner;                          ///< lease owner; defaults to host:pid
-    std::optional<std::int64_t> leaseMs;        ///< default Engine::Settings::leaseMs
+    std::string owner;                   ///< lease owner; defaults to host:pid
+    std::optional<std::int64_t> leaseMs; ///< default Engine::Settings::leaseMs
     std::string runId;
     std::string stepId;
     std::string target;
     /// JSON Pointers of the projection a new record fingerprints (empty = the whole payload).
     /// An existing record's own projection decides: empty here takes it; naming another is refused.
     std::vector<std::string> fingerprintFields;
-    std::optional<int> maxAttempts;             ///< default Engine::Settings::maxAttempts
+    std::optional<int> maxAttempts; ///< default Engine::Settings::maxAttempts
     bool requiresApproval = false;
     /// What the operation moves (approval thresholds, review order). Recorded by the claim that
     /// creates the record; a later claim's value is ignored, as the payload decides identity.
@@ -52,10 +52,11 @@ public:
 
     struct Settings
     {
-        std::int64_t leaseMs = 30'000;              ///< default lease, milliseconds
-        std::int64_t retentionMs = 24 * 3600'000;   ///< how long final records are kept, ms (>= MinRetentionMs)
+        std::int64_t leaseMs = 30'000; ///< default lease, milliseconds
+        std::int64_t retentionMs =
+            24 * 3600'000; ///< how long final records are kept, ms (>= MinRetentionMs)
         int maxAttempts = 3;
-        std::size_t maxPayloadBytes = 1024 * 1024;  ///< bytes of payload, result or receipt text
+        std::size_t maxPayloadBytes = 1024 * 1024; ///< bytes of payload, result or receipt text
     };
 
     /// Throws Error(InvalidArgument) for settings out of range.

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "actionrecords.h"
-#include "operation.h"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "actionrecords.h"
+#include "operation.h"
 
 namespace idempo {
 
@@ -63,7 +63,8 @@ public:
     virtual std::vector<Operation> list(const ListFilter &filter) = 0;
 
     /// Suppressions with id > afterId, oldest first, at most `limit`.
-    virtual std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) = 0;
+    virtual std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId,
+                                                  int limit) = 0;
 
     /// Removes operations of namespace `ns` (empty = every namespace) whose retention expired,
     /// with their history. Returns how many.
@@ -81,8 +82,9 @@ public:
     /// step are recorded together or not at all. The message is stamped with the transition's
     /// time. Throws whatever either throws (Error(StaleLease) for a stale token, Error(NotFound)
     /// for an unknown queue, Error(InvalidJson), …); nothing is written then.
-    virtual OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                          const std::string &messageJson, const std::string &headersJson) = 0;
+    virtual OutboxWrite transitionAndSend(const TransitionRequest &request,
+                                          const std::string &queue, const std::string &messageJson,
+                                          const std::string &headersJson) = 0;
 
     // Guarded actions (actions/guardedaction.h). Their records live in the tables of migration
     // 0005_guarded_actions.sql: approvals, audit_log (append-only, hash-chained) and
@@ -108,7 +110,8 @@ public:
     virtual std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) = 0;
 
     /// The approvals of one operation, oldest first.
-    virtual std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) = 0;
+    virtual std::vector<ApprovalRecord> approvals(const std::string &ns,
+                                                  const std::string &key) = 0;
 
     /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
     virtual std::optional<std::string> guardSetting(const std::string &name) = 0;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "vocabulary.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "vocabulary.h"
 
 namespace idempo {
 
@@ -18,9 +18,9 @@ struct QueueMessage
     int readCount = 0;                        ///< read_ct: deliveries by read() so far
     std::int64_t enqueuedAtMs = 0;            ///< enqueued_at
     std::optional<std::int64_t> lastReadAtMs; ///< last_read_at; unset until the first delivery
-    std::int64_t vtMs = 0;                    ///< vt: read() may deliver the message from this time on
-    std::string message;                      ///< the message body (JSON)
-    std::string headers;                      ///< a JSON object; empty when the message has none
+    std::int64_t vtMs = 0; ///< vt: read() may deliver the message from this time on
+    std::string message;   ///< the message body (JSON)
+    std::string headers;   ///< a JSON object; empty when the message has none
 };
 
 /// A message in pgmq's archive `a_<name>`.
@@ -34,7 +34,8 @@ struct ArchivedMessage
 struct QueueInfo
 {
     std::string name;
-    std::optional<int> maxReads; ///< deliveries before dead-lettering; unset for a dead-letter queue
+    std::optional<int>
+        maxReads; ///< deliveries before dead-lettering; unset for a dead-letter queue
     std::string deadLetterQueue; ///< `<name>_dlq`; empty for a dead-letter queue itself
     std::int64_t createdAtMs = 0;
 };
@@ -51,8 +52,8 @@ struct QueueOptions
 struct QueueMetrics
 {
     std::string queue;
-    std::int64_t length = 0;                        ///< queue_length: messages in q_<name>
-    std::int64_t visibleLength = 0;                 ///< queue_visible_length: of those, readable now
+    std::int64_t length = 0;        ///< queue_length: messages in q_<name>
+    std::int64_t visibleLength = 0; ///< queue_visible_length: of those, readable now
     std::optional<std::int64_t> newestMessageAgeMs; ///< now - newest enqueued_at; unset when empty
     std::optional<std::int64_t> oldestMessageAgeMs; ///< now - oldest enqueued_at; unset when empty
     std::int64_t totalMessages = 0;                 ///< messages ever sent to the queue
@@ -119,12 +120,13 @@ public:
     /// visibility timeout. A message whose read_ct would exceed the queue's maxReads is moved
     /// to the dead-letter queue in the same transaction instead of being delivered, and the
     /// read goes on to the next one. Throws Error(InvalidArgument) for a bad timeout or quantity.
-    virtual std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs,
-                                           int quantity) = 0;
+    virtual std::vector<QueueMessage> read(const std::string &queue,
+                                           std::int64_t visibilityTimeoutMs, int quantity) = 0;
 
     /// Makes the message visible `vtOffsetMs` (>= 0) milliseconds from now, whatever its vt
     /// was. Returns it. Throws Error(NotFound) when the queue holds no such message.
-    virtual QueueMessage setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs) = 0;
+    virtual QueueMessage setVt(const std::string &queue, std::int64_t msgId,
+                               std::int64_t vtOffsetMs) = 0;
 
     /// Removes the message (the consumer's acknowledgement). Returns false when the queue
     /// holds no such message, e.g. it was already deleted or archived.
@@ -143,18 +145,20 @@ public:
 
     /// Messages with msg_id > afterMsgId, oldest first, at most `limit` (1..10000), visible or
     /// not. Never counts as a read: read_ct, vt and last_read_at stay as they are.
-    virtual std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId, int limit) = 0;
+    virtual std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId,
+                                             int limit) = 0;
 
     /// Archived messages with msg_id > afterMsgId, oldest first, at most `limit` (1..10000).
-    virtual std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId,
-                                                       int limit) = 0;
+    virtual std::vector<ArchivedMessage> browseArchive(const std::string &queue,
+                                                       std::int64_t afterMsgId, int limit) = 0;
 
     virtual QueueMetrics metrics(const std::string &queue) = 0;
 
     /// The dead letters of `queue` (a queue that has a dead-letter queue) with msg_id >
     /// afterMsgId in `<queue>_dlq`, oldest first, at most `limit` (1..10000). Never counts
     /// as a read. Throws Error(InvalidArgument) when `queue` is itself a dead-letter queue.
-    virtual std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit) = 0;
+    virtual std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId,
+                                                int limit) = 0;
 
     /// The store's clock in milliseconds since the Unix epoch: the one vt is judged on.
     virtual std::int64_t nowMs() = 0;
@@ -165,7 +169,8 @@ public:
     /// std::nullopt when the dead-letter queue no longer holds the message (another replay took
     /// it first): a dead letter is requeued at most once, however many replays run at once.
     /// Throws Error(InvalidArgument) when `queue` is itself a dead-letter queue, and like send().
-    virtual std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+    virtual std::optional<std::int64_t> requeueDeadLetter(const std::string &queue,
+                                                          std::int64_t msgId,
                                                           const std::string &headersJson) = 0;
 };
 

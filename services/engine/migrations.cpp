@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "migrations.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFile>
-
-#include <algorithm>
 
 namespace idempo {
 
@@ -33,7 +33,8 @@ std::vector<Migration> migrations(const QString &dialect)
             m.statements << statement.trimmed();
         result.push_back(std::move(m));
     }
-    std::sort(result.begin(), result.end(), [](const Migration &a, const Migration &b) { return a.version < b.version; });
+    std::sort(result.begin(), result.end(),
+              [](const Migration &a, const Migration &b) { return a.version < b.version; });
     return result;
 }
 

@@ -6,10 +6,14 @@ namespace idempo {
 std::string_view evidenceStatusName(ProviderEvidence::Status status)
 {
     switch (status) {
-    case ProviderEvidence::Status::Found: return "found";
-    case ProviderEvidence::Status::NotFound: return "not_found";
-    case ProviderEvidence::Status::Pending: return "pending";
-    case ProviderEvidence::Status::Unsupported: return "unsupported";
+    case ProviderEvidence::Status::Found:
+        return "found";
+    case ProviderEvidence::Status::NotFound:
+        return "not_found";
+    case ProviderEvidence::Status::Pending:
+        return "pending";
+    case ProviderEvidence::Status::Unsupported:
+        return "unsupported";
     }
     return "unsupported";
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "operation.h"
 
 namespace idempo {
 
@@ -13,11 +13,13 @@ namespace idempo {
 /// reconciliation records.
 struct ProviderEvidence
 {
-    enum class Status {
+    enum class Status
+    {
         Found,       ///< the effect exists; `reference` names it
         NotFound,    ///< the operation's own provider, asked by key, has no effect for it
         Pending,     ///< accepted, not confirmed yet
-        Unsupported, ///< no lookup for this operation: its provider cannot be asked, or is not this lookup's
+        Unsupported, ///< no lookup for this operation: its provider cannot be asked, or is not this
+                     ///< lookup's
     };
     Status status = Status::Unsupported;
     std::string provider;  ///< who was asked

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "queuerules.h"
 
+#include <nlohmann/json.hpp>
+
 #include "canonicaljson.h"
 #include "error.h"
-
-#include <nlohmann/json.hpp>
 
 namespace idempo {
 namespace {
@@ -12,9 +12,9 @@ namespace {
 nlohmann::json parseField(const std::string &text, const char *what)
 {
     if (text.size() > MaxQueueMessageBytes) {
-        throw Error(ErrorCode::PayloadTooLarge, std::string(what) + " is " + std::to_string(text.size())
-                                                    + " bytes; the limit is "
-                                                    + std::to_string(MaxQueueMessageBytes) + " bytes");
+        throw Error(ErrorCode::PayloadTooLarge,
+                    std::string(what) + " is " + std::to_string(text.size()) +
+                        " bytes; the limit is " + std::to_string(MaxQueueMessageBytes) + " bytes");
     }
     try {
         return parseStrictJson(text);
@@ -47,15 +47,16 @@ void checkDuration(std::int64_t ms, const char *what)
 void checkBatch(int count, const char *what)
 {
     if (count < 1 || count > MaxQueueBatch) {
-        throw Error(ErrorCode::InvalidArgument, std::string(what) + " must be 1.."
-                                                    + std::to_string(MaxQueueBatch) + ", not "
-                                                    + std::to_string(count));
+        throw Error(ErrorCode::InvalidArgument, std::string(what) + " must be 1.." +
+                                                    std::to_string(MaxQueueBatch) + ", not " +
+                                                    std::to_string(count));
     }
 }
 
 std::string deadLetterHeaders(const std::string &headers, const DeadLetterProvenance &provenance)
 {
-    nlohmann::json merged = headers.empty() ? nlohmann::json::object() : nlohmann::json::parse(headers);
+    nlohmann::json merged =
+        headers.empty() ? nlohmann::json::object() : nlohmann::json::parse(headers);
     // send() only accepts objects, but a pgmq queue written by other clients may hold any
     // JSON here; it is kept beside the provenance rather than dropped.
     if (!merged.is_object())
@@ -65,8 +66,10 @@ std::string deadLetterHeaders(const std::string &headers, const DeadLetterProven
         {"source_queue", provenance.sourceQueue},
         {"source_msg_id", provenance.sourceMsgId},
         {"read_ct", provenance.readCount},
-        {"last_error_class", nacked ? nlohmann::json(errorClassName(*provenance.lastErrorClass)) : nlohmann::json()},
-        {"last_error_detail", nacked ? nlohmann::json(provenance.lastErrorDetail) : nlohmann::json()},
+        {"last_error_class",
+         nacked ? nlohmann::json(errorClassName(*provenance.lastErrorClass)) : nlohmann::json()},
+        {"last_error_detail",
+         nacked ? nlohmann::json(provenance.lastErrorDetail) : nlohmann::json()},
         {"dead_lettered_at", provenance.deadLetteredAtMs},
     };
     return canonicalJson(merged);
@@ -75,8 +78,8 @@ std::string deadLetterHeaders(const std::string &headers, const DeadLetterProven
 DeadLetter deadLetterFrom(QueueMessage message)
 {
     DeadLetter letter;
-    const nlohmann::json headers = nlohmann::json::parse(message.headers.empty() ? std::string("{}") : message.headers,
-                                                         nullptr, false);
+    const nlohmann::json headers = nlohmann::json::parse(
+        message.headers.empty() ? std::string("{}") : message.headers, nullptr, false);
     letter.message = std::move(message);
     if (!headers.is_object() || !headers.contains("dlq"))
         return letter;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "messagequeue.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "messagequeue.h"
 
 namespace idempo {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reconnectbackoff.h"
 
-#include "error.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+
+#include "error.h"
 
 namespace idempo {
 

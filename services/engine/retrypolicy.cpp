@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "retrypolicy.h"
 
-#include <QRandomGenerator>
-
 #include <algorithm>
 #include <cmath>
+
+#include <QRandomGenerator>
 
 namespace idempo {
 
@@ -17,12 +17,13 @@ RetryPolicy::RetryPolicy(RandomSource random) : m_random(std::move(random)) {}
 
 std::int64_t RetryPolicy::nominalDelayMs(int attempt) const
 {
-    const double delay = static_cast<double>(baseDelayMs) * std::pow(multiplier, std::max(0, attempt - 1));
+    const double delay =
+        static_cast<double>(baseDelayMs) * std::pow(multiplier, std::max(0, attempt - 1));
     return static_cast<std::int64_t>(std::min(delay, static_cast<double>(maxDelayMs)));
 }
 
-FailureDecision RetryPolicy::decide(ErrorClass errorClass, ToolKind kind, int attempt, int maxAttempts,
-                                    std::optional<std::int64_t> retryAfterMs) const
+FailureDecision RetryPolicy::decide(ErrorClass errorClass, ToolKind kind, int attempt,
+                                    int maxAttempts, std::optional<std::int64_t> retryAfterMs) const
 {
     switch (errorClass) {
     case ErrorClass::Validation:

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "vocabulary.h"
-
 #include <cstdint>
 #include <functional>
 #include <optional>
+
+#include "vocabulary.h"
 
 namespace idempo {
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "vocabulary.h"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -10,6 +8,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "vocabulary.h"
 
 namespace idempo {
 class LedgerStore;
@@ -26,7 +26,7 @@ struct Effect
     std::string operationKey; ///< the business operation (run_id:step_id), known to the sandbox
     std::string receivedKey;  ///< the key the provider was given; empty when it takes none
     std::int64_t fencingToken = 0; ///< the token it was given; 0 when none
-    std::string effectId;     ///< the provider's reference: what a receipt names
+    std::string effectId;          ///< the provider's reference: what a receipt names
     std::int64_t atMs = 0;
     std::int64_t confirmedAtMs = 0; ///< when a lookup starts to report it (delayed confirmation)
 };
@@ -63,8 +63,9 @@ struct QueueHolder
 /// What SandboxJournal::perform() did.
 struct Performed
 {
-    Effect effect;             ///< the new effect, or the original one a repeated key was answered with
-    bool deduplicated = false; ///< a provider that dedupes by key had seen the key: nothing new happened
+    Effect effect; ///< the new effect, or the original one a repeated key was answered with
+    bool deduplicated =
+        false; ///< a provider that dedupes by key had seen the key: nothing new happened
 };
 
 /// The sandbox's own tables in the ledger's database, beside the engine's (whose schema is not
@@ -77,9 +78,9 @@ struct Performed
 /// across worker processes and across SIGKILLs, and `idempo check` in another process reads
 /// what the providers did. Two implementations, which the stores hand out as
 /// LedgerStore::sandboxJournal(): the embedded SQLite file (sqlitesandboxjournal.h) and
-/// PostgreSQL (postgressandboxjournal.h), both with bound parameters only. Safe to call from many threads when the store is (each thread
-/// uses the store's connection for that thread). Every method throws Error(Internal) or
-/// Error(LedgerUnavailable) on storage failure.
+/// PostgreSQL (postgressandboxjournal.h), both with bound parameters only. Safe to call from many
+/// threads when the store is (each thread uses the store's connection for that thread). Every
+/// method throws Error(Internal) or Error(LedgerUnavailable) on storage failure.
 class SandboxJournal
 {
 public:
@@ -111,18 +112,22 @@ public:
                                          const std::string &receivedKey) = 0;
     /// Records that the window `fault` opened for the operation; false when it had opened there
     /// before (in this process or another), so that each window opens at most once per operation.
-    virtual bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) = 0;
+    virtual bool openWindow(const std::string &ns, const std::string &operationKey,
+                            std::string_view fault) = 0;
 
     /// Who holds `queue` (std::nullopt: nobody), and the ledger's clock now, in milliseconds.
-    virtual std::pair<std::optional<QueueHolder>, std::int64_t> queueHolder(const std::string &queue) = 0;
+    virtual std::pair<std::optional<QueueHolder>, std::int64_t>
+    queueHolder(const std::string &queue) = 0;
     /// Makes `holder` the holder of its queue with a lease of `leaseMs` on the ledger's clock,
     /// if the queue is still held by `previousInstance` (std::nullopt: by nobody); false when
     /// another driver got there first.
-    virtual bool takeQueue(const QueueHolder &holder, const std::optional<std::string> &previousInstance,
+    virtual bool takeQueue(const QueueHolder &holder,
+                           const std::optional<std::string> &previousInstance,
                            std::int64_t leaseMs) = 0;
     /// Extends the lease of `instance` on `queue` to `leaseMs` from now; false when the queue
     /// is no longer held by it.
-    virtual bool renewQueue(const std::string &queue, const std::string &instance, std::int64_t leaseMs) = 0;
+    virtual bool renewQueue(const std::string &queue, const std::string &instance,
+                            std::int64_t leaseMs) = 0;
     /// Forgets the holder of `queue` if it is `instance`.
     virtual void releaseQueue(const std::string &queue, const std::string &instance) = 0;
 

@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "driverlease.h"
 
-#include "error.h"
-#include "messagequeue.h"
-
+#include <climits>
 #include <cstdio>
 #include <utility>
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <QDateTime>
 #include <QFile>
 #include <QSysInfo>
 
-#include <climits>
-
-#include <unistd.h>
+#include "error.h"
+#include "messagequeue.h"
 
 namespace idempo::sandbox {
 namespace {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "sandboxjournal.h"
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -10,6 +8,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "sandboxjournal.h"
 
 namespace idempo {
 class MessageQueue;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engineconsumer.h"
 
+#include <thread>
+
 #include "error.h"
 #include "queueenvelope.h"
-
-#include <thread>
 
 namespace idempo::sandbox {
 
@@ -18,7 +18,8 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
     a.run = &run;
     a.stepIndex = run.scenario->stepIndex(envelope.stepId);
     if (a.stepIndex < 0)
-        throw Error(ErrorCode::InvalidArgument, "no step '" + envelope.stepId + "' in " + run.scenario->name());
+        throw Error(ErrorCode::InvalidArgument,
+                    "no step '" + envelope.stepId + "' in " + run.scenario->name());
     a.message = message;
     a.payload = envelope.payload;
     a.key = envelope.idempotencyKey;
@@ -89,7 +90,8 @@ void EngineConsumer::twinPlanner(const Attempt &a, const ClaimInput &claim)
     ++m_ctx.counters().deliveries;
     ++m_ctx.counters().claimOutcomes[static_cast<std::size_t>(result.outcome)];
     timed(slot.queueNs, [&] {
-        return m_ctx.queue().send(m_ctx.queueName(), a.message.message, {}, m_ctx.timings().twinDelayMs);
+        return m_ctx.queue().send(m_ctx.queueName(), a.message.message, {},
+                                  m_ctx.timings().twinDelayMs);
     });
 }
 
@@ -97,7 +99,8 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
 {
     RunState &run = *a.run;
     const std::string &stepId = a.step().stepId;
-    const auto parkAt = [&](bool afterCall, const ProviderAnswer &answer, const std::string &decision) {
+    const auto parkAt = [&](bool afterCall, const ProviderAnswer &answer,
+                            const std::string &decision) {
         ParkedWorker p;
         p.run = m_ctx.runIndex(run);
         p.seq = run.parkedSeq++;
@@ -111,8 +114,9 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
         p.decision = decision;
         if (m_ctx.inWorkerProcess()) {
             // A real process stalls for real, holding what it held, then carries on.
-            timed(m_ctx.slot(a.thread).stalledNs,
-                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
+            timed(m_ctx.slot(a.thread).stalledNs, [&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs));
+            });
             resume(a.thread, run, p);
         } else {
             m_ctx.park(std::move(p));
@@ -127,15 +131,17 @@ void EngineConsumer::execute(const Attempt &a, std::optional<Fault> fault)
         parkAt(false, {}, {});
         return;
     }
-    if (fault == Fault::CrashDuringCall && m_ctx.plan().uniform(run.runId, stepId + "#in-flight", 0) < 0.5) {
-        m_ctx.crash(*fault, run, a.stepIndex); // the request died with the worker before reaching the provider
+    if (fault == Fault::CrashDuringCall &&
+        m_ctx.plan().uniform(run.runId, stepId + "#in-flight", 0) < 0.5) {
+        m_ctx.crash(*fault, run,
+                    a.stepIndex); // the request died with the worker before reaching the provider
         return;
     }
     std::string decision;
     const ProviderAnswer answer = callProvider(a, decision);
-    if (fault == Fault::CrashDuringCall
-        || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok
-            && m_ctx.open(*fault, run, a.stepIndex))) {
+    if (fault == Fault::CrashDuringCall ||
+        (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok &&
+         m_ctx.open(*fault, run, a.stepIndex))) {
         m_ctx.crash(*fault, run, a.stepIndex);
         return;
     }
@@ -176,8 +182,8 @@ ProviderAnswer EngineConsumer::callProvider(const Attempt &a, std::string &decis
     return m_ctx.provider(step.provider).call(call);
 }
 
-void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, const std::string &decision,
-                            bool crashAfterRecord)
+void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer,
+                            const std::string &decision, bool crashAfterRecord)
 {
     RunState &run = *a.run;
     const WorkflowStep &step = a.step();
@@ -187,7 +193,8 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
         if (answer.status != ProviderAnswer::Status::Ok) {
             const bool failed = answer.status == ProviderAnswer::Status::Failed;
             const Operation op = timed(slot.engineNs, [&] {
-                return engine.fail(m_ctx.ns(), a.key, a.token, failed ? answer.errorClass : ErrorClass::UnknownOutcome,
+                return engine.fail(m_ctx.ns(), a.key, a.token,
+                                   failed ? answer.errorClass : ErrorClass::UnknownOutcome,
                                    answer.detail, failed ? answer.retryAfterMs : std::nullopt);
             });
             afterFailure(a, op);
@@ -203,7 +210,8 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
             result = run.scenario->readOutput(step, a.payload, decision);
         } else {
             result = {{"effect_id", answer.effectId}};
-            receipt = nlohmann::json{{"effect_id", answer.effectId}, {"provider", step.provider}}.dump();
+            receipt =
+                nlohmann::json{{"effect_id", answer.effectId}, {"provider", step.provider}}.dump();
         }
         if (next) {
             // The outbox: the step's result and the next step's message commit together.
@@ -219,13 +227,15 @@ void EngineConsumer::finish(const Attempt &a, const ProviderAnswer &answer, cons
             if (!receipt.empty())
                 complete.receipt = engine.canonicalise(receipt, "receipt");
             complete.retentionMs = engine.settings().retentionMs;
-            const std::string message = m_ctx.envelope(run, *next, result, step.agent,
-                                                       m_ctx.workerNowMs(a.worker));
+            const std::string message =
+                m_ctx.envelope(run, *next, result, step.agent, m_ctx.workerNowMs(a.worker));
             timed(slot.engineNs, [&] {
                 return m_ctx.store().transitionAndSend(complete, m_ctx.queueName(), message, {});
             });
         } else {
-            timed(slot.engineNs, [&] { return engine.complete(m_ctx.ns(), a.key, a.token, result.dump(), receipt); });
+            timed(slot.engineNs, [&] {
+                return engine.complete(m_ctx.ns(), a.key, a.token, result.dump(), receipt);
+            });
         }
     } catch (const Error &e) {
         // Fenced off: the lease moved on while this worker was away. Whoever holds the
@@ -264,7 +274,8 @@ void EngineConsumer::afterFailure(const Attempt &a, const Operation &op)
 
 void EngineConsumer::resume(int thread, RunState &run, const ParkedWorker &parked)
 {
-    const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(parked.message.message));
+    const QueueEnvelope envelope =
+        QueueEnvelope::fromJson(nlohmann::json::parse(parked.message.message));
     Attempt a;
     a.thread = thread;
     a.run = &run;
@@ -281,7 +292,8 @@ void EngineConsumer::resume(int thread, RunState &run, const ParkedWorker &parke
     }
     // Before acting on a lease it may have lost, the worker proves it still holds it.
     try {
-        timed(m_ctx.slot(thread).engineNs, [&] { return m_ctx.engine().heartbeat(m_ctx.ns(), a.key, a.token); });
+        timed(m_ctx.slot(thread).engineNs,
+              [&] { return m_ctx.engine().heartbeat(m_ctx.ns(), a.key, a.token); });
     } catch (const Error &e) {
         if (e.code() != ErrorCode::StaleLease)
             throw;
@@ -299,11 +311,13 @@ void EngineConsumer::ack(int thread, const QueueMessage &message)
           [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
 }
 
-void EngineConsumer::redeliverAt(int thread, const QueueMessage &message, std::optional<std::int64_t> atMs)
+void EngineConsumer::redeliverAt(int thread, const QueueMessage &message,
+                                 std::optional<std::int64_t> atMs)
 {
     const std::int64_t now = m_ctx.clock().nowMs();
     // Never at once: a message must not come back within the same instant of virtual time.
-    const std::int64_t delay = std::max<std::int64_t>(m_ctx.timings().minRedeliveryMs, atMs.value_or(now) - now);
+    const std::int64_t delay =
+        std::max<std::int64_t>(m_ctx.timings().minRedeliveryMs, atMs.value_or(now) - now);
     try {
         timed(m_ctx.slot(thread).queueNs,
               [&] { return m_ctx.queue().setVt(m_ctx.queueName(), message.msgId, delay); });

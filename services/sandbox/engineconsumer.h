@@ -33,12 +33,16 @@ private:
         int worker = 0; ///< the virtual worker (its clock may be skewed)
         std::string owner;
         std::int64_t token = 0;
-        const WorkflowStep &step() const { return run->scenario->steps()[static_cast<std::size_t>(stepIndex)]; }
+        const WorkflowStep &step() const
+        {
+            return run->scenario->steps()[static_cast<std::size_t>(stepIndex)];
+        }
     };
 
     void execute(const Attempt &a, std::optional<Fault> fault);
     ProviderAnswer callProvider(const Attempt &a, std::string &decision);
-    void finish(const Attempt &a, const ProviderAnswer &answer, const std::string &decision, bool crashAfterRecord);
+    void finish(const Attempt &a, const ProviderAnswer &answer, const std::string &decision,
+                bool crashAfterRecord);
     void afterFailure(const Attempt &a, const Operation &op);
     void twinPlanner(const Attempt &a, const ClaimInput &claim);
     void ack(int thread, const QueueMessage &message);

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "faultplan.h"
 
-#include "error.h"
-
 #include <charconv>
+
+#include "error.h"
 
 namespace idempo::sandbox {
 namespace {
 
 constexpr std::array<std::string_view, FaultCount> kNames{
-    "crash-before-dispatch", "crash-during-call", "crash-after-effect", "crash-after-record",
+    "crash-before-dispatch", "crash-during-call",  "crash-after-effect",   "crash-after-record",
     "duplicate-delivery",    "reordered-delivery", "delayed-confirmation", "paused-worker",
     "two-planners",          "clock-skew",         "provider-5xx",         "provider-429",
     "provider-timeout",      "provider-rejection",
@@ -43,7 +43,10 @@ std::uint64_t mix(std::uint64_t x)
 
 FaultPlan::FaultPlan(std::uint64_t seed) : m_seed(seed) {}
 
-std::string_view FaultPlan::name(Fault fault) { return kNames[static_cast<std::size_t>(fault)]; }
+std::string_view FaultPlan::name(Fault fault)
+{
+    return kNames[static_cast<std::size_t>(fault)];
+}
 
 std::optional<Fault> FaultPlan::parseName(std::string_view name)
 {
@@ -53,7 +56,10 @@ std::optional<Fault> FaultPlan::parseName(std::string_view name)
     return std::nullopt;
 }
 
-double FaultPlan::defaultRate(Fault fault) { return kDefaultRates[static_cast<std::size_t>(fault)]; }
+double FaultPlan::defaultRate(Fault fault)
+{
+    return kDefaultRates[static_cast<std::size_t>(fault)];
+}
 
 void FaultPlan::enable(Fault fault, double rate)
 {
@@ -83,22 +89,24 @@ FaultPlan FaultPlan::parse(std::string_view list, std::uint64_t seed)
             std::string known;
             for (const auto n : kNames)
                 known += (known.empty() ? "" : ", ") + std::string(n);
-            throw Error(ErrorCode::InvalidArgument,
-                        "unknown fault '" + std::string(faultName) + "'; known: all, none, " + known);
+            throw Error(ErrorCode::InvalidArgument, "unknown fault '" + std::string(faultName) +
+                                                        "'; known: all, none, " + known);
         }
         double rate = defaultRate(*fault);
         if (equals != std::string_view::npos) {
             const std::string_view text = item.substr(equals + 1);
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rate);
             if (ec != std::errc() || end != text.data() + text.size())
-                throw Error(ErrorCode::InvalidArgument, "fault rate '" + std::string(text) + "' is not a number");
+                throw Error(ErrorCode::InvalidArgument,
+                            "fault rate '" + std::string(text) + "' is not a number");
         }
         plan.enable(*fault, rate);
     }
     return plan;
 }
 
-double FaultPlan::uniform(std::string_view runId, std::string_view what, std::int64_t occasion) const
+double FaultPlan::uniform(std::string_view runId, std::string_view what,
+                          std::int64_t occasion) const
 {
     std::uint64_t h = fnv1a(runId, 0xcbf29ce484222325ULL ^ mix(m_seed));
     h = fnv1a(what, mix(h));
@@ -106,7 +114,8 @@ double FaultPlan::uniform(std::string_view runId, std::string_view what, std::in
     return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
-bool FaultPlan::draws(Fault fault, std::string_view runId, std::string_view stepId, std::int64_t occasion) const
+bool FaultPlan::draws(Fault fault, std::string_view runId, std::string_view stepId,
+                      std::int64_t occasion) const
 {
     const double r = rate(fault);
     if (r <= 0.0)
@@ -119,7 +128,8 @@ nlohmann::json FaultPlan::toJson() const
     nlohmann::json rates = nlohmann::json::object();
     for (int i = 0; i < FaultCount; ++i)
         if (enabled(static_cast<Fault>(i)))
-            rates[std::string(kNames[static_cast<std::size_t>(i)])] = m_rates[static_cast<std::size_t>(i)];
+            rates[std::string(kNames[static_cast<std::size_t>(i)])] =
+                m_rates[static_cast<std::size_t>(i)];
     return rates;
 }
 
@@ -130,9 +140,10 @@ std::string FaultPlan::toList() const
         if (!enabled(static_cast<Fault>(i)))
             continue;
         char rate[32];
-        const auto [end, ec] = std::to_chars(rate, rate + sizeof rate, m_rates[static_cast<std::size_t>(i)]);
-        list += (list.empty() ? "" : ",") + std::string(kNames[static_cast<std::size_t>(i)]) + "="
-                + std::string(rate, ec == std::errc() ? end : rate);
+        const auto [end, ec] =
+            std::to_chars(rate, rate + sizeof rate, m_rates[static_cast<std::size_t>(i)]);
+        list += (list.empty() ? "" : ",") + std::string(kNames[static_cast<std::size_t>(i)]) + "=" +
+                std::string(rate, ec == std::errc() ? end : rate);
     }
     return list.empty() ? std::string("none") : list;
 }

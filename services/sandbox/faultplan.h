@@ -14,7 +14,8 @@ namespace idempo::sandbox {
 
 /// The failure windows the sandbox can open (design.md "Sandbox"). The names are the ones
 /// `idempo sandbox run --faults` takes.
-enum class Fault {
+enum class Fault
+{
     CrashBeforeDispatch, ///< the worker dies after its claim, before calling the provider
     CrashDuringCall,     ///< the worker dies while the provider call is in flight (effect or not)
     CrashAfterEffect,    ///< the provider committed; the worker dies before recording it
@@ -60,7 +61,8 @@ public:
     double uniform(std::string_view runId, std::string_view what, std::int64_t occasion) const;
 
     /// True when `fault` fires at this occasion of (run, step): a draw below its rate.
-    bool draws(Fault fault, std::string_view runId, std::string_view stepId, std::int64_t occasion) const;
+    bool draws(Fault fault, std::string_view runId, std::string_view stepId,
+               std::int64_t occasion) const;
 
     /// The enabled faults with their rates, by name.
     nlohmann::json toJson() const;

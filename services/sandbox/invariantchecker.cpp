@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "invariantchecker.h"
 
+#include <map>
+#include <set>
+#include <unordered_map>
+
 #include "error.h"
 #include "ledgerstore.h"
 #include "sandboxjournal.h"
 #include "scenario.h"
-
-#include <map>
-#include <set>
-#include <unordered_map>
 
 namespace idempo::sandbox {
 namespace {
@@ -51,13 +51,16 @@ std::string receiptEffect(const std::string &receipt)
 
 bool settled(OperationState s)
 {
-    return s == OperationState::Succeeded || s == OperationState::FailedTerminal
-           || s == OperationState::ConfirmationRequired || s == OperationState::AwaitingApproval;
+    return s == OperationState::Succeeded || s == OperationState::FailedTerminal ||
+           s == OperationState::ConfirmationRequired || s == OperationState::AwaitingApproval;
 }
 
 } // namespace
 
-InvariantChecker::InvariantChecker(LedgerStore &store, SandboxJournal &journal) : m_store(store), m_journal(journal) {}
+InvariantChecker::InvariantChecker(LedgerStore &store, SandboxJournal &journal)
+    : m_store(store), m_journal(journal)
+{
+}
 
 std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
 {
@@ -75,17 +78,27 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             naiveRuns.insert(r.runId);
     const auto runOf = [](const std::string &key) { return key.substr(0, key.find(':')); };
 
-    InvariantResult once{"at_most_one_effect", "no business operation has more than one provider effect", 0, {}};
-    InvariantResult receipts{"receipt_matches_effect",
-                             "every succeeded protected write has a receipt naming an effect performed for it", 0, {}};
-    InvariantResult recorded{"effect_recorded",
-                             "every effect is recorded with its receipt or waits for a person (confirmation_required)",
-                             0, {}};
-    InvariantResult lost{"no_request_lost", "every accepted request settled; none lost, none stuck", 0, {}};
+    InvariantResult once{
+        "at_most_one_effect", "no business operation has more than one provider effect", 0, {}};
+    InvariantResult receipts{
+        "receipt_matches_effect",
+        "every succeeded protected write has a receipt naming an effect performed for it",
+        0,
+        {}};
+    InvariantResult recorded{
+        "effect_recorded",
+        "every effect is recorded with its receipt or waits for a person (confirmation_required)",
+        0,
+        {}};
+    InvariantResult lost{
+        "no_request_lost", "every accepted request settled; none lost, none stuck", 0, {}};
     InvariantResult approvals{"no_approval_twice", "no approval applied twice", 0, {}};
-    InvariantResult stale{"no_stale_token_write", "no write with a stale fencing token was accepted", 0, {}};
-    InvariantResult decisions{"decision_reused", "every write carries the decision recorded before the write boundary",
-                              0, {}};
+    InvariantResult stale{
+        "no_stale_token_write", "no write with a stale fencing token was accepted", 0, {}};
+    InvariantResult decisions{"decision_reused",
+                              "every write carries the decision recorded before the write boundary",
+                              0,
+                              {}};
 
     std::map<std::string, std::vector<const Effect *>> effectsByOperation;
     std::unordered_map<std::string, const Effect *> effectById;
@@ -99,15 +112,16 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             std::string ids;
             for (const Effect *e : list)
                 ids += (ids.empty() ? "" : ", ") + e->effectId;
-            once.violations.push_back({key, std::to_string(list.size()) + " effects at " + list.front()->provider
-                                                 + ": " + ids});
+            once.violations.push_back({key, std::to_string(list.size()) + " effects at " +
+                                                list.front()->provider + ": " + ids});
         }
         if (naiveRuns.count(runOf(key)))
             continue;
         ++recorded.checked;
         const auto op = ops.find(key);
         if (op == ops.end()) {
-            recorded.violations.push_back({key, "effect " + list.front()->effectId + " has no ledger record"});
+            recorded.violations.push_back(
+                {key, "effect " + list.front()->effectId + " has no ledger record"});
             continue;
         }
         const OperationState s = op->second.state;
@@ -116,15 +130,17 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             // The receipt accounts for one effect: any other effect of the operation is unrecorded.
             for (const Effect *e : list) {
                 if (e->effectId != receipt)
-                    recorded.violations.push_back({key, "effect " + e->effectId + " performed, but the ledger's receipt "
-                                                            + (receipt.empty() ? "is empty" : "names " + receipt)});
+                    recorded.violations.push_back(
+                        {key, "effect " + e->effectId + " performed, but the ledger's receipt " +
+                                  (receipt.empty() ? "is empty" : "names " + receipt)});
             }
             continue;
         }
         if (s != OperationState::ConfirmationRequired) {
-            recorded.violations.push_back({key, "effect " + list.front()->effectId + " performed, but the ledger says "
-                                                    + std::string(stateName(s))
-                                                    + (receipt.empty() ? "" : " with receipt " + receipt)});
+            recorded.violations.push_back(
+                {key, "effect " + list.front()->effectId + " performed, but the ledger says " +
+                          std::string(stateName(s)) +
+                          (receipt.empty() ? "" : " with receipt " + receipt)});
         }
     }
 
@@ -136,7 +152,8 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             if (effectId.empty())
                 receipts.violations.push_back({key, "succeeded without a receipt"});
             else if (found == effectById.end() || found->second->operationKey != key)
-                receipts.violations.push_back({key, "receipt names " + effectId + ", which no provider performed for it"});
+                receipts.violations.push_back(
+                    {key, "receipt names " + effectId + ", which no provider performed for it"});
         }
         const auto history = events.find(key);
         if (history == events.end())
@@ -149,14 +166,16 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             if (e.from == OperationState::AwaitingApproval && e.to == OperationState::Received)
                 ++approved;
             if (e.fencingToken < newest) {
-                stale.violations.push_back({key, "a write to " + std::string(stateName(e.to)) + " carried token "
-                                                     + std::to_string(e.fencingToken) + " after token "
-                                                     + std::to_string(newest)});
+                stale.violations.push_back({key, "a write to " + std::string(stateName(e.to)) +
+                                                     " carried token " +
+                                                     std::to_string(e.fencingToken) +
+                                                     " after token " + std::to_string(newest)});
             }
             newest = std::max(newest, e.fencingToken);
         }
         if (approved > 1)
-            approvals.violations.push_back({key, "approved " + std::to_string(approved) + " times"});
+            approvals.violations.push_back(
+                {key, "approved " + std::to_string(approved) + " times"});
     }
 
     for (const RunRecord &run : runs) {
@@ -171,15 +190,18 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             const std::string key = run.runId + ":" + steps[i].stepId;
             const auto op = ops.find(key);
             if (op == ops.end()) {
-                lost.violations.push_back({key, i == 0 ? "the run was accepted but its first step has no record"
-                                                       : "the step before it succeeded, but this step has no record"});
+                lost.violations.push_back(
+                    {key, i == 0 ? "the run was accepted but its first step has no record"
+                                 : "the step before it succeeded, but this step has no record"});
                 break;
             }
             const Operation &o = op->second;
             if (!settled(o.state)) {
-                const bool lapsed = o.state == OperationState::Dispatching && o.leaseExpiresAtMs && *o.leaseExpiresAtMs <= now;
-                lost.violations.push_back({key, lapsed ? "stuck in dispatching with a lapsed lease"
-                                                       : "left in " + std::string(stateName(o.state))});
+                const bool lapsed = o.state == OperationState::Dispatching && o.leaseExpiresAtMs &&
+                                    *o.leaseExpiresAtMs <= now;
+                lost.violations.push_back(
+                    {key, lapsed ? "stuck in dispatching with a lapsed lease"
+                                 : "left in " + std::string(stateName(o.state))});
                 break;
             }
             if (o.state != OperationState::Succeeded)
@@ -188,14 +210,19 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
                 ++decisions.checked;
                 const auto before = ops.find(run.runId + ":" + steps[i - 1].stepId);
                 const nlohmann::json input = nlohmann::json::parse(o.payload, nullptr, false);
-                const nlohmann::json previous = before == ops.end()
-                                                    ? nlohmann::json()
-                                                    : nlohmann::json::parse(before->second.result, nullptr, false);
-                const std::string used = input.is_object() ? input.value("decision", std::string()) : std::string();
-                const std::string kept = previous.is_object() ? previous.value("decision", std::string()) : std::string();
+                const nlohmann::json previous =
+                    before == ops.end()
+                        ? nlohmann::json()
+                        : nlohmann::json::parse(before->second.result, nullptr, false);
+                const std::string used =
+                    input.is_object() ? input.value("decision", std::string()) : std::string();
+                const std::string kept = previous.is_object()
+                                             ? previous.value("decision", std::string())
+                                             : std::string();
                 if (used != kept)
-                    decisions.violations.push_back({key, "the write used decision '" + used + "', the ledger recorded '"
-                                                             + kept + "'"});
+                    decisions.violations.push_back({key, "the write used decision '" + used +
+                                                             "', the ledger recorded '" + kept +
+                                                             "'"});
             }
         }
     }
@@ -204,16 +231,19 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
 
 bool InvariantChecker::allHold(const std::vector<InvariantResult> &results)
 {
-    return std::all_of(results.begin(), results.end(), [](const InvariantResult &r) { return r.holds(); });
+    return std::all_of(results.begin(), results.end(),
+                       [](const InvariantResult &r) { return r.holds(); });
 }
 
-nlohmann::json InvariantChecker::toJson(const std::vector<InvariantResult> &results, std::size_t maxExamples)
+nlohmann::json InvariantChecker::toJson(const std::vector<InvariantResult> &results,
+                                        std::size_t maxExamples)
 {
     nlohmann::json list = nlohmann::json::array();
     for (const InvariantResult &r : results) {
         nlohmann::json examples = nlohmann::json::array();
         for (std::size_t i = 0; i < r.violations.size() && i < maxExamples; ++i)
-            examples.push_back({{"operation", r.violations[i].operation}, {"message", r.violations[i].message}});
+            examples.push_back(
+                {{"operation", r.violations[i].operation}, {"message", r.violations[i].message}});
         list.push_back({{"name", r.name},
                         {"ok", r.holds()},
                         {"checked", r.checked},
@@ -223,12 +253,14 @@ nlohmann::json InvariantChecker::toJson(const std::vector<InvariantResult> &resu
     return {{"ok", allHold(results)}, {"invariants", list}};
 }
 
-std::string InvariantChecker::toText(const std::vector<InvariantResult> &results, std::size_t maxExamples)
+std::string InvariantChecker::toText(const std::vector<InvariantResult> &results,
+                                     std::size_t maxExamples)
 {
     std::string s;
     for (const InvariantResult &r : results) {
-        s += std::string(r.holds() ? "  ok    " : "  FAIL  ") + r.name + "  (" + std::to_string(r.checked)
-             + " checked, " + std::to_string(r.violations.size()) + " violations): " + r.description + '\n';
+        s += std::string(r.holds() ? "  ok    " : "  FAIL  ") + r.name + "  (" +
+             std::to_string(r.checked) + " checked, " + std::to_string(r.violations.size()) +
+             " violations): " + r.description + '\n';
         for (std::size_t i = 0; i < r.violations.size() && i < maxExamples; ++i)
             s += "          " + r.violations[i].operation + ": " + r.violations[i].message + '\n';
         if (r.violations.size() > maxExamples)

@@ -25,7 +25,7 @@ struct Violation
 /// One invariant and what the checker found.
 struct InvariantResult
 {
-    std::string name;        ///< stable snake_case name
+    std::string name; ///< stable snake_case name
     std::string description;
     std::int64_t checked = 0; ///< how many items (operations, effects, runs) it looked at
     std::vector<Violation> violations;
@@ -63,10 +63,12 @@ public:
 
     /// {"ok", "invariants": [{"name", "ok", "checked", "violations", "examples": [{"operation",
     /// "message"}]}]}; at most `maxExamples` examples per invariant.
-    static nlohmann::json toJson(const std::vector<InvariantResult> &results, std::size_t maxExamples = 20);
+    static nlohmann::json toJson(const std::vector<InvariantResult> &results,
+                                 std::size_t maxExamples = 20);
 
     /// A line per invariant, and one per violation (at most `maxExamples` each).
-    static std::string toText(const std::vector<InvariantResult> &results, std::size_t maxExamples = 20);
+    static std::string toText(const std::vector<InvariantResult> &results,
+                              std::size_t maxExamples = 20);
 
 private:
     LedgerStore &m_store;

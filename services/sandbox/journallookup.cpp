@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "journallookup.h"
 
+#include <utility>
+
 #include "ledgerstore.h"
 #include "sandboxjournal.h"
 #include "scenario.h"
-
-#include <utility>
 
 namespace idempo {
 namespace {

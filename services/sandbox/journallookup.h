@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "providerlookup.h"
-
 #include <memory>
+
+#include "providerlookup.h"
 
 namespace idempo {
 class LedgerStore;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "naiveconsumer.h"
 
+#include <thread>
+
 #include "error.h"
 #include "queueenvelope.h"
-
-#include <thread>
 
 namespace idempo::sandbox {
 
@@ -15,7 +15,8 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
     const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(message.message));
     const int stepIndex = run.scenario->stepIndex(envelope.stepId);
     if (stepIndex < 0)
-        throw Error(ErrorCode::InvalidArgument, "no step '" + envelope.stepId + "' in " + run.scenario->name());
+        throw Error(ErrorCode::InvalidArgument,
+                    "no step '" + envelope.stepId + "' in " + run.scenario->name());
     const int delivery = run.steps[static_cast<std::size_t>(stepIndex)].deliveries++;
     ++m_ctx.counters().deliveries;
     const int worker = m_ctx.virtualWorker(run, envelope.stepId, delivery);
@@ -23,7 +24,8 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
     if (stepIndex == 0 && delivery == 0 && m_ctx.fires(Fault::TwoPlanners, run, 0, 0)) {
         // Nothing tells the second planner the run is under way: it starts it again.
         timed(m_ctx.slot(thread).queueNs, [&] {
-            return m_ctx.queue().send(m_ctx.queueName(), message.message, {}, m_ctx.timings().twinDelayMs);
+            return m_ctx.queue().send(m_ctx.queueName(), message.message, {},
+                                      m_ctx.timings().twinDelayMs);
         });
     }
     if (fault == Fault::CrashBeforeDispatch) {
@@ -38,8 +40,9 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
         p.message = message;
         p.worker = worker;
         if (m_ctx.inWorkerProcess()) {
-            timed(m_ctx.slot(thread).stalledNs,
-                  [&] { std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs)); });
+            timed(m_ctx.slot(thread).stalledNs, [&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(m_ctx.timings().pauseMs));
+            });
             resume(thread, run, p);
         } else {
             m_ctx.park(std::move(p));
@@ -52,9 +55,10 @@ void NaiveConsumer::deliver(int thread, RunState &run, const QueueMessage &messa
 void NaiveConsumer::resume(int thread, RunState &run, const ParkedWorker &parked)
 {
     // Nothing fences a naive worker: it wakes up and carries on as if no time had passed.
-    const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(parked.message.message));
-    perform(thread, run, run.scenario->stepIndex(envelope.stepId), parked.message, envelope.payload, parked.worker,
-            std::nullopt);
+    const QueueEnvelope envelope =
+        QueueEnvelope::fromJson(nlohmann::json::parse(parked.message.message));
+    perform(thread, run, run.scenario->stepIndex(envelope.stepId), parked.message, envelope.payload,
+            parked.worker, std::nullopt);
 }
 
 void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const QueueMessage &message,
@@ -62,21 +66,24 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
 {
     const WorkflowStep &step = run.scenario->steps()[static_cast<std::size_t>(stepIndex)];
     TimeSlot &slot = m_ctx.slot(thread);
-    if (fault == Fault::CrashDuringCall && m_ctx.plan().uniform(run.runId, step.stepId + "#in-flight", 0) < 0.5) {
+    if (fault == Fault::CrashDuringCall &&
+        m_ctx.plan().uniform(run.runId, step.stepId + "#in-flight", 0) < 0.5) {
         m_ctx.crash(*fault, run, stepIndex);
         return;
     }
-    const std::string decision = step.callsModel ? m_ctx.modelDecision(run, stepIndex) : std::string();
+    const std::string decision =
+        step.callsModel ? m_ctx.modelDecision(run, stepIndex) : std::string();
     ProviderCall call;
     call.ns = m_ctx.ns();
     call.operationKey = run.runId + ":" + step.stepId;
     call.nowMs = m_ctx.clock().nowMs();
-    call.fault = m_ctx.providerFault(run, stepIndex, run.steps[static_cast<std::size_t>(stepIndex)].providerCalls++);
+    call.fault = m_ctx.providerFault(
+        run, stepIndex, run.steps[static_cast<std::size_t>(stepIndex)].providerCalls++);
     call.rejection = m_ctx.rejectionClass(run, stepIndex);
     const ProviderAnswer answer = m_ctx.provider(step.provider).call(call);
-    if (fault == Fault::CrashDuringCall
-        || (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok
-            && m_ctx.open(*fault, run, stepIndex))) {
+    if (fault == Fault::CrashDuringCall ||
+        (fault == Fault::CrashAfterEffect && answer.status == ProviderAnswer::Status::Ok &&
+         m_ctx.open(*fault, run, stepIndex))) {
         m_ctx.crash(*fault, run, stepIndex);
         return;
     }
@@ -86,9 +93,11 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
         redeliverAfter(thread, message, m_ctx.timings().retryBaseMs);
         return;
     case ProviderAnswer::Status::Failed:
-        if (answer.errorClass == ErrorClass::Transient || answer.errorClass == ErrorClass::RateLimited) {
+        if (answer.errorClass == ErrorClass::Transient ||
+            answer.errorClass == ErrorClass::RateLimited) {
             ++m_ctx.counters().retries;
-            redeliverAfter(thread, message, answer.retryAfterMs.value_or(m_ctx.timings().retryBaseMs));
+            redeliverAfter(thread, message,
+                           answer.retryAfterMs.value_or(m_ctx.timings().retryBaseMs));
             return;
         }
         run.settled = true;
@@ -100,8 +109,9 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
             const nlohmann::json result = step.kind == ToolKind::Read
                                               ? run.scenario->readOutput(step, payload, decision)
                                               : nlohmann::json{{"effect_id", answer.effectId}};
-            const std::string next = m_ctx.envelope(run, steps[static_cast<std::size_t>(stepIndex) + 1], result,
-                                                    step.agent, m_ctx.workerNowMs(worker));
+            const std::string next =
+                m_ctx.envelope(run, steps[static_cast<std::size_t>(stepIndex) + 1], result,
+                               step.agent, m_ctx.workerNowMs(worker));
             timed(slot.queueNs, [&] { return m_ctx.queue().send(m_ctx.queueName(), next, {}, 0); });
         } else {
             run.settled = true;
@@ -113,7 +123,8 @@ void NaiveConsumer::perform(int thread, RunState &run, int stepIndex, const Queu
         break;
     }
     }
-    timed(slot.queueNs, [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
+    timed(slot.queueNs,
+          [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
 }
 
 void NaiveConsumer::redeliverAfter(int thread, const QueueMessage &message, std::int64_t delayMs)

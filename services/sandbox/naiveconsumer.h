@@ -18,8 +18,8 @@ public:
     void resume(int thread, RunState &run, const ParkedWorker &parked);
 
 private:
-    void perform(int thread, RunState &run, int stepIndex, const QueueMessage &message, const nlohmann::json &payload,
-                 int worker, std::optional<Fault> fault);
+    void perform(int thread, RunState &run, int stepIndex, const QueueMessage &message,
+                 const nlohmann::json &payload, int worker, std::optional<Fault> fault);
     void redeliverAfter(int thread, const QueueMessage &message, std::int64_t delayMs);
 
     SandboxContext &m_ctx;

@@ -1,34 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "processsandboxrunner.h"
 
-#include "driverlease.h"
-#include "error.h"
-#include "reconciler.h"
-#include "sandboxjournal.h"
-#include "sandboxreport.h"
-
 #include <chrono>
 #include <cstdio>
 #include <list>
 #include <thread>
 #include <utility>
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <QEventLoop>
 #include <QProcess>
 #include <QTimer>
 
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
+#include "driverlease.h"
+#include "error.h"
+#include "reconciler.h"
+#include "sandboxjournal.h"
+#include "sandboxreport.h"
 
 namespace idempo::sandbox {
 namespace {
 
 std::int64_t nanosSince(std::chrono::steady_clock::time_point start)
 {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start)
+        .count();
 }
 
 std::string runNumber(int i)
@@ -46,7 +47,8 @@ void sayLost(const std::string &ledger, const std::string &reason, const Reconne
 
 void sayBack(const std::string &ledger, std::int64_t afterMs)
 {
-    spdlog::warn("sandbox: the ledger {} answers again after {} s; carrying on", ledger, afterMs / 1000.0);
+    spdlog::warn("sandbox: the ledger {} answers again after {} s; carrying on", ledger,
+                 afterMs / 1000.0);
 }
 
 /// The exit status of `idempo` when the ledger is unavailable (cli.h ExitUnavailable).
@@ -77,22 +79,26 @@ nlohmann::json ProcessSandboxRunner::run()
     const auto wallStart = std::chrono::steady_clock::now();
     const SandboxOptions &o = m_options;
     if (o.scenarios.empty() || o.runs < 1 || o.runs > SandboxOptions::MaxRuns || o.workers < 1)
-        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.."
-                                                    + std::to_string(SandboxOptions::MaxRuns) + " and workers >= 1");
-    const std::shared_ptr<LedgerStore> store = openLedger(m_process.ledgerUrl, nullptr, m_process.openMode);
-    const std::shared_ptr<MessageQueue> queue = openQueue(m_process.ledgerUrl, nullptr, m_process.openMode);
+        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.." +
+                                                    std::to_string(SandboxOptions::MaxRuns) +
+                                                    " and workers >= 1");
+    const std::shared_ptr<LedgerStore> store =
+        openLedger(m_process.ledgerUrl, nullptr, m_process.openMode);
+    const std::shared_ptr<MessageQueue> queue =
+        openQueue(m_process.ledgerUrl, nullptr, m_process.openMode);
     const auto journal = SandboxJournal::open(*store);
     journal->createTables();
     ListFilter anyOperation;
     anyOperation.ns = o.ns;
     anyOperation.limit = 1;
     if (journal->hasRuns(o.ns) || !store->list(anyOperation).empty()) {
-        throw Error(ErrorCode::InvalidArgument, "namespace '" + o.ns + "' of " + store->describe()
-                                                    + " already holds operations or sandbox runs; use a fresh "
-                                                      "ledger or another --namespace");
+        throw Error(ErrorCode::InvalidArgument,
+                    "namespace '" + o.ns + "' of " + store->describe() +
+                        " already holds operations or sandbox runs; use a fresh "
+                        "ledger or another --namespace");
     }
-    SandboxContext ctx(store, queue, std::make_shared<SystemClock>(), o.faults, o.ns, o.workers, o.naive,
-                       m_process.timings);
+    SandboxContext ctx(store, queue, std::make_shared<SystemClock>(), o.faults, o.ns, o.workers,
+                       o.naive, m_process.timings);
     for (auto &[name, provider] : ctx.providers())
         provider->setJournal(journal.get(), o.ns);
     // Each worker process counts its own skewed clock: the driver has none.
@@ -106,7 +112,8 @@ nlohmann::json ProcessSandboxRunner::run()
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
         const Scenario &scenario = *o.scenarios[static_cast<std::size_t>(i) % o.scenarios.size()];
-        std::string runId = scenario.runPrefix() + "-" + std::to_string(o.faults.seed()) + "-" + runNumber(i);
+        std::string runId =
+            scenario.runPrefix() + "-" + std::to_string(o.faults.seed()) + "-" + runNumber(i);
         records.push_back({o.ns, runId, scenario.name(), o.naive});
         ctx.addRun(scenario, std::move(runId));
     }
@@ -136,7 +143,8 @@ nlohmann::json ProcessSandboxRunner::run()
     const ReconnectPolicy &reconnect = m_process.reconnect;
     ReconnectBackoff outage(reconnect);
     std::int64_t outageEndedAtMs = -reconnect.deadlineMs;
-    std::vector<int> waitingSlots; ///< workers that could not reach the ledger, restarted once it answers
+    std::vector<int>
+        waitingSlots; ///< workers that could not reach the ledger, restarted once it answers
     Counters &totals = ctx.counters();
     std::int64_t deduplicated = 0;
     SandboxTiming timing;
@@ -168,7 +176,8 @@ nlohmann::json ProcessSandboxRunner::run()
                 deduplicated += w.last.at("provider_dedupe").get<std::int64_t>();
                 timing.engineNs += w.last.at("engine_ns").get<std::int64_t>();
                 timing.queueNs += w.last.at("queue_ns").get<std::int64_t>();
-                // A stall is the fault's deliberate wait, not work: it stays out of the engine's share.
+                // A stall is the fault's deliberate wait, not work: it stays out of the engine's
+                // share.
                 const std::int64_t stalled = w.last.at("stalled_ns").get<std::int64_t>();
                 timing.busyNs += w.last.at("busy_ns").get<std::int64_t>() - stalled;
                 timing.stalledNs += stalled;
@@ -188,13 +197,14 @@ nlohmann::json ProcessSandboxRunner::run()
         // check finds the ledger answering, never at once. A worker often sees an outage before
         // the driver does, so its exit is judged by that check: unexpected only if the driver
         // reaches the ledger the worker could not.
-        const bool lostLedger =
-            w.process->exitStatus() == QProcess::NormalExit && w.process->exitCode() == kWorkerLostLedger;
+        const bool lostLedger = w.process->exitStatus() == QProcess::NormalExit &&
+                                w.process->exitCode() == kWorkerLostLedger;
         if (lostLedger && !outage.lost() && steadyNowMs() - outageEndedAtMs >= reconnect.deadlineMs)
             ++unconfirmedLosses;
         if (!w.killed && !stopping && !lostLedger) {
             ++unexpectedExits;
-            spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot, w.process->exitCode());
+            spdlog::warn("sandbox worker {} ended on its own with status {}", w.slot,
+                         w.process->exitCode());
             checkUnexpectedExits();
         }
         const int slot = w.slot;
@@ -231,25 +241,39 @@ nlohmann::json ProcessSandboxRunner::run()
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("IDEMPO_LEDGER"), m_process.ledgerUrl);
         w.process->setProcessEnvironment(environment);
-        QStringList args{QStringLiteral("--namespace"), QString::fromStdString(o.ns), QStringLiteral("worker"),
-                         QStringLiteral("--queue"), QString::fromStdString(ctx.queueName()), QStringLiteral("--owner"),
-                         owner, QStringLiteral("--index"), QString::number(slot), QStringLiteral("--faults"),
-                         QString::fromStdString(o.faults.toList()), QStringLiteral("--seed"),
-                         QString::number(o.faults.seed()), QStringLiteral("--lease-ms"),
-                         QString::number(m_process.timings.leaseMs), QStringLiteral("--vt-ms"),
-                         QString::number(m_process.timings.visibilityTimeoutMs), QStringLiteral("--reconnect-deadline"),
+        QStringList args{QStringLiteral("--namespace"),
+                         QString::fromStdString(o.ns),
+                         QStringLiteral("worker"),
+                         QStringLiteral("--queue"),
+                         QString::fromStdString(ctx.queueName()),
+                         QStringLiteral("--owner"),
+                         owner,
+                         QStringLiteral("--index"),
+                         QString::number(slot),
+                         QStringLiteral("--faults"),
+                         QString::fromStdString(o.faults.toList()),
+                         QStringLiteral("--seed"),
+                         QString::number(o.faults.seed()),
+                         QStringLiteral("--lease-ms"),
+                         QString::number(m_process.timings.leaseMs),
+                         QStringLiteral("--vt-ms"),
+                         QString::number(m_process.timings.visibilityTimeoutMs),
+                         QStringLiteral("--reconnect-deadline"),
                          QString::number(static_cast<double>(reconnect.deadlineMs) / 1000.0)};
         if (o.naive)
             args << QStringLiteral("--naive");
-        QObject::connect(w.process, &QProcess::readyReadStandardOutput, &loop, [&w, &readLines] { readLines(w); });
+        QObject::connect(w.process, &QProcess::readyReadStandardOutput, &loop,
+                         [&w, &readLines] { readLines(w); });
         QObject::connect(w.process, &QProcess::finished, &loop, [&w, &finished] { finished(w); });
-        QObject::connect(w.process, &QProcess::errorOccurred, &loop, [&, owner](QProcess::ProcessError error) {
-            if (error != QProcess::FailedToStart)
-                return;
-            failure = "cannot start worker " + owner.toStdString() + " (" + m_process.program.toStdString() + ")";
-            stopping = true;
-            loop.quit();
-        });
+        QObject::connect(w.process, &QProcess::errorOccurred, &loop,
+                         [&, owner](QProcess::ProcessError error) {
+                             if (error != QProcess::FailedToStart)
+                                 return;
+                             failure = "cannot start worker " + owner.toStdString() + " (" +
+                                       m_process.program.toStdString() + ")";
+                             stopping = true;
+                             loop.quit();
+                         });
         w.process->start(m_process.program, args);
     };
     for (int slot = 0; slot < o.workers; ++slot)
@@ -272,7 +296,8 @@ nlohmann::json ProcessSandboxRunner::run()
         const auto back = [&](std::int64_t afterMs) { sayBack(ledger, afterMs); };
         try {
             const std::size_t end = std::min(records.size(), startedRuns + StartBatch);
-            const std::vector<RunRecord> batch(records.begin() + static_cast<std::ptrdiff_t>(startedRuns),
+            const std::vector<RunRecord> batch(records.begin() +
+                                                   static_cast<std::ptrdiff_t>(startedRuns),
                                                records.begin() + static_cast<std::ptrdiff_t>(end));
             retryThroughOutage(
                 reconnect, ledger,
@@ -284,10 +309,12 @@ nlohmann::json ProcessSandboxRunner::run()
             for (; startedRuns < end; ++startedRuns) {
                 RunState &run = ctx.runs()[startedRuns];
                 const WorkflowStep &first = run.scenario->steps().front();
-                const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId),
-                                                         "planner", ctx.workerNowMs(0));
+                const std::string message =
+                    ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId),
+                                 "planner", ctx.workerNowMs(0));
                 retryThroughOutage(
-                    reconnect, ledger, [&] { ctx.queue().send(ctx.queueName(), message, {}, 0); }, lost, back);
+                    reconnect, ledger, [&] { ctx.queue().send(ctx.queueName(), message, {}, 0); },
+                    lost, back);
             }
         } catch (const Error &e) {
             failure = e.what();
@@ -322,8 +349,9 @@ nlohmann::json ProcessSandboxRunner::run()
                 outageEndedAtMs = steadyNowMs();
             }
             if (unconfirmedLosses > 0) {
-                spdlog::warn("sandbox: {} worker(s) could not reach the ledger {}, which answers the driver",
-                             unconfirmedLosses, ledger);
+                spdlog::warn(
+                    "sandbox: {} worker(s) could not reach the ledger {}, which answers the driver",
+                    unconfirmedLosses, ledger);
                 unexpectedExits += std::exchange(unconfirmedLosses, 0);
                 checkUnexpectedExits();
             }
@@ -332,7 +360,9 @@ nlohmann::json ProcessSandboxRunner::run()
                 start(slot);
             }
             const bool allStarted = startedRuns == records.size();
-            quietChecks = allStarted && queued == 0 && pass.actions == 0 && pass.waiting == 0 ? quietChecks + 1 : 0;
+            quietChecks = allStarted && queued == 0 && pass.actions == 0 && pass.waiting == 0
+                              ? quietChecks + 1
+                              : 0;
             timedOut = nanosSince(wallStart) / 1'000'000 >= m_process.maxWallMs;
             if (o.progress) {
                 SandboxProgress progress;
@@ -391,7 +421,9 @@ nlohmann::json ProcessSandboxRunner::run()
         // leave an empty queue and withdraw the runs that did not settle.
         const auto passStart = std::chrono::steady_clock::now();
         const std::int64_t waitNs =
-            (m_process.timings.leaseMs + m_process.timings.confirmationDelayMs + m_process.checkEveryMs) * 1'000'000;
+            (m_process.timings.leaseMs + m_process.timings.confirmationDelayMs +
+             m_process.checkEveryMs) *
+            1'000'000;
         // Each step reads the ledger before it acts, so the whole clean-up may start over.
         retryThroughOutage(
             reconnect, ledger,

@@ -1,30 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerfactory.h"
-#include "reconnectbackoff.h"
-#include "sandboxcontext.h"
-#include "sandboxrunner.h"
-
 #include <cstdint>
 
 #include <nlohmann/json.hpp>
 
 #include <QString>
 
+#include "ledgerfactory.h"
+#include "reconnectbackoff.h"
+#include "sandboxcontext.h"
+#include "sandboxrunner.h"
+
 namespace idempo::sandbox {
 
 /// How the process mode runs its workers.
 struct ProcessRunOptions
 {
-    QString ledgerUrl;          ///< the ledger every process opens (PostgreSQL, or sqlite:PATH);
-                                ///< workers get it as IDEMPO_LEDGER, never in their argv
+    QString ledgerUrl; ///< the ledger every process opens (PostgreSQL, or sqlite:PATH);
+                       ///< workers get it as IDEMPO_LEDGER, never in their argv
     OpenMode openMode = OpenMode::OpenExisting;
-    QString program;            ///< the `idempo` binary whose `worker` command the workers run
-    std::int64_t maxWallMs = 3600'000; ///< gives up after this long (the checker then names what is stuck)
-    std::int64_t checkEveryMs = 200;   ///< how often the driver reconciles and looks for the end
+    QString program; ///< the `idempo` binary whose `worker` command the workers run
+    std::int64_t maxWallMs =
+        3600'000; ///< gives up after this long (the checker then names what is stuck)
+    std::int64_t checkEveryMs = 200; ///< how often the driver reconciles and looks for the end
     SandboxTimings timings = SandboxTimings::realTime();
-    ReconnectPolicy reconnect;         ///< how long the driver and each worker wait for a lost ledger
+    ReconnectPolicy reconnect; ///< how long the driver and each worker wait for a lost ledger
 };
 
 /// The sandbox's process mode: `options.workers` `idempo worker` processes on a shared ledger,
@@ -43,8 +44,8 @@ struct ProcessRunOptions
 /// lease and a confirmation delay), empties the queue and reports "cancelled": true with the
 /// invariants over the runs it started; so a stop costs the work in hand, not the plan. Each
 /// worker gets SIGKILL from the kernel when its driver dies (PR_SET_PDEATHSIG), so none is
-/// left consuming the shared queue, nor sending to it after the next run took it over. Time is real:
-/// equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).
+/// left consuming the shared queue, nor sending to it after the next run took it over. Time is
+/// real: equal seeds open the same windows, but the counts depend on timing (docs/sandbox.md).
 ///
 /// A lost or busy ledger (a PostgreSQL restart, a full disk) does not end the run: the driver
 /// says so on stderr, retries its pass with ReconnectBackoff while the workers wait out the
@@ -62,12 +63,13 @@ public:
     /// Runs to the end and returns the report of SandboxRunner::run() without
     /// "virtual_seconds", with "processes" (true), "kills" (SIGKILLs sent), "restarts"
     /// (replacement workers started), "unexpected_exits" (workers that ended on their own) and
-    /// "timed_out" and "cancelled". Counters are the workers' own, summed: a killed worker's last report is its
-    /// crash announcement, so nothing it counted is lost. Holds the sandbox queue meanwhile
-    /// (DriverLease). Throws Error(InvalidArgument) when the namespace already holds operations
-    /// or sandbox runs, Error(LedgerBusy) when a live run holds the sandbox queue, and like
-    /// DriverLease; Error(Internal) when a worker cannot be started; Error(LedgerUnavailable) when the ledger stayed away past the reconnect
-    /// deadline; Error(Internal) on any other failure.
+    /// "timed_out" and "cancelled". Counters are the workers' own, summed: a killed worker's last
+    /// report is its crash announcement, so nothing it counted is lost. Holds the sandbox queue
+    /// meanwhile (DriverLease). Throws Error(InvalidArgument) when the namespace already holds
+    /// operations or sandbox runs, Error(LedgerBusy) when a live run holds the sandbox queue, and
+    /// like DriverLease; Error(Internal) when a worker cannot be started; Error(LedgerUnavailable)
+    /// when the ledger stayed away past the reconnect deadline; Error(Internal) on any other
+    /// failure.
     nlohmann::json run();
 
 private:

@@ -29,7 +29,8 @@ std::vector<Operation> Reconciler::listByKey(OperationState state)
             break;
     }
     // Row ids follow the threads' interleaving; keys do not.
-    std::sort(ops.begin(), ops.end(), [](const Operation &a, const Operation &b) { return a.key < b.key; });
+    std::sort(ops.begin(), ops.end(),
+              [](const Operation &a, const Operation &b) { return a.key < b.key; });
     return ops;
 }
 
@@ -38,7 +39,8 @@ Reconciler::Pass Reconciler::run()
     Pass pass;
     std::int64_t &engineNs = m_ctx.slot(m_ctx.workers()).engineNs;
     const std::int64_t now = m_ctx.clock().nowMs();
-    const auto dispatching = timed(engineNs, [&] { return listByKey(OperationState::Dispatching); });
+    const auto dispatching =
+        timed(engineNs, [&] { return listByKey(OperationState::Dispatching); });
     for (const Operation &op : dispatching) {
         if (op.kind != ToolKind::ProtectedWrite)
             continue;
@@ -67,7 +69,8 @@ void Reconciler::revokeLapsed(const Operation &op, Pass &pass)
     claim.stepId = op.stepId;
     claim.target = op.target;
     claim.fingerprintFields = op.fingerprintFields;
-    const ClaimResult result = timed(m_ctx.slot(m_ctx.workers()).engineNs, [&] { return m_ctx.engine().claim(claim); });
+    const ClaimResult result =
+        timed(m_ctx.slot(m_ctx.workers()).engineNs, [&] { return m_ctx.engine().claim(claim); });
     ++m_ctx.counters().claimOutcomes[static_cast<std::size_t>(result.outcome)];
     if (result.operation.state == OperationState::UnknownOutcome) {
         ++m_ctx.counters().leasesRevoked;
@@ -86,7 +89,9 @@ void Reconciler::settle(const Operation &op, Pass &pass)
         return;
     const auto &steps = run->scenario->steps();
     const WorkflowStep &step = steps[static_cast<std::size_t>(stepIndex)];
-    const WorkflowStep *next = stepIndex + 1 < static_cast<int>(steps.size()) ? &steps[static_cast<std::size_t>(stepIndex) + 1] : nullptr;
+    const WorkflowStep *next = stepIndex + 1 < static_cast<int>(steps.size())
+                                   ? &steps[static_cast<std::size_t>(stepIndex) + 1]
+                                   : nullptr;
     SimulatedProvider &provider = m_ctx.provider(step.provider);
     std::int64_t &engineNs = m_ctx.slot(m_ctx.workers()).engineNs;
     const std::int64_t now = m_ctx.clock().nowMs();
@@ -116,13 +121,17 @@ void Reconciler::settle(const Operation &op, Pass &pass)
     if (found.status == LookupAnswer::Status::Found) {
         const nlohmann::json result{{"effect_id", found.effectId}};
         move.to = OperationState::Succeeded;
-        move.detail = "reconciled: " + provider.name() + " reports effect " + found.effectId + " for the key";
+        move.detail =
+            "reconciled: " + provider.name() + " reports effect " + found.effectId + " for the key";
         move.result = m_ctx.engine().canonicalise(result.dump(), "result");
         move.receipt = m_ctx.engine().canonicalise(
-            nlohmann::json{{"effect_id", found.effectId}, {"provider", provider.name()}}.dump(), "receipt");
+            nlohmann::json{{"effect_id", found.effectId}, {"provider", provider.name()}}.dump(),
+            "receipt");
         if (next) {
             const std::string message = m_ctx.envelope(*run, *next, result, Actor, now);
-            timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {}); });
+            timed(engineNs, [&] {
+                return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {});
+            });
         } else {
             timed(engineNs, [&] { return m_ctx.store().transition(move); });
             run->settled = true;
@@ -131,11 +140,14 @@ void Reconciler::settle(const Operation &op, Pass &pass)
         ++pass.actions;
         return;
     }
-    // The provider, asked by key, has no effect under it: dispatching again under the same key is safe.
+    // The provider, asked by key, has no effect under it: dispatching again under the same key is
+    // safe.
     move.to = OperationState::Received;
     move.detail = "reconciled: " + provider.name() + " has no effect for the key; dispatch again";
-    const std::string message = m_ctx.envelope(*run, step, nlohmann::json::parse(op.payload), Actor, now);
-    timed(engineNs, [&] { return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {}); });
+    const std::string message =
+        m_ctx.envelope(*run, step, nlohmann::json::parse(op.payload), Actor, now);
+    timed(engineNs,
+          [&] { return m_ctx.store().transitionAndSend(move, m_ctx.queueName(), message, {}); });
     ++m_ctx.counters().reconciledNoEffect;
     ++pass.actions;
 }

@@ -20,7 +20,8 @@ public:
     struct Pass
     {
         int actions = 0; ///< operations moved on
-        int waiting = 0; ///< operations whose provider has not confirmed yet, or live leases to watch
+        int waiting =
+            0; ///< operations whose provider has not confirmed yet, or live leases to watch
     };
 
     /// One pass over the namespace, in operation-key order, on the scheduler's thread.

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxcontext.h"
 
+#include <algorithm>
+
 #include "driverlease.h"
 #include "error.h"
 #include "queueenvelope.h"
 #include "sandboxjournal.h"
-
-#include <algorithm>
 
 namespace idempo::sandbox {
 namespace {
@@ -28,17 +28,19 @@ RetryPolicy steadyPolicy(const SandboxTimings &timings)
     return policy;
 }
 
-constexpr const char *CounterNames[] = {"deliveries",        "crashes",          "fenced_writes",
-                                        "retries",           "model_calls",      "model_calls_after_write_boundary",
-                                        "leases_revoked",    "reconciled_found", "reconciled_no_effect",
-                                        "reconciled_to_confirmation"};
+constexpr const char *CounterNames[] = {"deliveries",           "crashes",
+                                        "fenced_writes",        "retries",
+                                        "model_calls",          "model_calls_after_write_boundary",
+                                        "leases_revoked",       "reconciled_found",
+                                        "reconciled_no_effect", "reconciled_to_confirmation"};
 
 /// The scalar counters in the order of CounterNames.
-template <typename C>
-auto scalars(C &c)
+template <typename C> auto scalars(C &c)
 {
-    return std::array{&c.deliveries,    &c.crashes,       &c.fencedWrites,    &c.retries,
-                      &c.modelCalls,    &c.modelCallsAfterBoundary, &c.leasesRevoked, &c.reconciledFound,
+    return std::array{&c.deliveries,         &c.crashes,
+                      &c.fencedWrites,       &c.retries,
+                      &c.modelCalls,         &c.modelCallsAfterBoundary,
+                      &c.leasesRevoked,      &c.reconciledFound,
                       &c.reconciledNoEffect, &c.reconciledToConfirmation};
 }
 
@@ -92,27 +94,32 @@ void SandboxContext::emptyQueue()
     emptySandboxQueue(*m_queue, m_queueName);
 }
 
-SandboxContext::SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
-                               std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers,
-                               bool naive, SandboxTimings timings, std::string queueName)
+SandboxContext::SandboxContext(std::shared_ptr<LedgerStore> store,
+                               std::shared_ptr<MessageQueue> queue,
+                               std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns,
+                               int workers, bool naive, SandboxTimings timings,
+                               std::string queueName)
     : m_store(std::move(store)), m_queue(std::move(queue)), m_queueName(std::move(queueName)),
       m_clock(std::move(clock)), m_timings(timings),
-      m_engine(m_store, engineSettings(m_timings), steadyPolicy(m_timings)), m_plan(std::move(plan)),
-      m_ns(std::move(ns)), m_workers(workers), m_naive(naive), m_slots(static_cast<std::size_t>(workers) + 1)
+      m_engine(m_store, engineSettings(m_timings), steadyPolicy(m_timings)),
+      m_plan(std::move(plan)), m_ns(std::move(ns)), m_workers(workers), m_naive(naive),
+      m_slots(static_cast<std::size_t>(workers) + 1)
 {
     for (const Scenario &scenario : Scenario::all())
         for (const WorkflowStep &step : scenario.steps())
             m_providers.emplace(step.provider,
-                                std::make_unique<SimulatedProvider>(step.provider, step.capabilities,
-                                                                    step.kind != ToolKind::Read,
-                                                                    m_timings.confirmationDelayMs, m_timings.retryAfterMs));
+                                std::make_unique<SimulatedProvider>(
+                                    step.provider, step.capabilities, step.kind != ToolKind::Read,
+                                    m_timings.confirmationDelayMs, m_timings.retryAfterMs));
     for (int w = 0; w < workers; ++w) {
         const double u = m_plan.uniform("worker-clock", std::to_string(w), 0);
         m_skewMs.push_back(m_plan.enabled(Fault::ClockSkew)
-                               ? static_cast<std::int64_t>((u * 2.0 - 1.0) * static_cast<double>(m_timings.maxSkewMs))
+                               ? static_cast<std::int64_t>((u * 2.0 - 1.0) *
+                                                           static_cast<double>(m_timings.maxSkewMs))
                                : 0);
         if (m_skewMs.back() != 0)
-            ++m_counters.faults[static_cast<std::size_t>(Fault::ClockSkew)]; // one per skewed worker
+            ++m_counters
+                  .faults[static_cast<std::size_t>(Fault::ClockSkew)]; // one per skewed worker
     }
 }
 
@@ -121,7 +128,8 @@ void SandboxContext::setWorkerProcess(WorkerProcess process)
     // One virtual worker: the process itself, with the clock skew of its index.
     const double u = m_plan.uniform("worker-clock", std::to_string(process.index), 0);
     m_skewMs.assign(1, m_plan.enabled(Fault::ClockSkew)
-                           ? static_cast<std::int64_t>((u * 2.0 - 1.0) * static_cast<double>(m_timings.maxSkewMs))
+                           ? static_cast<std::int64_t>((u * 2.0 - 1.0) *
+                                                       static_cast<double>(m_timings.maxSkewMs))
                            : 0);
     m_counters.faults[static_cast<std::size_t>(Fault::ClockSkew)] = m_skewMs.front() != 0 ? 1 : 0;
     m_process = std::move(process);
@@ -131,7 +139,9 @@ void SandboxContext::crash(Fault fault, const RunState &run, int stepIndex)
 {
     ++m_counters.crashes;
     if (m_process)
-        m_process->crash(fault, run.runId + ":" + run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId);
+        m_process->crash(fault,
+                         run.runId + ":" +
+                             run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId);
 }
 
 std::string SandboxContext::owner(int worker) const
@@ -144,8 +154,9 @@ RunState &SandboxContext::runFor(const std::string &runId)
     if (RunState *known = run(runId))
         return *known;
     for (const Scenario &scenario : Scenario::all()) {
-        if (runId.size() > scenario.runPrefix().size() && runId.compare(0, scenario.runPrefix().size(), scenario.runPrefix()) == 0
-            && runId[scenario.runPrefix().size()] == '-') {
+        if (runId.size() > scenario.runPrefix().size() &&
+            runId.compare(0, scenario.runPrefix().size(), scenario.runPrefix()) == 0 &&
+            runId[scenario.runPrefix().size()] == '-') {
             addRun(scenario, runId);
             return m_runs.back();
         }
@@ -158,12 +169,14 @@ bool SandboxContext::deliverable(RunState &run, const QueueMessage &message, std
     const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(message.message));
     const int stepIndex = run.scenario->stepIndex(envelope.stepId);
     if (stepIndex < 0)
-        throw Error(ErrorCode::InvalidArgument, "no step '" + envelope.stepId + "' in " + run.scenario->name());
+        throw Error(ErrorCode::InvalidArgument,
+                    "no step '" + envelope.stepId + "' in " + run.scenario->name());
     const int occasion = run.steps[static_cast<std::size_t>(stepIndex)].scheduled++;
     if (fires(Fault::DuplicateDelivery, run, stepIndex, occasion))
         timed(queueNs, [&] { return m_queue->send(m_queueName, message.message, {}, 0); });
     if (fires(Fault::ReorderedDelivery, run, stepIndex, occasion)) {
-        timed(queueNs, [&] { return m_queue->setVt(m_queueName, message.msgId, m_timings.reorderDelayMs); });
+        timed(queueNs,
+              [&] { return m_queue->setVt(m_queueName, message.msgId, m_timings.reorderDelayMs); });
         return false;
     }
     return true;
@@ -185,7 +198,8 @@ void SandboxContext::addRun(const Scenario &scenario, std::string runId)
     m_runs.push_back(std::move(r));
 }
 
-int SandboxContext::virtualWorker(const RunState &run, const std::string &stepId, int delivery) const
+int SandboxContext::virtualWorker(const RunState &run, const std::string &stepId,
+                                  int delivery) const
 {
     if (m_process)
         return 0;
@@ -203,7 +217,8 @@ bool SandboxContext::fires(Fault fault, RunState &run, int stepIndex, std::int64
     return drawn(fault, run, stepIndex, occasion) && open(fault, run, stepIndex);
 }
 
-bool SandboxContext::drawn(Fault fault, const RunState &run, int stepIndex, std::int64_t occasion) const
+bool SandboxContext::drawn(Fault fault, const RunState &run, int stepIndex,
+                           std::int64_t occasion) const
 {
     const StepState &step = run.steps[static_cast<std::size_t>(stepIndex)];
     if (step.fired & (1u << static_cast<unsigned>(fault)))
@@ -226,15 +241,16 @@ bool SandboxContext::open(Fault fault, RunState &run, int stepIndex)
     const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
     step.fired |= bit;
     // A restarted process forgets what its predecessor opened: the journal remembers.
-    if (m_process && m_process->journal
-        && !m_process->journal->openWindow(m_ns, run.runId + ":" + stepId, FaultPlan::name(fault)))
+    if (m_process && m_process->journal &&
+        !m_process->journal->openWindow(m_ns, run.runId + ":" + stepId, FaultPlan::name(fault)))
         return false;
     ++m_counters.faults[static_cast<std::size_t>(fault)];
     return true;
 }
 
-std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &step, const nlohmann::json &payload,
-                                     const std::string &sourceAgent, std::int64_t producedAtMs) const
+std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &step,
+                                     const nlohmann::json &payload, const std::string &sourceAgent,
+                                     std::int64_t producedAtMs) const
 {
     QueueEnvelope e;
     e.runId = run.runId;
@@ -250,9 +266,10 @@ std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &st
 std::optional<Fault> SandboxContext::workerFault(RunState &run, int stepIndex, int delivery)
 {
     // One window per delivery at most: a worker cannot crash twice in one attempt.
-    for (const Fault f : {Fault::CrashBeforeDispatch, Fault::CrashDuringCall, Fault::CrashAfterEffect,
-                          Fault::CrashAfterRecord, Fault::PausedWorker})
-        if (conditional(f) ? drawn(f, run, stepIndex, delivery) : fires(f, run, stepIndex, delivery))
+    for (const Fault f : {Fault::CrashBeforeDispatch, Fault::CrashDuringCall,
+                          Fault::CrashAfterEffect, Fault::CrashAfterRecord, Fault::PausedWorker})
+        if (conditional(f) ? drawn(f, run, stepIndex, delivery)
+                           : fires(f, run, stepIndex, delivery))
             return f;
     return std::nullopt;
 }
@@ -260,8 +277,8 @@ std::optional<Fault> SandboxContext::workerFault(RunState &run, int stepIndex, i
 std::optional<Fault> SandboxContext::providerFault(RunState &run, int stepIndex, int call)
 {
     const WorkflowStep &step = run.scenario->steps()[static_cast<std::size_t>(stepIndex)];
-    for (const Fault f : {Fault::Provider5xx, Fault::Provider429, Fault::ProviderTimeout, Fault::ProviderRejection,
-                          Fault::DelayedConfirmation}) {
+    for (const Fault f : {Fault::Provider5xx, Fault::Provider429, Fault::ProviderTimeout,
+                          Fault::ProviderRejection, Fault::DelayedConfirmation}) {
         if (f == Fault::DelayedConfirmation && step.kind == ToolKind::Read)
             continue;
         if (fires(f, run, stepIndex, call))
@@ -274,7 +291,8 @@ ErrorClass SandboxContext::rejectionClass(const RunState &run, int stepIndex) co
 {
     const std::string &stepId = run.scenario->steps()[static_cast<std::size_t>(stepIndex)].stepId;
     const double u = m_plan.uniform(run.runId, stepId + "#rejection", 0);
-    return u < 0.5 ? ErrorClass::Validation : (u < 0.75 ? ErrorClass::Auth : ErrorClass::PolicyDenied);
+    return u < 0.5 ? ErrorClass::Validation
+                   : (u < 0.75 ? ErrorClass::Auth : ErrorClass::PolicyDenied);
 }
 
 std::string SandboxContext::modelDecision(RunState &run, int stepIndex)
@@ -297,12 +315,14 @@ std::vector<ParkedWorker> SandboxContext::takeDueParked(std::int64_t nowMs)
 {
     std::lock_guard lock(m_parkedMutex);
     std::vector<ParkedWorker> due;
-    const auto firstLater = std::stable_partition(m_parked.begin(), m_parked.end(),
-                                                  [&](const ParkedWorker &p) { return p.wakeAtMs <= nowMs; });
+    const auto firstLater =
+        std::stable_partition(m_parked.begin(), m_parked.end(),
+                              [&](const ParkedWorker &p) { return p.wakeAtMs <= nowMs; });
     std::move(m_parked.begin(), firstLater, std::back_inserter(due));
     m_parked.erase(m_parked.begin(), firstLater);
-    std::sort(due.begin(), due.end(),
-              [](const ParkedWorker &a, const ParkedWorker &b) { return std::tie(a.run, a.seq) < std::tie(b.run, b.seq); });
+    std::sort(due.begin(), due.end(), [](const ParkedWorker &a, const ParkedWorker &b) {
+        return std::tie(a.run, a.seq) < std::tie(b.run, b.seq);
+    });
     return due;
 }
 

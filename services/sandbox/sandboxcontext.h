@@ -1,13 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "engine.h"
-#include "faultplan.h"
-#include "messagequeue.h"
-#include "scenario.h"
-#include "simulatedprovider.h"
-
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -23,6 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clock.h"
+#include "engine.h"
+#include "faultplan.h"
+#include "messagequeue.h"
+#include "scenario.h"
+#include "simulatedprovider.h"
+
 namespace idempo::sandbox {
 
 class SandboxJournal;
@@ -31,8 +31,8 @@ class SandboxJournal;
 /// run in the current round, or by the scheduler between rounds.
 struct StepState
 {
-    int deliveries = 0;    ///< deliveries to a consumer
-    int scheduled = 0;     ///< times the scheduler saw the step's messages (delivery faults)
+    int deliveries = 0; ///< deliveries to a consumer
+    int scheduled = 0;  ///< times the scheduler saw the step's messages (delivery faults)
     int providerCalls = 0;
     int modelCalls = 0;
     std::uint32_t fired = 0; ///< bit per Fault: each window opens at most once per operation
@@ -52,13 +52,13 @@ struct RunState
 struct ParkedWorker
 {
     std::size_t run = 0;
-    int seq = 0;                  ///< order among the run's parked workers
+    int seq = 0; ///< order among the run's parked workers
     std::int64_t wakeAtMs = 0;
     QueueMessage message;
     int worker = 0;
     std::string owner;
     std::int64_t fencingToken = 0;
-    bool afterCall = false;       ///< stalled after the provider answered (else before calling)
+    bool afterCall = false; ///< stalled after the provider answered (else before calling)
     ProviderAnswer answer;
     std::string decision;
 };
@@ -95,7 +95,8 @@ struct alignas(64) TimeSlot
     std::int64_t engineNs = 0; ///< inside the engine and the ledger store
     std::int64_t queueNs = 0;  ///< inside the message queue
     std::int64_t busyNs = 0;   ///< processing work at all
-    std::int64_t stalledNs = 0; ///< a worker process stalled on purpose (paused-worker), within busyNs
+    std::int64_t stalledNs =
+        0; ///< a worker process stalled on purpose (paused-worker), within busyNs
 };
 
 /// Timings (milliseconds) the sandbox's workers, providers and queue use: of virtual time in
@@ -104,10 +105,10 @@ struct SandboxTimings
 {
     std::int64_t leaseMs = 30'000;
     std::int64_t visibilityTimeoutMs = 30'000;
-    std::int64_t pauseMs = 45'000;        ///< a paused worker stalls past lease and visibility timeout
-    std::int64_t reorderDelayMs = 3'000;  ///< how long a held-back message waits
-    std::int64_t twinDelayMs = 2'000;     ///< the second planner retries after this
-    std::int64_t maxSkewMs = 300'000;     ///< worker clock skew is within ±this
+    std::int64_t pauseMs = 45'000; ///< a paused worker stalls past lease and visibility timeout
+    std::int64_t reorderDelayMs = 3'000; ///< how long a held-back message waits
+    std::int64_t twinDelayMs = 2'000;    ///< the second planner retries after this
+    std::int64_t maxSkewMs = 300'000;    ///< worker clock skew is within ±this
     std::int64_t confirmationDelayMs = SimulatedProvider::ConfirmationDelayMs;
     std::int64_t retryAfterMs = SimulatedProvider::RetryAfterMs; ///< a 429's Retry-After
     std::int64_t retryBaseMs = 1'000;     ///< the first backoff (then ×4, ×16)
@@ -121,9 +122,10 @@ struct SandboxTimings
 /// How a worker process plays the worker-side windows (process mode). Absent in thread mode.
 struct WorkerProcess
 {
-    std::string owner;                  ///< this process's lease owner
-    int index = 0;                      ///< picks its clock skew
-    SandboxJournal *journal = nullptr;  ///< records opened windows, so each opens once across processes
+    std::string owner; ///< this process's lease owner
+    int index = 0;     ///< picks its clock skew
+    SandboxJournal *journal =
+        nullptr; ///< records opened windows, so each opens once across processes
     /// Announces a crash window and does not return: the driver kills the process there.
     std::function<void(Fault fault, const std::string &operationKey)> crash;
 };
@@ -134,8 +136,9 @@ class SandboxContext final
 public:
     /// `clock` is the one `store` judges time on (or, for PostgreSQL, the same host's clock).
     SandboxContext(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
-                   std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers, bool naive,
-                   SandboxTimings timings = {}, std::string queueName = DefaultQueueName);
+                   std::shared_ptr<const Clock> clock, FaultPlan plan, std::string ns, int workers,
+                   bool naive, SandboxTimings timings = {},
+                   std::string queueName = DefaultQueueName);
 
     /// The queue the sandbox's envelopes travel on unless another is named.
     static constexpr const char *DefaultQueueName = "sandbox";
@@ -157,7 +160,8 @@ public:
     /// The lease owner name of virtual worker `worker` (this process's owner in a worker process).
     std::string owner(int worker) const;
     /// The run `runId` names, added on first sight from its run id's scenario prefix (a worker
-    /// process learns runs from the envelopes). Throws Error(InvalidArgument) for an unknown prefix.
+    /// process learns runs from the envelopes). Throws Error(InvalidArgument) for an unknown
+    /// prefix.
     RunState &runFor(const std::string &runId);
     /// The delivery faults (duplicate, reordered) for a message just read; false when it is held
     /// back. Queue time goes to `queueNs`.
@@ -175,7 +179,10 @@ public:
     std::vector<RunState> &runs() { return m_runs; }
     /// The run `runId` names, or null.
     RunState *run(const std::string &runId);
-    std::size_t runIndex(const RunState &run) const { return static_cast<std::size_t>(&run - m_runs.data()); }
+    std::size_t runIndex(const RunState &run) const
+    {
+        return static_cast<std::size_t>(&run - m_runs.data());
+    }
     void addRun(const Scenario &scenario, std::string runId);
 
     /// The lease owner of a delivery: one of the virtual workers w0..w(N-1), chosen from the seed
@@ -213,8 +220,9 @@ public:
     std::string modelDecision(RunState &run, int stepIndex);
 
     /// The envelope of `step` in `run` with `payload`, stamped on the sender's own clock.
-    std::string envelope(const RunState &run, const WorkflowStep &step, const nlohmann::json &payload,
-                         const std::string &sourceAgent, std::int64_t producedAtMs) const;
+    std::string envelope(const RunState &run, const WorkflowStep &step,
+                         const nlohmann::json &payload, const std::string &sourceAgent,
+                         std::int64_t producedAtMs) const;
 
     void park(ParkedWorker parked);
     /// The parked workers due at `nowMs`, in run order, removed from the list.
@@ -247,15 +255,19 @@ private:
 };
 
 /// Runs `f` and adds the time it took to `ns`.
-template <typename F>
-decltype(auto) timed(std::int64_t &ns, F &&f)
+template <typename F> decltype(auto) timed(std::int64_t &ns, F &&f)
 {
     const auto start = std::chrono::steady_clock::now();
     struct Add
     {
         std::int64_t &ns;
         std::chrono::steady_clock::time_point start;
-        ~Add() { ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(); }
+        ~Add()
+        {
+            ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+        }
     } add{ns, start};
     return f();
 }

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxreport.h"
 
-#include "invariantchecker.h"
-#include "sandboxcontext.h"
-#include "sandboxjournal.h"
-#include "sandboxrunner.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
+
+#include "invariantchecker.h"
+#include "sandboxcontext.h"
+#include "sandboxjournal.h"
+#include "sandboxrunner.h"
 
 namespace idempo::sandbox {
 namespace {
@@ -29,7 +29,8 @@ nlohmann::json statesOf(LedgerStore &store, const std::string &ns)
 nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const SandboxOptions &o,
                              std::int64_t deduplicated, const SandboxTiming &timing)
 {
-    const std::vector<InvariantResult> invariants = InvariantChecker(ctx.store(), journal).check(o.ns);
+    const std::vector<InvariantResult> invariants =
+        InvariantChecker(ctx.store(), journal).check(o.ns);
     std::int64_t duplicateEffects = 0;
     nlohmann::json effects = nlohmann::json::object();
     {
@@ -44,11 +45,14 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
             effects[provider] = count;
     }
     const Counters &c = ctx.counters();
-    const auto outcome = [&](ClaimOutcome k) { return c.claimOutcomes[static_cast<std::size_t>(k)].load(); };
+    const auto outcome = [&](ClaimOutcome k) {
+        return c.claimOutcomes[static_cast<std::size_t>(k)].load();
+    };
     nlohmann::json injected = nlohmann::json::object();
     for (int i = 0; i < FaultCount; ++i)
         if (o.faults.enabled(static_cast<Fault>(i)))
-            injected[std::string(FaultPlan::name(static_cast<Fault>(i)))] = c.faults[static_cast<std::size_t>(i)].load();
+            injected[std::string(FaultPlan::name(static_cast<Fault>(i)))] =
+                c.faults[static_cast<std::size_t>(i)].load();
     const nlohmann::json states = statesOf(ctx.store(), o.ns);
     const double wallS = static_cast<double>(timing.wallNs) / 1e9;
     return {
@@ -91,12 +95,14 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
           {"queue_s", static_cast<double>(timing.queueNs) / 1e9},
           {"busy_s", static_cast<double>(timing.busyNs) / 1e9},
           {"stalled_s", static_cast<double>(timing.stalledNs) / 1e9},
-          {"engine_share",
-           timing.busyNs > 0 ? static_cast<double>(timing.engineNs) / static_cast<double>(timing.busyNs) : 0.0}}},
+          {"engine_share", timing.busyNs > 0 ? static_cast<double>(timing.engineNs) /
+                                                   static_cast<double>(timing.busyNs)
+                                             : 0.0}}},
     };
 }
 
-std::int64_t withdrawUnsettledRuns(LedgerStore &store, SandboxJournal &journal, const std::string &ns)
+std::int64_t withdrawUnsettledRuns(LedgerStore &store, SandboxJournal &journal,
+                                   const std::string &ns)
 {
     std::set<std::string> unsettled;
     for (const InvariantResult &r : InvariantChecker(store, journal).check(ns))
@@ -110,16 +116,19 @@ std::int64_t withdrawUnsettledRuns(LedgerStore &store, SandboxJournal &journal, 
 std::string sandboxReportText(const nlohmann::json &r)
 {
     const auto n = [](const nlohmann::json &v) { return v.dump(); };
-    std::string s = "sandbox " + r.at("mode").get<std::string>() + " run: " + r.at("scenario").get<std::string>()
-                    + ", " + n(r.at("runs")) + " runs, " + n(r.at("workers"))
-                    + (r.contains("kills") ? " worker processes" : " workers") + ", seed " + n(r.at("seed"))
-                    + "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) + '\n';
+    std::string s =
+        "sandbox " + r.at("mode").get<std::string>() +
+        " run: " + r.at("scenario").get<std::string>() + ", " + n(r.at("runs")) + " runs, " +
+        n(r.at("workers")) + (r.contains("kills") ? " worker processes" : " workers") + ", seed " +
+        n(r.at("seed")) +
+        "\n  faults: " + (r.at("faults").empty() ? std::string("none") : r.at("faults").dump()) +
+        '\n';
     if (r.value("cancelled", false))
-        s += "  CANCELLED before every run settled: the figures and invariants cover what ran ("
-             + n(r.value("runs_withdrawn", 0)) + " unsettled runs withdrawn)\n";
+        s += "  CANCELLED before every run settled: the figures and invariants cover what ran (" +
+             n(r.value("runs_withdrawn", 0)) + " unsettled runs withdrawn)\n";
     s += "  faults injected: " + r.at("faults_injected").dump() + '\n';
-    s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) + ", crashes "
-         + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes"));
+    s += "  deliveries " + n(r.at("deliveries")) + ", retries " + n(r.at("retries")) +
+         ", crashes " + n(r.at("crashes")) + ", fenced writes " + n(r.at("fenced_writes"));
     if (r.contains("kills"))
         s += ", SIGKILLs " + n(r.at("kills")) + ", restarts " + n(r.at("restarts"));
     if (r.contains("virtual_seconds"))
@@ -127,25 +136,28 @@ std::string sandboxReportText(const nlohmann::json &r)
     s += '\n';
     s += "  duplicates suppressed: " + r.at("duplicates_suppressed").dump() + '\n';
     s += "  reconciliations: " + r.at("reconciliations").dump() + '\n';
-    s += "  model calls " + n(r.at("model_calls")) + " (after the write boundary: "
-         + n(r.at("model_calls_after_write_boundary")) + ")\n";
-    s += "  approvals pending " + n(r.at("approvals_pending")) + ", confirmations pending "
-         + n(r.at("confirmations_pending")) + ", dead letters " + n(r.at("dead_letters")) + '\n';
+    s += "  model calls " + n(r.at("model_calls")) +
+         " (after the write boundary: " + n(r.at("model_calls_after_write_boundary")) + ")\n";
+    s += "  approvals pending " + n(r.at("approvals_pending")) + ", confirmations pending " +
+         n(r.at("confirmations_pending")) + ", dead letters " + n(r.at("dead_letters")) + '\n';
     s += "  states: " + r.at("states").dump() + '\n';
-    s += "  provider effects: " + r.at("provider_effects").dump() + ", duplicate effects "
-         + n(r.at("duplicate_effects")) + '\n';
+    s += "  provider effects: " + r.at("provider_effects").dump() + ", duplicate effects " +
+         n(r.at("duplicate_effects")) + '\n';
     const nlohmann::json &t = r.at("timing");
     char timing[160];
     std::snprintf(timing, sizeof timing, "  %.2f s wall, %.0f runs/s, engine %.0f%% of the work\n",
                   t.at("wall_s").get<double>(), t.at("runs_per_s").get<double>(),
                   100.0 * t.at("engine_share").get<double>());
     s += timing;
-    s += std::string("  invariants: ") + (r.at("invariants").at("ok").get<bool>() ? "all hold" : "VIOLATED") + '\n';
+    s += std::string("  invariants: ") +
+         (r.at("invariants").at("ok").get<bool>() ? "all hold" : "VIOLATED") + '\n';
     for (const nlohmann::json &i : r.at("invariants").at("invariants")) {
-        s += std::string(i.at("ok").get<bool>() ? "    ok    " : "    FAIL  ") + i.at("name").get<std::string>() + " ("
-             + n(i.at("checked")) + " checked, " + n(i.at("violations")) + " violations)\n";
+        s += std::string(i.at("ok").get<bool>() ? "    ok    " : "    FAIL  ") +
+             i.at("name").get<std::string>() + " (" + n(i.at("checked")) + " checked, " +
+             n(i.at("violations")) + " violations)\n";
         for (const nlohmann::json &e : i.at("examples"))
-            s += "            " + e.at("operation").get<std::string>() + ": " + e.at("message").get<std::string>() + '\n';
+            s += "            " + e.at("operation").get<std::string>() + ": " +
+                 e.at("message").get<std::string>() + '\n';
     }
     if (!s.empty())
         s.pop_back();

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxrunner.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
 #include "driverlease.h"
 #include "engineconsumer.h"
 #include "error.h"
@@ -14,13 +21,6 @@
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 #include "workerpool.h"
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <utility>
-
-#include <spdlog/spdlog.h>
 
 namespace idempo::sandbox {
 namespace {
@@ -43,7 +43,9 @@ constexpr int MaxRoundsPerInstant = 64;
 
 std::int64_t nanosSince(std::chrono::steady_clock::time_point start)
 {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start)
+        .count();
 }
 
 std::string runNumber(int i)
@@ -62,7 +64,8 @@ void settleAfterStop(ManualClock &clock, Reconciler &reconciler, const SandboxTi
     // come in on the virtual clock, and the reconciler settles each operation as it would have
     // (found -> succeeded, no effect -> received, no lookup -> confirmation_required). Bounded:
     // past the longest lease, stall and confirmation delay nothing is left to wait for.
-    const std::int64_t until = clock.nowMs() + t.leaseMs + t.pauseMs + t.confirmationDelayMs + TickMs;
+    const std::int64_t until =
+        clock.nowMs() + t.leaseMs + t.pauseMs + t.confirmationDelayMs + TickMs;
     for (;;) {
         const Reconciler::Pass pass = reconciler.run();
         if (pass.waiting == 0 && pass.actions == 0)
@@ -76,24 +79,27 @@ void settleAfterStop(ManualClock &clock, Reconciler &reconciler, const SandboxTi
 
 } // namespace
 
-SandboxRunner::SandboxRunner(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock,
-                             SandboxOptions options)
+SandboxRunner::SandboxRunner(std::shared_ptr<SqliteLedgerStore> store,
+                             std::shared_ptr<ManualClock> clock, SandboxOptions options)
     : m_store(std::move(store)), m_clock(std::move(clock)), m_options(std::move(options))
 {
 }
 
-std::shared_ptr<SqliteLedgerStore> SandboxRunner::openLedger(const QString &url, std::shared_ptr<ManualClock> clock,
-                                                            OpenMode mode)
+std::shared_ptr<SqliteLedgerStore>
+SandboxRunner::openLedger(const QString &url, std::shared_ptr<ManualClock> clock, OpenMode mode)
 {
     if (!url.startsWith(QLatin1String("sqlite:")))
         throw Error(ErrorCode::InvalidArgument,
-                    "the thread mode of the sandbox runs on the embedded ledger only (sqlite:PATH); a PostgreSQL "
+                    "the thread mode of the sandbox runs on the embedded ledger only "
+                    "(sqlite:PATH); a PostgreSQL "
                     "ledger needs --processes (worker processes on the real clock)");
     QString withOptions = url;
     if (!url.contains(QLatin1String("synchronous=")))
-        withOptions += (url.contains(QLatin1Char('?')) ? QStringLiteral("&") : QStringLiteral("?"))
-                       + QStringLiteral("synchronous=normal");
-    return std::dynamic_pointer_cast<SqliteLedgerStore>(idempo::openLedger(withOptions, std::move(clock), mode));
+        withOptions +=
+            (url.contains(QLatin1Char('?')) ? QStringLiteral("&") : QStringLiteral("?")) +
+            QStringLiteral("synchronous=normal");
+    return std::dynamic_pointer_cast<SqliteLedgerStore>(
+        idempo::openLedger(withOptions, std::move(clock), mode));
 }
 
 nlohmann::json SandboxRunner::run()
@@ -101,21 +107,23 @@ nlohmann::json SandboxRunner::run()
     const auto wallStart = std::chrono::steady_clock::now();
     const SandboxOptions &o = m_options;
     if (o.scenarios.empty() || o.runs < 1 || o.runs > SandboxOptions::MaxRuns || o.workers < 1)
-        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.."
-                                                    + std::to_string(SandboxOptions::MaxRuns) + " and workers >= 1");
+        throw Error(ErrorCode::InvalidArgument, "a sandbox run needs a scenario, runs 1.." +
+                                                    std::to_string(SandboxOptions::MaxRuns) +
+                                                    " and workers >= 1");
     const auto journal = SandboxJournal::open(*m_store);
     journal->createTables();
     ListFilter anyOperation;
     anyOperation.ns = o.ns;
     anyOperation.limit = 1;
     if (journal->hasRuns(o.ns) || !m_store->list(anyOperation).empty()) {
-        throw Error(ErrorCode::InvalidArgument, "namespace '" + o.ns + "' of " + m_store->describe()
-                                                    + " already holds operations or sandbox runs; use a fresh "
-                                                      "--ledger or another --namespace");
+        throw Error(ErrorCode::InvalidArgument,
+                    "namespace '" + o.ns + "' of " + m_store->describe() +
+                        " already holds operations or sandbox runs; use a fresh "
+                        "--ledger or another --namespace");
     }
 
-    SandboxContext ctx(m_store, std::make_shared<SqliteMessageQueue>(m_store), m_clock, o.faults, o.ns, o.workers,
-                       o.naive);
+    SandboxContext ctx(m_store, std::make_shared<SqliteMessageQueue>(m_store), m_clock, o.faults,
+                       o.ns, o.workers, o.naive);
     QueueOptions queueOptions;
     queueOptions.maxReads = 20;
     ctx.queue().createQueue(ctx.queueName(), queueOptions);
@@ -125,7 +133,8 @@ nlohmann::json SandboxRunner::run()
     std::vector<RunRecord> records;
     for (int i = 0; i < o.runs; ++i) {
         const Scenario &scenario = *o.scenarios[static_cast<std::size_t>(i) % o.scenarios.size()];
-        std::string runId = scenario.runPrefix() + "-" + std::to_string(o.faults.seed()) + "-" + runNumber(i);
+        std::string runId =
+            scenario.runPrefix() + "-" + std::to_string(o.faults.seed()) + "-" + runNumber(i);
         records.push_back({o.ns, runId, scenario.name(), o.naive});
         ctx.addRun(scenario, std::move(runId));
     }
@@ -143,9 +152,11 @@ nlohmann::json SandboxRunner::run()
         for (std::size_t i = std::exchange(started, end); i < end; ++i) {
             RunState &run = ctx.runs()[i];
             const WorkflowStep &first = run.scenario->steps().front();
-            const std::string message = ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId),
-                                                     "planner", ctx.workerNowMs(0));
-            timed(schedulerSlot.queueNs, [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
+            const std::string message =
+                ctx.envelope(run, first, run.scenario->firstPayload(o.faults, run.runId), "planner",
+                             ctx.workerNowMs(0));
+            timed(schedulerSlot.queueNs,
+                  [&] { return ctx.queue().send(ctx.queueName(), message, {}, 0); });
         }
         lease.renew();
     }
@@ -165,10 +176,13 @@ nlohmann::json SandboxRunner::run()
                 return ctx.queue().read(ctx.queueName(), ctx.timings().visibilityTimeoutMs, 1000);
             });
             for (const QueueMessage &m : batch) {
-                const QueueEnvelope envelope = QueueEnvelope::fromJson(nlohmann::json::parse(m.message));
+                const QueueEnvelope envelope =
+                    QueueEnvelope::fromJson(nlohmann::json::parse(m.message));
                 RunState *run = ctx.run(envelope.runId);
                 if (!run)
-                    throw Error(ErrorCode::Internal, "the sandbox queue delivered a message of unknown run " + envelope.runId);
+                    throw Error(ErrorCode::Internal,
+                                "the sandbox queue delivered a message of unknown run " +
+                                    envelope.runId);
                 if (!ctx.deliverable(*run, m, schedulerSlot.queueNs))
                     continue;
                 items.push_back({ctx.runIndex(*run), false, m.msgId, m, {}});
@@ -203,9 +217,11 @@ nlohmann::json SandboxRunner::run()
                 WorkItem &item = items[i];
                 RunState &run = ctx.runs()[item.run];
                 if (o.naive)
-                    item.resume ? naiveConsumer.resume(thread, run, item.parked) : naiveConsumer.deliver(thread, run, item.message);
+                    item.resume ? naiveConsumer.resume(thread, run, item.parked)
+                                : naiveConsumer.deliver(thread, run, item.message);
                 else
-                    item.resume ? engineConsumer.resume(thread, run, item.parked) : engineConsumer.deliver(thread, run, item.message);
+                    item.resume ? engineConsumer.resume(thread, run, item.parked)
+                                : engineConsumer.deliver(thread, run, item.message);
             }
             ctx.slot(thread).busyNs += nanosSince(busyStart);
         });
@@ -218,8 +234,8 @@ nlohmann::json SandboxRunner::run()
         if (o.progress) {
             SandboxProgress progress;
             progress.runs = o.runs;
-            progress.settled = static_cast<int>(
-                std::count_if(ctx.runs().begin(), ctx.runs().end(), [](const RunState &r) { return r.settled; }));
+            progress.settled = static_cast<int>(std::count_if(
+                ctx.runs().begin(), ctx.runs().end(), [](const RunState &r) { return r.settled; }));
             progress.deliveries = ctx.counters().deliveries;
             progress.virtualMs = now - startMs;
             o.progress(progress);
@@ -229,8 +245,8 @@ nlohmann::json SandboxRunner::run()
         const bool progressed = !items.empty() || pass.actions > 0;
         if (progressed && ++roundsThisInstant < MaxRoundsPerInstant)
             continue;
-        if (!progressed && ctx.queue().metrics(ctx.queueName()).length == 0 && !ctx.hasParked()
-            && pass.waiting == 0)
+        if (!progressed && ctx.queue().metrics(ctx.queueName()).length == 0 && !ctx.hasParked() &&
+            pass.waiting == 0)
             break;
         if (now - startMs >= o.maxVirtualMs)
             break;
@@ -268,6 +284,5 @@ std::string SandboxRunner::reportText(const nlohmann::json &report)
 {
     return sandboxReportText(report);
 }
-
 
 } // namespace idempo::sandbox

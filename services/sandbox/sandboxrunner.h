@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "faultplan.h"
-#include "ledgerfactory.h"
-#include "scenario.h"
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include <QString>
+
+#include "clock.h"
+#include "faultplan.h"
+#include "ledgerfactory.h"
+#include "scenario.h"
 
 namespace idempo {
 class SqliteLedgerStore;
@@ -26,12 +26,13 @@ namespace idempo::sandbox {
 struct SandboxProgress
 {
     int runs = 0;
-    int settled = 0;              ///< runs whose last operation settled (or that ended early)
+    int settled = 0; ///< runs whose last operation settled (or that ended early)
     std::int64_t deliveries = 0;
-    std::int64_t virtualMs = 0;   ///< virtual time elapsed, milliseconds (wall time in process mode)
-    bool realTime = false;        ///< process mode: `queued` and `kills` instead of `settled` and `deliveries`
-    std::int64_t queued = 0;      ///< messages in the queue, visible or not (process mode)
-    std::int64_t kills = 0;       ///< SIGKILLs sent so far (process mode)
+    std::int64_t virtualMs = 0; ///< virtual time elapsed, milliseconds (wall time in process mode)
+    bool realTime =
+        false; ///< process mode: `queued` and `kills` instead of `settled` and `deliveries`
+    std::int64_t queued = 0; ///< messages in the queue, visible or not (process mode)
+    std::int64_t kills = 0;  ///< SIGKILLs sent so far (process mode)
 };
 
 /// What to run.
@@ -42,9 +43,9 @@ struct SandboxOptions
     int runs = 100;                          ///< 1..MaxRuns
     /// Every run's state is kept in memory (a few KiB each): more is refused.
     static constexpr int MaxRuns = 1'000'000;
-    int workers = 2;                         ///< worker threads (and virtual workers w0..w(N-1)), or processes
+    int workers = 2; ///< worker threads (and virtual workers w0..w(N-1)), or processes
     FaultPlan faults;
-    bool naive = false;                      ///< the consumer without an idempotency layer
+    bool naive = false; ///< the consumer without an idempotency layer
     std::string ns = "sandbox";
     std::int64_t maxVirtualMs = 6 * 3600'000; ///< gives up (the checker then names what is stuck)
     std::function<void(const SandboxProgress &)> progress;
@@ -66,7 +67,8 @@ class SandboxRunner final
 {
 public:
     /// `clock` must be the clock `store` was opened with.
-    SandboxRunner(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock, SandboxOptions options);
+    SandboxRunner(std::shared_ptr<SqliteLedgerStore> store, std::shared_ptr<ManualClock> clock,
+                  SandboxOptions options);
 
     /// Runs to the end and returns the report (see docs/sandbox.md): runs, deliveries,
     /// suppressions by kind, retries, reconciliations, pending approvals and confirmations,
@@ -85,8 +87,8 @@ public:
     /// synchronous=NORMAL unless the URL sets it: a sandbox ledger is rebuilt, not recovered.
     /// Throws Error(InvalidArgument) for any other ledger (the sandbox's threads need the
     /// store's injectable clock), and like openLedger() with `mode`.
-    static std::shared_ptr<SqliteLedgerStore> openLedger(const QString &url, std::shared_ptr<ManualClock> clock,
-                                                         OpenMode mode);
+    static std::shared_ptr<SqliteLedgerStore>
+    openLedger(const QString &url, std::shared_ptr<ManualClock> clock, OpenMode mode);
 
 private:
     std::shared_ptr<SqliteLedgerStore> m_store;

@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sandboxworker.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include "engineconsumer.h"
 #include "error.h"
 #include "ledgerstore.h"
@@ -9,28 +17,22 @@
 #include "queueenvelope.h"
 #include "sandboxjournal.h"
 
-#include <chrono>
-#include <cstdlib>
-#include <thread>
-#include <utility>
-
-#include <spdlog/spdlog.h>
-
-#include <unistd.h>
-
 namespace idempo::sandbox {
 
-SandboxWorker::SandboxWorker(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
-                             WorkerOptions options, std::function<void(const std::string &line)> emit)
+SandboxWorker::SandboxWorker(std::shared_ptr<LedgerStore> store,
+                             std::shared_ptr<MessageQueue> queue, WorkerOptions options,
+                             std::function<void(const std::string &line)> emit)
     : m_options(std::move(options)), m_emit(std::move(emit))
 {
     if (m_options.owner.empty())
         throw Error(ErrorCode::InvalidArgument, "a worker needs a lease owner name");
     m_journal = SandboxJournal::open(*store);
     m_journal->createTables();
-    m_ctx = std::make_unique<SandboxContext>(store, std::move(queue), std::make_shared<SystemClock>(), m_options.faults,
-                                             m_options.ns, 1, m_options.naive, m_options.timings, m_options.queue);
-    // A worker announces readiness only when it can work: a missing queue fails here, before "start".
+    m_ctx = std::make_unique<SandboxContext>(
+        store, std::move(queue), std::make_shared<SystemClock>(), m_options.faults, m_options.ns, 1,
+        m_options.naive, m_options.timings, m_options.queue);
+    // A worker announces readiness only when it can work: a missing queue fails here, before
+    // "start".
     m_ctx->queue().metrics(m_options.queue);
     WorkerProcess process;
     process.owner = m_options.owner;
@@ -96,15 +98,15 @@ bool SandboxWorker::waitForLedger(const Error &cause, const std::atomic<bool> &s
             line["error"] = reason;
             line["reconnect_deadline_ms"] = m_options.reconnect.deadlineMs;
             m_emit(line.dump());
-            spdlog::warn("worker {}: lost the ledger {} ({}); reconnecting for up to {} s", m_options.owner, ledger,
-                         reason, m_options.reconnect.deadlineMs / 1000.0);
+            spdlog::warn("worker {}: lost the ledger {} ({}); reconnecting for up to {} s",
+                         m_options.owner, ledger, reason, m_options.reconnect.deadlineMs / 1000.0);
         },
         [&](std::int64_t afterMs) {
             nlohmann::json line = status("ledger_back");
             line["after_ms"] = afterMs;
             m_emit(line.dump());
-            spdlog::warn("worker {}: the ledger {} answers again after {} s; carrying on", m_options.owner, ledger,
-                         afterMs / 1000.0);
+            spdlog::warn("worker {}: the ledger {} answers again after {} s; carrying on",
+                         m_options.owner, ledger, afterMs / 1000.0);
         },
         &stop);
 }
@@ -153,11 +155,12 @@ void SandboxWorker::consume(const std::atomic<bool> &stop)
         const QueueMessage &message = batch.front();
         RunState *run = nullptr;
         try {
-            run = &m_ctx->runFor(QueueEnvelope::fromJson(nlohmann::json::parse(message.message)).runId);
+            run = &m_ctx->runFor(
+                QueueEnvelope::fromJson(nlohmann::json::parse(message.message)).runId);
         } catch (const std::exception &e) {
             // Not a sandbox envelope: set aside in the archive rather than redelivered forever.
-            spdlog::warn("worker {}: message {} is not a sandbox envelope ({}); archived", m_options.owner,
-                         message.msgId, e.what());
+            spdlog::warn("worker {}: message {} is not a sandbox envelope ({}); archived",
+                         m_options.owner, message.msgId, e.what());
             m_ctx->queue().archive(m_options.queue, message.msgId);
             m_busy = false;
             continue;
@@ -169,7 +172,8 @@ void SandboxWorker::consume(const std::atomic<bool> &stop)
                 engineConsumer.deliver(0, *run, message);
         }
         ++m_handled;
-        slot.busyNs += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - m_busySince)
+        slot.busyNs += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - m_busySince)
                            .count();
         m_busy = false;
         idleSince = std::chrono::steady_clock::now();

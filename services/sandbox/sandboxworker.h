@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "faultplan.h"
-#include "reconnectbackoff.h"
-#include "sandboxcontext.h"
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -14,11 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faultplan.h"
+#include "reconnectbackoff.h"
+#include "sandboxcontext.h"
+
 namespace idempo {
 class Error;
 class LedgerStore;
 class MessageQueue;
-}
+} // namespace idempo
 
 namespace idempo::sandbox {
 
@@ -27,15 +27,15 @@ struct WorkerOptions
 {
     std::string queue = SandboxContext::DefaultQueueName;
     std::string ns = "sandbox";
-    std::string owner;          ///< lease owner; must not be empty
-    int index = 0;              ///< the worker's number: picks its clock skew
-    FaultPlan faults;           ///< the windows this worker opens (crash points announce and block)
-    bool naive = false;         ///< the consumer without an idempotency layer
+    std::string owner;  ///< lease owner; must not be empty
+    int index = 0;      ///< the worker's number: picks its clock skew
+    FaultPlan faults;   ///< the windows this worker opens (crash points announce and block)
+    bool naive = false; ///< the consumer without an idempotency layer
     std::int64_t maxMessages = 0; ///< stop after handling this many deliveries; 0 = no limit
     std::int64_t idleExitMs = 0;  ///< stop after this long without a visible message; 0 = never
     std::int64_t pollMs = 20;     ///< wait between reads of an empty queue
     SandboxTimings timings = SandboxTimings::realTime();
-    ReconnectPolicy reconnect;    ///< how long a lost ledger is waited for
+    ReconnectPolicy reconnect; ///< how long a lost ledger is waited for
 };
 
 /// A long-running consumer of sandbox envelopes in its own process, on the real clock, over any
@@ -73,8 +73,8 @@ class SandboxWorker final
 public:
     /// Throws Error(InvalidArgument) for an empty owner, Error(NotFound) naming the queue when
     /// `options.queue` does not exist, and what the store throws when the ledger is unreachable.
-    SandboxWorker(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue, WorkerOptions options,
-                  std::function<void(const std::string &line)> emit);
+    SandboxWorker(std::shared_ptr<LedgerStore> store, std::shared_ptr<MessageQueue> queue,
+                  WorkerOptions options, std::function<void(const std::string &line)> emit);
     ~SandboxWorker();
 
     /// Works until `stop` turns true (checked between messages, while polling and while waiting

@@ -15,7 +15,8 @@ WorkflowStep readStep(std::string id, std::string provider, std::string agent, b
     return s;
 }
 
-WorkflowStep writeStep(std::string id, std::string provider, std::string agent, ProviderCapabilities caps)
+WorkflowStep writeStep(std::string id, std::string provider, std::string agent,
+                       ProviderCapabilities caps)
 {
     WorkflowStep s;
     s.stepId = std::move(id);
@@ -43,10 +44,11 @@ Scenario::Scenario(Kind kind, std::string name, std::string prefix, std::vector<
 const std::vector<Scenario> &Scenario::all()
 {
     static const std::vector<Scenario> scenarios{
-        Scenario(Kind::KycOnboarding, "kyc-onboarding", "kyc",
-                 {readStep("extract_documents", "document-extractor", "extractor"),
-                  readStep("compliance_check", "compliance-model", "compliance", true),
-                  writeStep("provision_account", "core-banking", "provisioner", {true, true, true})}),
+        Scenario(
+            Kind::KycOnboarding, "kyc-onboarding", "kyc",
+            {readStep("extract_documents", "document-extractor", "extractor"),
+             readStep("compliance_check", "compliance-model", "compliance", true),
+             writeStep("provision_account", "core-banking", "provisioner", {true, true, true})}),
         Scenario(Kind::PaymentRefund, "payment-refund", "refund",
                  {readStep("load_order", "order-service", "support"),
                   writeStep("refund_payment", "payments", "refunds", {true, true, true})}),
@@ -84,7 +86,8 @@ nlohmann::json Scenario::firstPayload(const FaultPlan &plan, const std::string &
         return {{"customer", "c-" + n}, {"document", "passport"}};
     case Kind::PaymentRefund: {
         // 10.00 to 1,000.00 EUR in whole cents, so the threshold splits the runs.
-        const auto cents = 1'000 + static_cast<std::int64_t>(plan.uniform(runId, "amount", 0) * 99'000.0);
+        const auto cents =
+            1'000 + static_cast<std::int64_t>(plan.uniform(runId, "amount", 0) * 99'000.0);
         return {{"order", "o-" + n}, {"amount_cents", cents}, {"currency", "EUR"}};
     }
     case Kind::TravelBooking:
@@ -138,7 +141,8 @@ std::optional<Amount> Scenario::value(const WorkflowStep &step, const nlohmann::
 {
     if (step.kind != ToolKind::ProtectedWrite || m_kind != Kind::PaymentRefund)
         return std::nullopt;
-    return Amount{payload.at("amount_cents").get<std::int64_t>(), payload.at("currency").get<std::string>()};
+    return Amount{payload.at("amount_cents").get<std::int64_t>(),
+                  payload.at("currency").get<std::string>()};
 }
 
 } // namespace idempo::sandbox

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "amount.h"
-#include "faultplan.h"
-#include "vocabulary.h"
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "amount.h"
+#include "faultplan.h"
+#include "vocabulary.h"
 
 namespace idempo::sandbox {
 
@@ -25,9 +25,9 @@ struct ProviderCapabilities
 /// One step of a workflow, as data.
 struct WorkflowStep
 {
-    std::string stepId;        ///< stable step id: part of the operation key
+    std::string stepId; ///< stable step id: part of the operation key
     ToolKind kind = ToolKind::Read;
-    std::string provider;      ///< the provider the step calls
+    std::string provider; ///< the provider the step calls
     ProviderCapabilities capabilities;
     bool writeBoundary = false; ///< the run's first protected write
     bool callsModel = false;    ///< an LLM-like, nondeterministic decision
@@ -39,7 +39,13 @@ struct WorkflowStep
 class Scenario final
 {
 public:
-    enum class Kind { KycOnboarding, PaymentRefund, TravelBooking, InvoiceEmail };
+    enum class Kind
+    {
+        KycOnboarding,
+        PaymentRefund,
+        TravelBooking,
+        InvoiceEmail
+    };
 
     /// Refunds above this amount, in cents, wait for approval.
     static constexpr std::int64_t RefundApprovalThresholdCents = 75'000;

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "simulatedprovider.h"
 
-#include "sandboxjournal.h"
-
 #include <utility>
+
+#include "sandboxjournal.h"
 
 namespace idempo::sandbox {
 
-SimulatedProvider::SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects,
-                                     std::int64_t confirmationDelayMs, std::int64_t retryAfterMs)
+SimulatedProvider::SimulatedProvider(std::string name, ProviderCapabilities capabilities,
+                                     bool performsEffects, std::int64_t confirmationDelayMs,
+                                     std::int64_t retryAfterMs)
     : m_name(std::move(name)), m_capabilities(capabilities), m_performsEffects(performsEffects),
       m_confirmationDelayMs(confirmationDelayMs), m_retryAfterMs(retryAfterMs)
 {
@@ -46,7 +47,9 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
         e.receivedKey = keyed ? call.key : std::string();
         e.fencingToken = keyed ? call.fencingToken : 0;
         e.atMs = call.nowMs;
-        e.confirmedAtMs = call.fault == Fault::DelayedConfirmation ? call.nowMs + m_confirmationDelayMs : call.nowMs;
+        e.confirmedAtMs = call.fault == Fault::DelayedConfirmation
+                              ? call.nowMs + m_confirmationDelayMs
+                              : call.nowMs;
         const Performed performed = m_journal->perform(e, m_capabilities.dedupeByKey);
         answer.effectId = performed.effect.effectId;
         answer.deduplicated = performed.deduplicated;
@@ -72,7 +75,9 @@ ProviderAnswer SimulatedProvider::call(const ProviderCall &call)
             e.fencingToken = keyed ? call.fencingToken : 0;
             e.effectId = m_name + "/" + call.operationKey + "/" + std::to_string(n);
             e.atMs = call.nowMs;
-            e.confirmedAtMs = call.fault == Fault::DelayedConfirmation ? call.nowMs + m_confirmationDelayMs : call.nowMs;
+            e.confirmedAtMs = call.fault == Fault::DelayedConfirmation
+                                  ? call.nowMs + m_confirmationDelayMs
+                                  : call.nowMs;
             if (keyed)
                 m_byKey[call.key] = e;
             m_unsaved.push_back(e);

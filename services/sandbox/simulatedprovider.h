@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "sandboxjournal.h"
-#include "scenario.h"
-#include "vocabulary.h"
-
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -12,14 +8,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sandboxjournal.h"
+#include "scenario.h"
+#include "vocabulary.h"
+
 namespace idempo::sandbox {
 
 /// A provider call as a worker makes it.
 struct ProviderCall
 {
     std::string ns;
-    std::string operationKey;   ///< the business operation, for the journal only
-    std::string key;            ///< passed to the provider; empty when it accepts none
+    std::string operationKey; ///< the business operation, for the journal only
+    std::string key;          ///< passed to the provider; empty when it accepts none
     std::int64_t fencingToken = 0;
     std::int64_t nowMs = 0;
     /// The provider fault scripted for this call, if any (Provider* or DelayedConfirmation).
@@ -30,11 +30,12 @@ struct ProviderCall
 /// What the caller hears back.
 struct ProviderAnswer
 {
-    enum class Status {
-        Ok,          ///< done; effectId names the effect (empty for reads)
-        Pending,     ///< accepted; the confirmation comes later (ask lookup)
-        Failed,      ///< refused or unavailable; errorClass says how; no effect
-        NoAnswer,    ///< the call timed out: the effect may or may not exist
+    enum class Status
+    {
+        Ok,       ///< done; effectId names the effect (empty for reads)
+        Pending,  ///< accepted; the confirmation comes later (ask lookup)
+        Failed,   ///< refused or unavailable; errorClass says how; no effect
+        NoAnswer, ///< the call timed out: the effect may or may not exist
     };
     Status status = Status::Ok;
     std::string effectId;
@@ -48,7 +49,13 @@ struct ProviderAnswer
 /// other cannot know, and says Unsupported.
 struct LookupAnswer
 {
-    enum class Status { NotFound, Pending, Found, Unsupported };
+    enum class Status
+    {
+        NotFound,
+        Pending,
+        Found,
+        Unsupported
+    };
     Status status = Status::NotFound;
     std::string effectId;
 };
@@ -68,7 +75,8 @@ public:
     static constexpr std::int64_t RetryAfterMs = 2'000;
 
     SimulatedProvider(std::string name, ProviderCapabilities capabilities, bool performsEffects,
-                      std::int64_t confirmationDelayMs = ConfirmationDelayMs, std::int64_t retryAfterMs = RetryAfterMs);
+                      std::int64_t confirmationDelayMs = ConfirmationDelayMs,
+                      std::int64_t retryAfterMs = RetryAfterMs);
 
     /// Journals effects in `journal` (which must outlive the provider) instead of in memory;
     /// lookup() then reads the effects of namespace `ns` there.
@@ -104,8 +112,9 @@ private:
     SandboxJournal *m_journal = nullptr;
     std::string m_ns;
     std::mutex m_mutex;
-    std::unordered_map<std::string, Effect> m_byKey;          ///< by received key
-    std::unordered_map<std::string, int> m_effectsPerOperation; ///< numbers effect ids per business operation
+    std::unordered_map<std::string, Effect> m_byKey; ///< by received key
+    std::unordered_map<std::string, int>
+        m_effectsPerOperation; ///< numbers effect ids per business operation
     std::vector<Effect> m_unsaved;
     std::int64_t m_effects = 0;
     std::int64_t m_deduplicated = 0;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "ledgerstore.h"
-#include "messagequeue.h"
+#include <memory>
 
 #include <QString>
 
-#include <memory>
+#include "clock.h"
+#include "ledgerstore.h"
+#include "messagequeue.h"
 
 namespace idempo {
 
@@ -16,8 +16,10 @@ namespace idempo {
 QString defaultLedgerUrl();
 
 /// Whether opening an embedded ledger may create its file.
-enum class OpenMode {
-    OpenExisting,    ///< a missing file is Error(LedgerUnavailable): a typo must not start a fresh ledger
+enum class OpenMode
+{
+    OpenExisting,    ///< a missing file is Error(LedgerUnavailable): a typo must not start a fresh
+                     ///< ledger
     CreateIfMissing, ///< `idempo init` and the embedded default
     ReadOnly,        ///< commands that only read: like OpenExisting, and opening writes nothing
 };
@@ -40,13 +42,15 @@ enum class OpenMode {
 /// Error(InvalidArgument) for an unknown scheme or option or an address libpq cannot parse,
 /// Error(LedgerUnavailable) when the ledger cannot be opened or reached, Error(SchemaMismatch)
 /// for a newer schema.
-std::shared_ptr<LedgerStore> openLedger(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
+std::shared_ptr<LedgerStore> openLedger(const QString &url,
+                                        std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 
 /// Opens the message queues of the ledger a URL names (see openLedger): on `sqlite:PATH` they
 /// live in the ledger file, on PostgreSQL in pgmq's tables beside the ledger's
 /// (postgresmessagequeue.h). Throws like openLedger().
-std::shared_ptr<MessageQueue> openQueue(const QString &url, std::shared_ptr<const Clock> clock = nullptr,
+std::shared_ptr<MessageQueue> openQueue(const QString &url,
+                                        std::shared_ptr<const Clock> clock = nullptr,
                                         OpenMode mode = OpenMode::OpenExisting);
 
 } // namespace idempo

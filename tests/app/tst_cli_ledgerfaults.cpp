@@ -2,6 +2,11 @@
 // The real `idempo` binary on an embedded ledger that cannot take a write: a file that may not
 // grow (a full disk) and an auditor's read-only copy. Exit codes follow the table (69: the
 // ledger is unavailable), messages say why, and nothing is half-written or created.
+#include <csignal>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -15,11 +20,6 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
-
-#include <csignal>
-
-#include <sys/resource.h>
-#include <unistd.h>
 
 namespace {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // idempo(1) as the build renders and installs it: the same document as `idempo --help`, every
 // command synopsis and global option in it, valid roff.
-#include "clirunner.h"
-
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QtTest>
+
+#include "clirunner.h"
 
 namespace {
 
@@ -103,7 +103,9 @@ private Q_SLOTS:
         const QStringList synopses = synopsisLines(text);
         QVERIFY2(synopses.size() >= 20, qPrintable(synopses.join(QLatin1Char('\n'))));
         QVERIFY(synopses.contains(S("claim KEY --payload JSON|@FILE [options]")));
-        QVERIFY(synopses.contains(S("[--naive] [--reconnect-deadline S]; sandbox reset"))); // a continuation line of sandbox run
+        QVERIFY(synopses.contains(
+            S("[--naive] [--reconnect-deadline S]; sandbox reset"))); // a continuation line of
+                                                                      // sandbox run
         const QStringList page = deroffedLines(m_page);
         for (const QString &synopsis : synopses)
             QVERIFY2(page.contains(synopsis), qPrintable(synopsis));

@@ -3,10 +3,10 @@
 // option within its range or refused naming the option, the range and what was given (exit 64,
 // nothing written); a missing or blank reason refused by every guarded action with exit 65, as
 // the exit-code table says.
-#include "clirunner.h"
-
 #include <QJsonArray>
 #include <QtTest>
+
+#include "clirunner.h"
 
 namespace {
 

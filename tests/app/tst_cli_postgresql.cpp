@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real `idempo` binary on a PostgreSQL ledger: separate processes racing for one key and
 // for one queue's messages. Runs under tests/pg/with-postgres.sh.
+#include <map>
+#include <set>
+#include <vector>
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -10,10 +14,6 @@
 #include <QTemporaryDir>
 #include <QUrl>
 #include <QtTest>
-
-#include <map>
-#include <set>
-#include <vector>
 
 namespace {
 
@@ -25,7 +25,10 @@ struct Run
     QByteArray err;
 };
 
-QString ledgerUrl() { return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL"); }
+QString ledgerUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL");
+}
 
 } // namespace
 
@@ -51,7 +54,8 @@ private:
     {
         auto *p = new QProcess(this);
         p->setProcessEnvironment(environment());
-        p->start(QStringLiteral(IDEMPO_CLI_PATH), QStringList{QStringLiteral("--ledger"), ledgerUrl()} + args);
+        p->start(QStringLiteral(IDEMPO_CLI_PATH),
+                 QStringList{QStringLiteral("--ledger"), ledgerUrl()} + args);
         return p;
     }
 
@@ -80,11 +84,13 @@ private:
         env.insert(QStringLiteral("LEDGER"), ledgerUrl());
         env.insert(QStringLiteral("QUEUE"), queue);
         p->setProcessEnvironment(env);
-        p->start(QStringLiteral("/bin/sh"),
-                 {QStringLiteral("-c"),
-                  QStringLiteral("i=0; while [ $i -lt %1 ]; do \"$IDEMPO\" --ledger \"$LEDGER\" --json queue read "
-                                 "\"$QUEUE\" --vt 600 --qty 2 || exit 1; i=$((i + 1)); done")
-                      .arg(rounds)});
+        p->start(
+            QStringLiteral("/bin/sh"),
+            {QStringLiteral("-c"),
+             QStringLiteral(
+                 "i=0; while [ $i -lt %1 ]; do \"$IDEMPO\" --ledger \"$LEDGER\" --json queue read "
+                 "\"$QUEUE\" --vt 600 --qty 2 || exit 1; i=$((i + 1)); done")
+                 .arg(rounds)});
         return p;
     }
 
@@ -106,8 +112,9 @@ private Q_SLOTS:
             const QString key = QStringLiteral("race:%1").arg(round);
             std::vector<QProcess *> procs;
             for (int i = 0; i < 8; ++i)
-                procs.push_back(start({QStringLiteral("--json"), QStringLiteral("claim"), key, QStringLiteral("--payload"),
-                                       QStringLiteral("{}"), QStringLiteral("--owner"), QStringLiteral("p%1").arg(i)}));
+                procs.push_back(start({QStringLiteral("--json"), QStringLiteral("claim"), key,
+                                       QStringLiteral("--payload"), QStringLiteral("{}"),
+                                       QStringLiteral("--owner"), QStringLiteral("p%1").arg(i)}));
             int claimed = 0;
             int inProgress = 0;
             for (QProcess *p : procs) {
@@ -130,9 +137,11 @@ private Q_SLOTS:
     {
         const auto S = [](const char *s) { return QString::fromLatin1(s); };
         QProcess psql;
-        psql.start(S("psql"), {S("-X"), S("-q"), S("-v"), S("ON_ERROR_STOP=1"), S("-d"), ledgerUrl(), S("-c"),
-                               S("DROP ROLE IF EXISTS cli_approver; "
-                                 "CREATE ROLE cli_approver LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver")});
+        psql.start(S("psql"),
+                   {S("-X"), S("-q"), S("-v"), S("ON_ERROR_STOP=1"), S("-d"), ledgerUrl(), S("-c"),
+                    S("DROP ROLE IF EXISTS cli_approver; "
+                      "CREATE ROLE cli_approver LOGIN PASSWORD 'approver-secret' IN ROLE "
+                      "idempo_approver")});
         QVERIFY(psql.waitForFinished(30'000));
         QCOMPARE(psql.exitCode(), 0);
         QFile pgpass(m_home.filePath(S(".pgpass"))); // HOME is m_home: libpq reads it
@@ -142,16 +151,20 @@ private Q_SLOTS:
         QVERIFY(pgpass.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
         QUrl approver(ledgerUrl());
         approver.setUserName(S("cli_approver"));
-        const Run claimed = idempo({S("--json"), S("claim"), S("approve:1"), S("--payload"), S("{}"), S("--max-attempts"),
-                                    S("1"), S("--owner"), S("worker-1")});
+        const Run claimed =
+            idempo({S("--json"), S("claim"), S("approve:1"), S("--payload"), S("{}"),
+                    S("--max-attempts"), S("1"), S("--owner"), S("worker-1")});
         QCOMPARE(claimed.exitCode, 0);
         const QString token = QString::number(claimed.json[S("fencing_token")].toInteger());
-        QCOMPARE(idempo({S("fail"), S("approve:1"), S("--token"), token, S("--class"), S("transient")}).exitCode, 0);
+        QCOMPARE(
+            idempo({S("fail"), S("approve:1"), S("--token"), token, S("--class"), S("transient")})
+                .exitCode,
+            0);
         std::vector<QProcess *> procs;
         for (int i = 0; i < 6; ++i)
-            procs.push_back(start({S("--ledger"), approver.toString(), S("--json"), S("approve"), S("approve:1"),
-                                   S("--decision"), S("redispatch"), S("--reason"), S("checked"), S("--approval-id"),
-                                   S("ap-race")}));
+            procs.push_back(start({S("--ledger"), approver.toString(), S("--json"), S("approve"),
+                                   S("approve:1"), S("--decision"), S("redispatch"), S("--reason"),
+                                   S("checked"), S("--approval-id"), S("ap-race")}));
         int applied = 0;
         int replayed = 0;
         for (QProcess *p : procs) {
@@ -177,15 +190,19 @@ private Q_SLOTS:
     /// reaches both, none reaches either twice, and all are delivered.
     void consumersNeverShareAMessage()
     {
-        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("steps")}).exitCode, 0);
+        QCOMPARE(
+            idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("steps")})
+                .exitCode,
+            0);
         constexpr int kMessages = 40;
         std::set<qint64> sent;
         for (int first = 0; first < kMessages; first += 8) {
             std::vector<QProcess *> senders;
             for (int i = first; i < first + 8; ++i)
-                senders.push_back(start({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("send"),
-                                         QStringLiteral("steps"), QStringLiteral("--message"),
-                                         QStringLiteral(R"({"run_id":"run-%1","step_id":"provision"})").arg(i)}));
+                senders.push_back(start(
+                    {QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("send"),
+                     QStringLiteral("steps"), QStringLiteral("--message"),
+                     QStringLiteral(R"({"run_id":"run-%1","step_id":"provision"})").arg(i)}));
             for (QProcess *p : senders) {
                 const Run r = finish(p);
                 QVERIFY2(r.exitCode == 0, r.err.constData());
@@ -207,7 +224,8 @@ private Q_SLOTS:
             for (const QByteArray &line : r.out.split('\n')) {
                 if (line.trimmed().isEmpty())
                     continue;
-                const QJsonArray messages = QJsonDocument::fromJson(line).object()[QStringLiteral("messages")].toArray();
+                const QJsonArray messages =
+                    QJsonDocument::fromJson(line).object()[QStringLiteral("messages")].toArray();
                 readsWithMessages[consumer] += messages.isEmpty() ? 0 : 1;
                 for (const QJsonValue &m : messages) {
                     QCOMPARE(m.toObject()[QStringLiteral("read_ct")].toInt(), 1);
@@ -217,14 +235,17 @@ private Q_SLOTS:
             ++consumer;
         }
         for (const auto &[id, count] : deliveries)
-            QVERIFY2(count == 1, qPrintable(QStringLiteral("message %1 delivered %2 times").arg(id).arg(count)));
+            QVERIFY2(
+                count == 1,
+                qPrintable(QStringLiteral("message %1 delivered %2 times").arg(id).arg(count)));
         std::set<qint64> received;
         for (const auto &[id, count] : deliveries)
             received.insert(id);
         QCOMPARE(received, sent);
-        QVERIFY2(readsWithMessages[0] > 0 && readsWithMessages[1] > 0, "both consumers took messages");
-        const Run metrics = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("metrics"),
-                                    QStringLiteral("steps")});
+        QVERIFY2(readsWithMessages[0] > 0 && readsWithMessages[1] > 0,
+                 "both consumers took messages");
+        const Run metrics = idempo({QStringLiteral("--json"), QStringLiteral("queue"),
+                                    QStringLiteral("metrics"), QStringLiteral("steps")});
         QCOMPARE(metrics.json[QStringLiteral("queue_length")].toInteger(), qint64(kMessages));
         QCOMPARE(metrics.json[QStringLiteral("queue_visible_length")].toInteger(), qint64(0));
     }
@@ -233,33 +254,44 @@ private Q_SLOTS:
     void queueRoundTripAndDeadLetter()
     {
         QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("once"),
-                         QStringLiteral("--max-reads"), QStringLiteral("1")}).exitCode, 0);
-        const Run sent = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("send"),
-                                 QStringLiteral("once"), QStringLiteral("--message"), QStringLiteral(R"({"b":2,"a":1})"),
-                                 QStringLiteral("--headers"), QStringLiteral(R"({"trace":"t-7"})")});
+                         QStringLiteral("--max-reads"), QStringLiteral("1")})
+                     .exitCode,
+                 0);
+        const Run sent =
+            idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("send"),
+                    QStringLiteral("once"), QStringLiteral("--message"),
+                    QStringLiteral(R"({"b":2,"a":1})"), QStringLiteral("--headers"),
+                    QStringLiteral(R"({"trace":"t-7"})")});
         QCOMPARE(sent.exitCode, 0);
         const QString id = QString::number(sent.json[QStringLiteral("msg_id")].toInteger());
-        const Run read = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("read"),
-                                 QStringLiteral("once"), QStringLiteral("--vt"), QStringLiteral("0")});
+        const Run read =
+            idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("read"),
+                    QStringLiteral("once"), QStringLiteral("--vt"), QStringLiteral("0")});
         QCOMPARE(read.json[QStringLiteral("messages")].toArray().size(), 1);
-        QCOMPARE(QJsonDocument(read.json[QStringLiteral("messages")][0][QStringLiteral("message")].toObject())
+        QCOMPARE(QJsonDocument(
+                     read.json[QStringLiteral("messages")][0][QStringLiteral("message")].toObject())
                      .toJson(QJsonDocument::Compact),
                  QByteArray(R"({"a":1,"b":2})"));
-        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("nack"), QStringLiteral("once"), id,
-                         QStringLiteral("--class"), QStringLiteral("transient"), QStringLiteral("--detail"),
-                         QStringLiteral("503 from provider")}).exitCode, 0);
-        const Run again = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("read"),
-                                  QStringLiteral("once")});
-        QCOMPARE(again.json[QStringLiteral("messages")].toArray().size(), 0); // moved instead of delivered
-        const Run dlq = idempo({QStringLiteral("--json"), QStringLiteral("dlq"), QStringLiteral("list"),
-                                QStringLiteral("once")});
+        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("nack"), QStringLiteral("once"),
+                         id, QStringLiteral("--class"), QStringLiteral("transient"),
+                         QStringLiteral("--detail"), QStringLiteral("503 from provider")})
+                     .exitCode,
+                 0);
+        const Run again = idempo({QStringLiteral("--json"), QStringLiteral("queue"),
+                                  QStringLiteral("read"), QStringLiteral("once")});
+        QCOMPARE(again.json[QStringLiteral("messages")].toArray().size(),
+                 0); // moved instead of delivered
+        const Run dlq = idempo({QStringLiteral("--json"), QStringLiteral("dlq"),
+                                QStringLiteral("list"), QStringLiteral("once")});
         QCOMPARE(dlq.exitCode, 0);
         const QJsonArray dead = dlq.json[QStringLiteral("messages")].toArray();
         QCOMPARE(dead.size(), 1);
-        QVERIFY2(QJsonDocument(dead[0].toObject()).toJson().contains("503 from provider"), dlq.out.constData());
+        QVERIFY2(QJsonDocument(dead[0].toObject()).toJson().contains("503 from provider"),
+                 dlq.out.constData());
         QVERIFY2(QJsonDocument(dead[0].toObject()).toJson().contains("t-7"), dlq.out.constData());
-        QCOMPARE(idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("ack"), QStringLiteral("once"),
-                         id}).exitCode,
+        QCOMPARE(idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("ack"),
+                         QStringLiteral("once"), id})
+                     .exitCode,
                  65); // already moved
     }
 
@@ -270,53 +302,71 @@ private Q_SLOTS:
     void trustedAnswers()
     {
         const auto S = [](const char *s) { return QString::fromUtf8(s); };
-        const Run claimed = idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")});
+        const Run claimed =
+            idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")});
         QCOMPARE(claimed.exitCode, 0);
         QCOMPARE(idempo({S("fail"), S("trust-1:book"), S("--token"),
-                         QString::number(claimed.json[S("fencing_token")].toInteger()), S("--class"), S("unknown_outcome")})
+                         QString::number(claimed.json[S("fencing_token")].toInteger()),
+                         S("--class"), S("unknown_outcome")})
                      .exitCode,
                  0);
-        const Run reconciled = idempo({S("--json"), S("reconcile"), S("trust-1:book"), S("--reason"), S("outage")});
+        const Run reconciled =
+            idempo({S("--json"), S("reconcile"), S("trust-1:book"), S("--reason"), S("outage")});
         QVERIFY2(reconciled.exitCode == 0, reconciled.out.constData());
         const QJsonObject row = reconciled.json[S("result")][S("reconciled")][0].toObject();
         QCOMPARE(row[S("evidence")][S("status")].toString(), S("unsupported"));
         QCOMPARE(row[S("to")].toString(), S("confirmation_required"));
-        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")}).exitCode, 75);
+        QCOMPARE(
+            idempo({S("--json"), S("claim"), S("trust-1:book"), S("--payload"), S("{}")}).exitCode,
+            75);
 
-        QCOMPARE(idempo({S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:00"})"),
-                         S("--fingerprint-fields"), S("/amount")})
-                     .exitCode,
-                 0);
-        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"), S(R"({"amount":10,"at":"09:05"})")})
+        QCOMPARE(
+            idempo({S("claim"), S("trust-2:refund"), S("--payload"),
+                    S(R"({"amount":10,"at":"09:00"})"), S("--fingerprint-fields"), S("/amount")})
+                .exitCode,
+            0);
+        QCOMPARE(idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"),
+                         S(R"({"amount":10,"at":"09:05"})")})
                      .json[S("outcome")]
                      .toString(),
                  S("in_progress"));
-        const Run other = idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"),
-                                  S(R"({"amount":10,"at":"09:05"})"), S("--fingerprint-fields"), S("/at")});
+        const Run other =
+            idempo({S("--json"), S("claim"), S("trust-2:refund"), S("--payload"),
+                    S(R"({"amount":10,"at":"09:05"})"), S("--fingerprint-fields"), S("/at")});
         QCOMPARE(other.exitCode, 65);
         QCOMPARE(other.json[S("error")].toString(), S("projection_mismatch"));
 
-        const int audited = idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size();
+        const int audited = idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")})
+                                .json[S("records")]
+                                .toArray()
+                                .size();
         QCOMPARE(idempo({S("queue"), S("create"), S("trust_steps")}).exitCode, 0);
-        const Run dry = idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--dry-run")});
+        const Run dry = idempo(
+            {S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--dry-run")});
         QCOMPARE(dry.exitCode, 65);
-        QVERIFY2(dry.out.contains("987654 is not in the dead-letter queue of trust_steps"), dry.out.constData());
-        QCOMPARE(idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"), S("--confirm"), S("0"),
-                         S("--reason"), S("retry")})
+        QVERIFY2(dry.out.contains("987654 is not in the dead-letter queue of trust_steps"),
+                 dry.out.constData());
+        QCOMPARE(idempo({S("dlq"), S("replay"), S("trust_steps"), S("--ids"), S("987654"),
+                         S("--confirm"), S("0"), S("--reason"), S("retry")})
                      .exitCode,
                  65);
-        QCOMPARE(idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")}).json[S("records")].toArray().size(),
+        QCOMPARE(idempo({S("--json"), S("audit"), S("list"), S("--limit"), S("1000")})
+                     .json[S("records")]
+                     .toArray()
+                     .size(),
                  audited);
 
-        const Run partial = idempo({S("--json"), S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
-                                    S(R"({"run_id":"trust-3"})")});
+        const Run partial = idempo({S("--json"), S("queue"), S("send"), S("trust_steps"),
+                                    S("--envelope"), S("--message"), S(R"({"run_id":"trust-3"})")});
         QCOMPARE(partial.exitCode, 65);
         QCOMPARE(partial.json[S("error")].toString(), S("invalid_json"));
-        QCOMPARE(idempo({S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
-                         S(R"({"run_id":"trust-3","step_id":"s","source_agent":"","target_agent":"","payload":null,)"
-                           R"("produced_at":0,"idempotency_key":"trust-3:s"})")})
-                     .exitCode,
-                 0);
+        QCOMPARE(
+            idempo(
+                {S("queue"), S("send"), S("trust_steps"), S("--envelope"), S("--message"),
+                 S(R"({"run_id":"trust-3","step_id":"s","source_agent":"","target_agent":"","payload":null,)"
+                   R"("produced_at":0,"idempotency_key":"trust-3:s"})")})
+                .exitCode,
+            0);
     }
 
     /// `bench queue` on PostgreSQL: every phase measured on both sides, and its queues gone after.
@@ -324,27 +374,38 @@ private Q_SLOTS:
     {
         if (QStandardPaths::findExecutable(QStringLiteral("pgbench")).isEmpty())
             QSKIP("pgbench is not on PATH");
-        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("kept")}).exitCode, 0);
-        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("send"), QStringLiteral("kept"), QStringLiteral("--message"),
-                         QStringLiteral("{}")}).exitCode,
+        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("create"), QStringLiteral("kept")})
+                     .exitCode,
                  0);
-        const Run bench = idempo({QStringLiteral("--json"), QStringLiteral("bench"), QStringLiteral("queue"),
-                                  QStringLiteral("--messages"), QStringLiteral("50")});
+        QCOMPARE(idempo({QStringLiteral("queue"), QStringLiteral("send"), QStringLiteral("kept"),
+                         QStringLiteral("--message"), QStringLiteral("{}")})
+                     .exitCode,
+                 0);
+        const Run bench =
+            idempo({QStringLiteral("--json"), QStringLiteral("bench"), QStringLiteral("queue"),
+                    QStringLiteral("--messages"), QStringLiteral("50")});
         QVERIFY2(bench.exitCode == 0, bench.err.constData());
-        const auto positive = [](const QJsonValue &v) { return v.isDouble() && v.toVariant().value<double>() > 0; };
+        const auto positive = [](const QJsonValue &v) {
+            return v.isDouble() && v.toVariant().value<double>() > 0;
+        };
         for (const char *phase : {"send", "read", "delete"}) {
             const QJsonObject p = bench.json[QLatin1String(phase)].toObject();
-            QVERIFY2(positive(p[QStringLiteral("engine_per_s")]) && positive(p[QStringLiteral("raw_per_s")]), phase);
+            QVERIFY2(positive(p[QStringLiteral("engine_per_s")]) &&
+                         positive(p[QStringLiteral("raw_per_s")]),
+                     phase);
         }
         QCOMPARE(bench.json[QStringLiteral("rounds")].toArray().size(), 3);
         // Three rounds of two queues, each with its dead-letter queue.
-        QVERIFY2(bench.json[QStringLiteral("cleanup")].toString().startsWith(QStringLiteral("dropped 12 queues")),
+        QVERIFY2(bench.json[QStringLiteral("cleanup")].toString().startsWith(
+                     QStringLiteral("dropped 12 queues")),
                  bench.out.constData());
-        const Run kept = idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("metrics"),
-                                 QStringLiteral("kept")});
-        QCOMPARE(kept.json[QStringLiteral("queue_length")].toInteger(), qint64(1)); // other queues untouched
-        QCOMPARE(idempo({QStringLiteral("bench"), QStringLiteral("queue"), QStringLiteral("--workers"),
-                         QStringLiteral("2")}).exitCode,
+        const Run kept = idempo({QStringLiteral("--json"), QStringLiteral("queue"),
+                                 QStringLiteral("metrics"), QStringLiteral("kept")});
+        QCOMPARE(kept.json[QStringLiteral("queue_length")].toInteger(),
+                 qint64(1)); // other queues untouched
+        QCOMPARE(idempo({QStringLiteral("bench"), QStringLiteral("queue"),
+                         QStringLiteral("--workers"), QStringLiteral("2")})
+                     .exitCode,
                  64);
     }
 };

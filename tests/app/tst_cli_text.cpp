@@ -3,12 +3,12 @@
 // error details, errors, the log), and stored free text that cannot steer the terminal
 // (controls, bidi and other format characters escaped on the terminal and in CSV; exact but
 // escaped in JSON), while the stored value stays as it was written.
-#include "clirunner.h"
-
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QStringDecoder>
 #include <QtTest>
+
+#include "clirunner.h"
 
 namespace {
 

@@ -3,13 +3,13 @@
 // PostgreSQL role, and a role name may hold any character. One whose name carries an ANSI
 // sequence and a bidi override is shown escaped by `audit list`, `history` and the CSV export,
 // and exactly in JSON. Runs under tests/pg/with-postgres.sh.
-#include "clirunner.h"
-#include "pgconnection.h"
-
 #include <QFile>
 #include <QJsonArray>
 #include <QUrl>
 #include <QtTest>
+
+#include "clirunner.h"
+#include "pgconnection.h"
 
 namespace {
 

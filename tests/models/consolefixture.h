@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "engine.h"
-#include "sqliteledgerstore.h"
-#include "sqlitemessagequeue.h"
+#include <memory>
 
 #include <QString>
 #include <QTemporaryDir>
 
-#include <memory>
+#include "clock.h"
+#include "engine.h"
+#include "sqliteledgerstore.h"
+#include "sqlitemessagequeue.h"
 
 namespace idempo::test {
 
@@ -40,7 +40,8 @@ public:
     void populate();
 
     /// Claims `key` (protected write, run `runId`) and leaves it dispatching: a live change.
-    ClaimResult claimNew(const std::string &key, const std::string &runId, std::int64_t leaseMs = 600'000);
+    ClaimResult claimNew(const std::string &key, const std::string &runId,
+                         std::int64_t leaseMs = 600'000);
 
     static constexpr int Dispatching = 3;
     static constexpr int NeedsPerson = 2;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The console shows stored free text by the CLI's rule (textescape.h): the audit table, its CSV
 // and JSON exports, and displayText / prettyJson for every other view.
-#include "audittablemodel.h"
-#include "displayformat.h"
-
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtTest>
+
+#include "audittablemodel.h"
+#include "displayformat.h"
 
 using namespace idempo;
 

@@ -3,11 +3,6 @@
 // spelling of a password the settings file never holds it, a file an earlier version wrote with
 // one is rewritten without it, and (under tests/pg/with-postgres.sh) a saved profile still
 // connects by its non-secret fields, the password coming from PGPASSFILE.
-#include "connectionprofiles.h"
-#include "error.h"
-#include "ledgerfactory.h"
-#include "pgconnection.h"
-
 #include <QCoreApplication>
 #include <QFile>
 #include <QSettings>
@@ -15,6 +10,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
+
+#include "connectionprofiles.h"
+#include "error.h"
+#include "ledgerfactory.h"
+#include "pgconnection.h"
 
 using namespace idempo;
 

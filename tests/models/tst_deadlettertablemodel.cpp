@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-#include "deadlettertablemodel.h"
-#include "ledgerconnection.h"
-
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+
+#include "consolefixture.h"
+#include "deadlettertablemodel.h"
+#include "ledgerconnection.h"
 
 using namespace idempo;
 
@@ -33,9 +33,13 @@ void TestDeadLetterTableModel::browsesFiltersAndFollows()
     QObject::connect(&c, &LedgerConnection::changed, &m, [&m] { m.refresh(); });
     m.setQueue("payments");
     QTRY_COMPARE(m.rowCount(), 1);
-    QCOMPARE(m.index(0, DeadLetterTableModel::Key).data().toString(), QStringLiteral("run-7009:capture"));
+    QCOMPARE(m.index(0, DeadLetterTableModel::Key).data().toString(),
+             QStringLiteral("run-7009:capture"));
     QCOMPARE(m.index(0, DeadLetterTableModel::ReadCount).data().toInt(), 1);
-    QVERIFY(m.index(0, DeadLetterTableModel::LastError).data().toString().contains(QLatin1String("503")));
+    QVERIFY(m.index(0, DeadLetterTableModel::LastError)
+                .data()
+                .toString()
+                .contains(QLatin1String("503")));
 
     m.setQueue("payments", "run-8");
     QTRY_VERIFY(!m.isLoading());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "eventtablemodel.h"
-
 #include <QAbstractItemModelTester>
 #include <QTest>
+
+#include "eventtablemodel.h"
 
 using namespace idempo;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "keysetdiff.h"
-
 #include <QTest>
+
+#include "keysetdiff.h"
 
 using namespace idempo;
 
@@ -29,8 +29,10 @@ void TestKeysetDiff::diff_data()
     QTest::newRow("same") << QList<int>{1, 2, 3} << QList<int>{1, 2, 3} << QList<int>{} << 0;
     QTest::newRow("insert middle") << QList<int>{1, 3} << QList<int>{1, 2, 3} << QList<int>{} << 1;
     QTest::newRow("remove run") << QList<int>{1, 2, 3, 4} << QList<int>{1, 4} << QList<int>{} << 1;
-    QTest::newRow("changed range") << QList<int>{1, 2, 3, 4} << QList<int>{1, 2, 3, 4} << QList<int>{2, 3} << 1;
-    QTest::newRow("mixed") << QList<int>{1, 2, 5, 7} << QList<int>{2, 3, 4, 7, 8} << QList<int>{7} << 5;
+    QTest::newRow("changed range")
+        << QList<int>{1, 2, 3, 4} << QList<int>{1, 2, 3, 4} << QList<int>{2, 3} << 1;
+    QTest::newRow("mixed") << QList<int>{1, 2, 5, 7} << QList<int>{2, 3, 4, 7, 8} << QList<int>{7}
+                           << 5;
     QTest::newRow("from empty") << QList<int>{} << QList<int>{4, 5} << QList<int>{} << 1;
     QTest::newRow("to empty") << QList<int>{4, 5} << QList<int>{} << QList<int>{} << 1;
 }
@@ -55,9 +57,17 @@ void TestKeysetDiff::diff()
     int pendingFirst = -1;
     int pendingLast = -1;
     KeysetDiffHooks hooks{
-        [&](int a, int b) { ++emitted; pendingFirst = a; pendingLast = b; },
+        [&](int a, int b) {
+            ++emitted;
+            pendingFirst = a;
+            pendingLast = b;
+        },
         [&] { mirror.erase(mirror.begin() + pendingFirst, mirror.begin() + pendingLast + 1); },
-        [&](int a, int b) { ++emitted; pendingFirst = a; pendingLast = b; },
+        [&](int a, int b) {
+            ++emitted;
+            pendingFirst = a;
+            pendingLast = b;
+        },
         [&] {
             for (int i = pendingFirst; i <= pendingLast; ++i)
                 mirror.insert(mirror.begin() + i, rows[static_cast<std::size_t>(i)].id);
@@ -68,8 +78,9 @@ void TestKeysetDiff::diff()
                 QVERIFY(changedIds.contains(rows[static_cast<std::size_t>(i)].id));
         },
     };
-    applyKeysetDiff(rows, 1, static_cast<int>(before.size()), fresh, [](const Row &r) { return r.id; },
-                    [](const Row &a, const Row &b) { return a.version == b.version; }, hooks);
+    applyKeysetDiff(
+        rows, 1, static_cast<int>(before.size()), fresh, [](const Row &r) { return r.id; },
+        [](const Row &a, const Row &b) { return a.version == b.version; }, hooks);
     QList<int> ids;
     for (const Row &r : rows)
         ids << r.id;

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Live updates from a PostgreSQL ledger: run through tests/pg/with-postgres.sh, which exports
 // IDEMPO_TEST_POSTGRES_URL; skipped without it.
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
 #include "engine.h"
 #include "ledgerconnection.h"
 #include "operationtablemodel.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
-
-#include <QAbstractItemModelTester>
-#include <QSignalSpy>
-#include <QStandardPaths>
-#include <QTest>
 
 using namespace idempo;
 
@@ -77,8 +77,10 @@ void TestLedgerConnection::notificationReachesModelWithoutPolling()
 
     claimElsewhere(m_url, "notify-1", "reserve");
     QTRY_COMPARE_WITH_TIMEOUT(m.rowCount(), 1, 5000);
-    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(), QStringLiteral("notify-1:reserve"));
-    QCOMPARE(m.index(0, OperationTableModel::State).data().toString(), QStringLiteral("dispatching"));
+    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(),
+             QStringLiteral("notify-1:reserve"));
+    QCOMPARE(m.index(0, OperationTableModel::State).data().toString(),
+             QStringLiteral("dispatching"));
 }
 
 void TestLedgerConnection::reconnectsAfterTheListenerDrops()
@@ -100,14 +102,18 @@ void TestLedgerConnection::reconnectsAfterTheListenerDrops()
     // The feed's session is the one waiting in idempo.wait_for_changes().
     PgConnection admin(m_url.toStdString());
     // A feed closed by the previous test ends its last wait (at most PgChangeFeed::WaitMs) first.
-    QTRY_COMPARE_WITH_TIMEOUT(admin.exec("count feeds", "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                                        "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'")
-                                  .integer(0, 0),
-                              std::int64_t(1), 5000);
-    const PgResult killed = admin.exec(
-        "terminate listener",
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'");
+    QTRY_COMPARE_WITH_TIMEOUT(
+        admin
+            .exec("count feeds",
+                  "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'")
+            .integer(0, 0),
+        std::int64_t(1), 5000);
+    const PgResult killed =
+        admin.exec("terminate listener",
+                   "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+                   "current_database() "
+                   "AND pid <> pg_backend_pid() AND query LIKE '%idempo.wait_for_changes%'");
     QCOMPARE(killed.integer(0, 0), std::int64_t(1));
     QTRY_VERIFY_WITH_TIMEOUT(!live.isEmpty() && !live.first().first().toBool(), 5000);
     QVERIFY(c.lastError().contains(QLatin1String("live updates")));

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-#include "ledgerconnection.h"
-#include "operationtablemodel.h"
-
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+
+#include "consolefixture.h"
+#include "ledgerconnection.h"
+#include "operationtablemodel.h"
 
 using namespace idempo;
 
@@ -50,12 +50,15 @@ void TestOperationTableModel::showsDispatchingWithLapsedLease()
         const bool isLapsed = m.index(r, 0).data(OperationTableModel::LapsedRole).toBool();
         lapsed += isLapsed ? 1 : 0;
         const QString lease = m.index(r, OperationTableModel::LeaseExpiry).data().toString();
-        QVERIFY2(isLapsed ? lease.startsWith(QLatin1String("LAPSED")) : lease.endsWith(QLatin1String("left")), qPrintable(lease));
+        QVERIFY2(isLapsed ? lease.startsWith(QLatin1String("LAPSED"))
+                          : lease.endsWith(QLatin1String("left")),
+                 qPrintable(lease));
     }
     QCOMPARE(lapsed, 1);
     for (int r = 0; r < m.rowCount(); ++r)
         QCOMPARE(m.index(r, 0).data(OperationTableModel::LapsedRole).toBool(),
-                 m.index(r, 0).data(OperationTableModel::KeyRole).toString() == QLatin1String("run-7007:charge_card"));
+                 m.index(r, 0).data(OperationTableModel::KeyRole).toString() ==
+                     QLatin1String("run-7007:charge_card"));
 }
 
 void TestOperationTableModel::mergesTwoStatesOldestFirst()
@@ -68,8 +71,10 @@ void TestOperationTableModel::mergesTwoStatesOldestFirst()
     QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
     m.setQuery({{OperationState::ConfirmationRequired, OperationState::AwaitingApproval}});
     QTRY_COMPARE(m.rowCount(), test::ConsoleFixture::NeedsPerson);
-    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(), QStringLiteral("run-7002:refund"));
-    QCOMPARE(m.index(1, OperationTableModel::State).data().toString(), QStringLiteral("confirmation_required"));
+    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(),
+             QStringLiteral("run-7002:refund"));
+    QCOMPARE(m.index(1, OperationTableModel::State).data().toString(),
+             QStringLiteral("confirmation_required"));
     QVERIFY(m.operationAt(m.index(0, 0)).id < m.operationAt(m.index(1, 0)).id);
 }
 
@@ -164,10 +169,14 @@ void TestOperationTableModel::ordersByValueServerSide()
         QTRY_VERIFY(!m.isLoading());
     }
     QCOMPARE(m.rowCount(), test::ConsoleFixture::NeedsPerson);
-    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(), QStringLiteral("run-7004:send_invoice"));
-    QCOMPARE(m.index(0, OperationTableModel::Value).data().toString(), QStringLiteral("8,400.00 EUR"));
-    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(), QStringLiteral("run-7002:refund"));
-    QCOMPARE(m.index(1, OperationTableModel::Value).data().toString(), QStringLiteral("1,250.00 EUR"));
+    QCOMPARE(m.index(0, OperationTableModel::Key).data().toString(),
+             QStringLiteral("run-7004:send_invoice"));
+    QCOMPARE(m.index(0, OperationTableModel::Value).data().toString(),
+             QStringLiteral("8,400.00 EUR"));
+    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(),
+             QStringLiteral("run-7002:refund"));
+    QCOMPARE(m.index(1, OperationTableModel::Value).data().toString(),
+             QStringLiteral("1,250.00 EUR"));
     QVERIFY(m.operationAt(m.index(0, 0)).id > m.operationAt(m.index(1, 0)).id);
 
     // A newer approval worth more than the refund and less than the invoice lands between them.
@@ -184,8 +193,10 @@ void TestOperationTableModel::ordersByValueServerSide()
     QTRY_VERIFY(c.isLive());
     c.pollNow();
     QTRY_COMPARE(m.rowCount(), 3);
-    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(), QStringLiteral("run-7600:refund"));
-    QCOMPARE(m.index(2, OperationTableModel::Key).data().toString(), QStringLiteral("run-7002:refund"));
+    QCOMPARE(m.index(1, OperationTableModel::Key).data().toString(),
+             QStringLiteral("run-7600:refund"));
+    QCOMPARE(m.index(2, OperationTableModel::Key).data().toString(),
+             QStringLiteral("run-7002:refund"));
 }
 
 QTEST_MAIN(TestOperationTableModel)

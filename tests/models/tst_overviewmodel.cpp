@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-#include "ledgerconnection.h"
-#include "overviewmodel.h"
-
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+
+#include "consolefixture.h"
+#include "ledgerconnection.h"
+#include "overviewmodel.h"
 
 using namespace idempo;
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-#include "ledgerconnection.h"
-#include "runtablemodel.h"
-#include "runtimeline.h"
-
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+
+#include "consolefixture.h"
+#include "ledgerconnection.h"
+#include "runtablemodel.h"
+#include "runtimeline.h"
 
 using namespace idempo;
 
@@ -52,7 +52,8 @@ void TestRunTableModel::foldsRunsFiltersAndFollows()
     QTRY_VERIFY(c.isLive());
     const Operation op = f.engine().get("default", "run-7006:capture_payment");
     f.engine().fail("default", op.key, op.fencingToken, ErrorClass::UnknownOutcome, "timeout");
-    QTRY_COMPARE(m.index(0, RunTableModel::State).data().toString(), QStringLiteral("unknown_outcome"));
+    QTRY_COMPARE(m.index(0, RunTableModel::State).data().toString(),
+                 QStringLiteral("unknown_outcome"));
     QCOMPARE(m.index(0, RunTableModel::Pending).data().toInt(), 1);
 }
 
@@ -68,7 +69,9 @@ void TestRunTableModel::timelineMarksTakeoverAndBoundary()
     const RunTimeline t = RunTimeline::build("run-7005", ops, histories, f.store().nowMs());
     QCOMPARE(t.lanes.size(), std::size_t{1});
     QVERIFY(std::any_of(t.lanes[0].markers.begin(), t.lanes[0].markers.end(),
-                        [](const RunTimeline::Marker &m) { return m.kind == RunTimeline::Marker::Kind::Takeover; }));
+                        [](const RunTimeline::Marker &m) {
+                            return m.kind == RunTimeline::Marker::Kind::Takeover;
+                        }));
     QVERIFY(!t.writeBoundaryMs); // a read never crosses the write boundary
 
     filter.runId = "run-7001";

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-#include "ledgerconnection.h"
-#include "suppressiontablemodel.h"
-
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+
+#include "consolefixture.h"
+#include "ledgerconnection.h"
+#include "suppressiontablemodel.h"
 
 using namespace idempo;
 
@@ -33,13 +33,15 @@ void TestSuppressionTableModel::showsFiltersAndFollows()
     m.setQuery({});
     QTRY_COMPARE(m.rowCount(), test::ConsoleFixture::Suppressions);
     QCOMPARE(m.index(0, SuppressionTableModel::Kind).data().toString(), QStringLiteral("replay"));
-    QCOMPARE(m.index(0, SuppressionTableModel::Source).data().toString(), QStringLiteral("queue-redelivery"));
+    QCOMPARE(m.index(0, SuppressionTableModel::Source).data().toString(),
+             QStringLiteral("queue-redelivery"));
 
     SuppressionQuery mismatch;
     mismatch.outcome = ClaimOutcome::PayloadMismatch;
     m.setQuery(mismatch);
     QTRY_COMPARE(m.rowCount(), 1);
-    QCOMPARE(m.index(0, SuppressionTableModel::Source).data().toString(), QStringLiteral("planner-2"));
+    QCOMPARE(m.index(0, SuppressionTableModel::Source).data().toString(),
+             QStringLiteral("planner-2"));
 
     SuppressionQuery run;
     run.runId = "run-7001";
@@ -51,7 +53,8 @@ void TestSuppressionTableModel::showsFiltersAndFollows()
     QTRY_VERIFY(c.isLive());
     f.claimNew("run-7006:capture_payment", "run-7006"); // same key, another payload
     QTRY_COMPARE(m.rowCount(), test::ConsoleFixture::Suppressions + 1);
-    QCOMPARE(m.index(m.rowCount() - 1, SuppressionTableModel::Kind).data().toString(), QStringLiteral("payload mismatch"));
+    QCOMPARE(m.index(m.rowCount() - 1, SuppressionTableModel::Kind).data().toString(),
+             QStringLiteral("payload mismatch"));
 }
 
 QTEST_MAIN(TestSuppressionTableModel)

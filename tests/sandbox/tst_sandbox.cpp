@@ -2,16 +2,16 @@
 // The sandbox on the embedded ledger: every fault window alone on every scenario keeps the
 // invariants; the naive consumer under the same plan makes duplicates the checker catches;
 // equal seeds give equal reports; a paused worker that lost its lease is fenced off.
+#include <spdlog/spdlog.h>
+
+#include <QtTest>
+
 #include "error.h"
 #include "faultplan.h"
 #include "invariantchecker.h"
 #include "sandboxjournal.h"
 #include "sandboxrunner.h"
 #include "sqliteledgerstore.h"
-
-#include <spdlog/spdlog.h>
-
-#include <QtTest>
 
 using namespace idempo;
 using namespace idempo::sandbox;
@@ -31,11 +31,12 @@ struct SandboxLedger
     {
         SqliteLedgerStore::Options options;
         options.synchronous = QStringLiteral("NORMAL");
-        store = std::make_shared<SqliteLedgerStore>(dir.filePath(QStringLiteral("ledger.db")), clock, options);
+        store = std::make_shared<SqliteLedgerStore>(dir.filePath(QStringLiteral("ledger.db")),
+                                                    clock, options);
     }
 
-    nlohmann::json run(const std::string &scenario, const std::string &faults, int runs, std::uint64_t seed,
-                       bool naive = false, int workers = 2)
+    nlohmann::json run(const std::string &scenario, const std::string &faults, int runs,
+                       std::uint64_t seed, bool naive = false, int workers = 2)
     {
         SandboxOptions options;
         options.scenarioLabel = scenario;
@@ -104,19 +105,26 @@ private Q_SLOTS:
             {{"invoice-email", "delayed-confirmation"},
              QStringLiteral("/confirmations_pending=%1;/provider_effects/mailer=%1").arg(r)},
             {{"travel-booking", "provider-timeout"},
-             QStringLiteral("/reconciliations/effect_found=%1;/states/succeeded=%2;/provider_effects/travel-booking=%1")
+             QStringLiteral("/reconciliations/effect_found=%1;/states/succeeded=%2;/"
+                            "provider_effects/travel-booking=%1")
                  .arg(r, QString::number(2 * Runs))},
             {{"travel-booking", "crash-before-dispatch"},
              QStringLiteral("/reconciliations/no_effect_dispatched_again=%1;/states/succeeded=%2")
                  .arg(r, QString::number(2 * Runs))},
             {{"travel-booking", "delayed-confirmation"},
-             QStringLiteral("/reconciliations/effect_found=%1;/states/succeeded=%2").arg(r, QString::number(2 * Runs))},
-            {{"payment-refund", "provider-rejection"}, QStringLiteral("/states/failed_terminal=%1").arg(r)},
-            {{"kyc-onboarding", "crash-after-record"}, QStringLiteral("/duplicates_suppressed/replayed>0")},
-            {{"kyc-onboarding", "duplicate-delivery"}, QStringLiteral("/duplicates_suppressed/replayed>0")},
-            {{"kyc-onboarding", "two-planners"}, QStringLiteral("/duplicates_suppressed/in_progress>0")},
+             QStringLiteral("/reconciliations/effect_found=%1;/states/succeeded=%2")
+                 .arg(r, QString::number(2 * Runs))},
+            {{"payment-refund", "provider-rejection"},
+             QStringLiteral("/states/failed_terminal=%1").arg(r)},
+            {{"kyc-onboarding", "crash-after-record"},
+             QStringLiteral("/duplicates_suppressed/replayed>0")},
+            {{"kyc-onboarding", "duplicate-delivery"},
+             QStringLiteral("/duplicates_suppressed/replayed>0")},
+            {{"kyc-onboarding", "two-planners"},
+             QStringLiteral("/duplicates_suppressed/in_progress>0")},
             {{"kyc-onboarding", "provider-429"}, QStringLiteral("/retries>0")},
-            {{"kyc-onboarding", "crash-after-effect"}, QStringLiteral("/reconciliations/effect_found>0")},
+            {{"kyc-onboarding", "crash-after-effect"},
+             QStringLiteral("/reconciliations/effect_found>0")},
         };
         for (const Scenario &s : Scenario::all()) {
             for (int f = 0; f < FaultCount; ++f) {
@@ -125,12 +133,14 @@ private Q_SLOTS:
                     continue; // on its own it changes nothing; see clockSkewChangesNothing()
                 const std::string name(FaultPlan::name(fault));
                 const auto found = exact.find({s.name(), name});
-                QString expect = QStringLiteral("/duplicate_effects=0;/dead_letters=0;/faults_injected/%1>0")
-                                     .arg(QString::fromStdString(name));
+                QString expect =
+                    QStringLiteral("/duplicate_effects=0;/dead_letters=0;/faults_injected/%1>0")
+                        .arg(QString::fromStdString(name));
                 if (found != exact.end())
                     expect += QLatin1Char(';') + found->second;
                 QTest::addRow("%s/%s", s.name().c_str(), name.c_str())
-                    << QString::fromStdString(s.name()) << QString::fromStdString(name + "=1") << expect;
+                    << QString::fromStdString(s.name()) << QString::fromStdString(name + "=1")
+                    << expect;
             }
         }
     }
@@ -141,7 +151,8 @@ private Q_SLOTS:
         QFETCH(QString, faults);
         QFETCH(QString, expect);
         SandboxLedger ledger;
-        const nlohmann::json report = ledger.run(scenario.toStdString(), faults.toStdString(), Runs, 11);
+        const nlohmann::json report =
+            ledger.run(scenario.toStdString(), faults.toStdString(), Runs, 11);
         QVERIFY2(report.at("invariants").at("ok").get<bool>(), failing(report).constData());
         expectAll(report, expect);
         QCOMPARE(report.at("model_calls_after_write_boundary").get<int>(), 0);
@@ -152,9 +163,10 @@ private Q_SLOTS:
         QTest::addColumn<QString>("scenario");
         QTest::addColumn<QString>("faults");
         for (const Scenario &s : Scenario::all()) {
-            for (const char *faults : {"duplicate-delivery=1", "crash-after-effect=1", "provider-timeout=1",
-                                       "paused-worker=1", "two-planners=1"})
-                QTest::addRow("%s/%s", s.name().c_str(), faults) << QString::fromStdString(s.name()) << QString::fromLatin1(faults);
+            for (const char *faults : {"duplicate-delivery=1", "crash-after-effect=1",
+                                       "provider-timeout=1", "paused-worker=1", "two-planners=1"})
+                QTest::addRow("%s/%s", s.name().c_str(), faults)
+                    << QString::fromStdString(s.name()) << QString::fromLatin1(faults);
         }
     }
 
@@ -164,16 +176,19 @@ private Q_SLOTS:
         QFETCH(QString, scenario);
         QFETCH(QString, faults);
         SandboxLedger naive;
-        const nlohmann::json report = naive.run(scenario.toStdString(), faults.toStdString(), Runs, 11, true);
+        const nlohmann::json report =
+            naive.run(scenario.toStdString(), faults.toStdString(), Runs, 11, true);
         QVERIFY(report.at("duplicate_effects").get<int>() > 0);
         QVERIFY(!report.at("invariants").at("ok").get<bool>());
         const nlohmann::json &once = report.at("invariants").at("invariants").at(0);
         QCOMPARE(once.at("name").get<std::string>(), "at_most_one_effect");
         QVERIFY(once.at("violations").get<int>() > 0);
-        QVERIFY(once.at("examples").at(0).at("operation").get<std::string>().find(':') != std::string::npos);
+        QVERIFY(once.at("examples").at(0).at("operation").get<std::string>().find(':') !=
+                std::string::npos);
 
         SandboxLedger engine;
-        const nlohmann::json guarded = engine.run(scenario.toStdString(), faults.toStdString(), Runs, 11);
+        const nlohmann::json guarded =
+            engine.run(scenario.toStdString(), faults.toStdString(), Runs, 11);
         QVERIFY2(guarded.at("invariants").at("ok").get<bool>(), failing(guarded).constData());
         QCOMPARE(guarded.at("duplicate_effects").get<int>(), 0);
     }
@@ -195,7 +210,8 @@ private Q_SLOTS:
         SandboxLedger second;
         const nlohmann::json a = first.run(scenario.toStdString(), "all", 300, 42, naive, 2);
         const nlohmann::json b = second.run(scenario.toStdString(), "all", 300, 42, naive, 2);
-        QCOMPARE(QByteArray::fromStdString(withoutTiming(a).dump()), QByteArray::fromStdString(withoutTiming(b).dump()));
+        QCOMPARE(QByteArray::fromStdString(withoutTiming(a).dump()),
+                 QByteArray::fromStdString(withoutTiming(b).dump()));
         QVERIFY(a.at("deliveries").get<int>() > 300);
         if (!naive)
             QVERIFY2(a.at("invariants").at("ok").get<bool>(), failing(a).constData());
@@ -210,9 +226,11 @@ private Q_SLOTS:
     {
         SandboxLedger plain;
         SandboxLedger skewed;
-        const std::string faults = "crash-before-dispatch,paused-worker=0.2,provider-timeout,duplicate-delivery";
+        const std::string faults =
+            "crash-before-dispatch,paused-worker=0.2,provider-timeout,duplicate-delivery";
         nlohmann::json a = withoutTiming(plain.run("all", faults, 200, 5, false, 3));
-        nlohmann::json b = withoutTiming(skewed.run("all", faults + ",clock-skew", 200, 5, false, 3));
+        nlohmann::json b =
+            withoutTiming(skewed.run("all", faults + ",clock-skew", 200, 5, false, 3));
         QVERIFY(b.at("faults_injected").at("clock-skew").get<int>() > 0);
         for (nlohmann::json *r : {&a, &b}) {
             r->erase("faults");
@@ -245,7 +263,8 @@ private Q_SLOTS:
         bool revoked = false;
         for (const Operation &op : events) {
             for (const OperationEvent &e : ledger.store->history(op.ns, op.key))
-                revoked = revoked || (e.fromState == OperationState::Dispatching && e.toState == OperationState::UnknownOutcome);
+                revoked = revoked || (e.fromState == OperationState::Dispatching &&
+                                      e.toState == OperationState::UnknownOutcome);
         }
         QVERIFY(revoked);
     }
@@ -256,10 +275,12 @@ private Q_SLOTS:
     void crashFaultsCountedAreCrashes()
     {
         SandboxLedger ledger;
-        const nlohmann::json report = ledger.run("payment-refund", "crash-after-effect=1,provider-5xx=0.5", 40, 1);
+        const nlohmann::json report =
+            ledger.run("payment-refund", "crash-after-effect=1,provider-5xx=0.5", 40, 1);
         QVERIFY2(report.at("invariants").at("ok").get<bool>(), failing(report).constData());
         QVERIFY(report.at("faults_injected").at("provider-5xx").get<int>() > 0);
-        QCOMPARE(report.at("faults_injected").at("crash-after-effect").get<int>(), report.at("crashes").get<int>());
+        QCOMPARE(report.at("faults_injected").at("crash-after-effect").get<int>(),
+                 report.at("crashes").get<int>());
     }
 
     /// The checker reads what is on disk: a forged second effect and a forged receipt are
@@ -293,7 +314,8 @@ private Q_SLOTS:
     {
         const FaultPlan all = FaultPlan::parse("all", 1);
         for (int f = 0; f < FaultCount; ++f)
-            QCOMPARE(all.rate(static_cast<Fault>(f)), FaultPlan::defaultRate(static_cast<Fault>(f)));
+            QCOMPARE(all.rate(static_cast<Fault>(f)),
+                     FaultPlan::defaultRate(static_cast<Fault>(f)));
         const FaultPlan some = FaultPlan::parse("provider-429=0.5,two-planners", 1);
         QCOMPARE(some.rate(Fault::Provider429), 0.5);
         QCOMPARE(some.rate(Fault::TwoPlanners), FaultPlan::defaultRate(Fault::TwoPlanners));

@@ -4,24 +4,23 @@
 // operation has a second effect in the providers' journal table, and `idempo check` in another
 // process agrees. The naive consumer under the same kills makes duplicates the checker names.
 // Runs under tests/pg/with-postgres.sh.
-#include "pgconnection.h"
+#include <cerrno>
+#include <csignal>
+#include <set>
+#include <vector>
 
+#include <QDir>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QUrl>
 #include <QtTest>
 
-#include <cerrno>
-#include <set>
-#include <csignal>
-#include <vector>
-
-#include <QDir>
-#include <QFile>
-#include <QThread>
+#include "pgconnection.h"
 
 namespace {
 
@@ -32,13 +31,17 @@ struct Run
     QByteArray err;
 };
 
-QString ledgerUrl() { return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL"); }
+QString ledgerUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL");
+}
 
 /// Every crash window at a high rate, with the delivery and provider faults that make workers
 /// take over from one another.
-const QString CrashFaults = QStringLiteral(
-    "crash-before-dispatch=0.15,crash-during-call=0.15,crash-after-effect=0.3,crash-after-record=0.15,"
-    "duplicate-delivery,provider-timeout=0.1,provider-5xx,delayed-confirmation=0.1,two-planners=0.1");
+const QString CrashFaults = QStringLiteral("crash-before-dispatch=0.15,crash-during-call=0.15,"
+                                           "crash-after-effect=0.3,crash-after-record=0.15,"
+                                           "duplicate-delivery,provider-timeout=0.1,provider-5xx,"
+                                           "delayed-confirmation=0.1,two-planners=0.1");
 
 /// Processes whose parent is `parent`, from /proc.
 std::vector<pid_t> childrenOf(pid_t parent)
@@ -75,11 +78,13 @@ bool alive(pid_t pid)
 /// starts them with "--namespace NS worker").
 int workersIn(const QString &ns)
 {
-    const QByteArray marker = QByteArray("--namespace") + '\0' + ns.toUtf8() + '\0' + "worker" + '\0';
+    const QByteArray marker =
+        QByteArray("--namespace") + '\0' + ns.toUtf8() + '\0' + "worker" + '\0';
     int found = 0;
     for (const QString &entry : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
         QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(entry));
-        if (cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().contains(marker) && alive(entry.toInt()))
+        if (cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().contains(marker) &&
+            alive(entry.toInt()))
             ++found;
     }
     return found;
@@ -103,8 +108,9 @@ private:
         env.insert(QStringLiteral("HOME"), m_home.path()); // never the user's files
         env.insert(QStringLiteral("XDG_DATA_HOME"), m_home.filePath(QStringLiteral("xdg")));
         p.setProcessEnvironment(env);
-        p.start(QStringLiteral(IDEMPO_CLI_PATH), QStringList{QStringLiteral("--ledger"), ledgerUrl(),
-                                                             QStringLiteral("--json")} + args);
+        p.start(QStringLiteral(IDEMPO_CLI_PATH),
+                QStringList{QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("--json")} +
+                    args);
         Run r;
         if (!p.waitForFinished(120'000)) {
             qWarning("idempo did not finish");
@@ -123,10 +129,11 @@ private:
         idempo::PgConnection c(ledgerUrl().toStdString());
         idempo::PgParams p;
         p.text(ns);
-        const idempo::PgResult r = c.exec("count effects",
-                                          "SELECT operation_key, count(*) FROM sandbox_effects WHERE namespace = $1 "
-                                          "GROUP BY operation_key",
-                                          p);
+        const idempo::PgResult r =
+            c.exec("count effects",
+                   "SELECT operation_key, count(*) FROM sandbox_effects WHERE namespace = $1 "
+                   "GROUP BY operation_key",
+                   p);
         std::map<std::string, int> counts;
         for (int i = 0; i < r.rows(); ++i)
             counts[r.text(i, 0)] = static_cast<int>(r.integer(i, 1));
@@ -149,22 +156,26 @@ private:
     /// Starts `idempo sandbox run --processes` in `ns` (`runs` runs, `extra` arguments, on
     /// `ledger` or the test ledger) and returns once its workers have made effects, with the
     /// pids of the workers running then.
-    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns, const QString &runs = QStringLiteral("400"),
-                                       const QStringList &extra = {}, const QString &ledger = ledgerUrl())
+    std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns,
+                                       const QString &runs = QStringLiteral("400"),
+                                       const QStringList &extra = {},
+                                       const QString &ledger = ledgerUrl())
     {
         driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json"), QStringLiteral("--namespace"),
-                                 ns, QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
-                                 QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), runs,
-                                 QStringLiteral("--workers"), QStringLiteral("3"), QStringLiteral("--faults"),
-                                 QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"), QStringLiteral("--seed"),
-                                 QStringLiteral("5")}
-                         + extra);
+                     QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json"),
+                                 QStringLiteral("--namespace"), ns, QStringLiteral("sandbox"),
+                                 QStringLiteral("run"), QStringLiteral("--processes"),
+                                 QStringLiteral("--scenario"), QStringLiteral("all"),
+                                 QStringLiteral("--runs"), runs, QStringLiteral("--workers"),
+                                 QStringLiteral("3"), QStringLiteral("--faults"),
+                                 QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"),
+                                 QStringLiteral("--seed"), QStringLiteral("5")} +
+                         extra);
         if (!driver.waitForStarted(10'000))
             return {};
         QDeadlineTimer deadline(60'000);
-        while (effectCount(ns.toStdString()) < 10 && !deadline.hasExpired()
-               && driver.state() == QProcess::Running)
+        while (effectCount(ns.toStdString()) < 10 && !deadline.hasExpired() &&
+               driver.state() == QProcess::Running)
             QThread::msleep(50);
         return childrenOf(static_cast<pid_t>(driver.processId()));
     }
@@ -181,10 +192,12 @@ private Q_SLOTS:
 
     void killedWorkersKeepEveryInvariant()
     {
-        const Run run = idempo({QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
-                                QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"),
-                                QStringLiteral("48"), QStringLiteral("--workers"), QStringLiteral("3"),
-                                QStringLiteral("--faults"), CrashFaults, QStringLiteral("--seed"), QStringLiteral("11")});
+        const Run run =
+            idempo({QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
+                    QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"),
+                    QStringLiteral("48"), QStringLiteral("--workers"), QStringLiteral("3"),
+                    QStringLiteral("--faults"), CrashFaults, QStringLiteral("--seed"),
+                    QStringLiteral("11")});
         QVERIFY2(run.exitCode == 0, run.err.constData());
         const QJsonObject &r = run.json;
         QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 48);
@@ -192,19 +205,22 @@ private Q_SLOTS:
         QVERIFY(r.value(QStringLiteral("processes")).toBool());
         QVERIFY(!r.value(QStringLiteral("timed_out")).toBool());
         const int kills = r.value(QStringLiteral("kills")).toInt();
-        qInfo("%d SIGKILLs, %d restarts, %d deliveries", kills, r.value(QStringLiteral("restarts")).toInt(),
+        qInfo("%d SIGKILLs, %d restarts, %d deliveries", kills,
+              r.value(QStringLiteral("restarts")).toInt(),
               r.value(QStringLiteral("deliveries")).toInt());
         QVERIFY2(kills > 0, "no worker was killed");
         // Every killed worker was replaced, and no worker died of anything but a SIGKILL.
         QCOMPARE(r.value(QStringLiteral("restarts")).toInt(), kills);
         QCOMPARE(r.value(QStringLiteral("unexpected_exits")).toInt(), 0);
         QCOMPARE(r.value(QStringLiteral("crashes")).toInt(), kills);
-        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
-                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QVERIFY2(
+            r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+            QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
         QCOMPARE(r.value(QStringLiteral("duplicate_effects")).toInt(), 0);
 
         const std::map<std::string, int> effects = effectsPerOperation("sandbox");
-        QVERIFY(effects.size() >= 24); // most runs reach their write; flagged and refused ones stop before
+        QVERIFY(effects.size() >=
+                24); // most runs reach their write; flagged and refused ones stop before
         for (const auto &[operation, count] : effects)
             QVERIFY2(count == 1, operation.c_str());
 
@@ -217,13 +233,14 @@ private Q_SLOTS:
     void naiveWorkersMakeDuplicatesTheCheckerNames()
     {
         const QStringList ns{QStringLiteral("--namespace"), QStringLiteral("naive")};
-        const Run run = idempo(ns + QStringList{QStringLiteral("sandbox"), QStringLiteral("run"),
-                                                QStringLiteral("--processes"), QStringLiteral("--naive"),
-                                                QStringLiteral("--scenario"), QStringLiteral("invoice-email"),
-                                                QStringLiteral("--runs"), QStringLiteral("8"), QStringLiteral("--workers"),
-                                                QStringLiteral("2"), QStringLiteral("--faults"),
-                                                QStringLiteral("crash-after-effect=1"), QStringLiteral("--seed"),
-                                                QStringLiteral("3")});
+        const Run run = idempo(
+            ns + QStringList{QStringLiteral("sandbox"), QStringLiteral("run"),
+                             QStringLiteral("--processes"), QStringLiteral("--naive"),
+                             QStringLiteral("--scenario"), QStringLiteral("invoice-email"),
+                             QStringLiteral("--runs"), QStringLiteral("8"),
+                             QStringLiteral("--workers"), QStringLiteral("2"),
+                             QStringLiteral("--faults"), QStringLiteral("crash-after-effect=1"),
+                             QStringLiteral("--seed"), QStringLiteral("3")});
         QCOMPARE(run.exitCode, 65);
         QVERIFY(run.json.value(QStringLiteral("kills")).toInt() > 0);
         QVERIFY(run.json.value(QStringLiteral("duplicate_effects")).toInt() > 0);
@@ -234,8 +251,10 @@ private Q_SLOTS:
 
         const Run check = idempo(ns + QStringList{QStringLiteral("check")});
         QCOMPARE(check.exitCode, 65);
-        const QJsonObject once = check.json.value(QStringLiteral("invariants")).toArray().at(0).toObject();
-        QCOMPARE(once.value(QStringLiteral("name")).toString(), QStringLiteral("at_most_one_effect"));
+        const QJsonObject once =
+            check.json.value(QStringLiteral("invariants")).toArray().at(0).toObject();
+        QCOMPARE(once.value(QStringLiteral("name")).toString(),
+                 QStringLiteral("at_most_one_effect"));
         QCOMPARE(once.value(QStringLiteral("violations")).toInt(), duplicated);
     }
 
@@ -246,27 +265,33 @@ private Q_SLOTS:
         const QByteArray password = "sandb0x-s3cret";
         {
             idempo::PgConnection admin(ledgerUrl().toStdString());
-            admin.execScript("create role",
-                             "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'idempo_sandbox_secret') "
-                             "THEN CREATE ROLE idempo_sandbox_secret LOGIN SUPERUSER PASSWORD 'sandb0x-s3cret'; "
-                             "END IF; END $$");
+            admin.execScript(
+                "create role",
+                "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+                "'idempo_sandbox_secret') "
+                "THEN CREATE ROLE idempo_sandbox_secret LOGIN SUPERUSER PASSWORD 'sandb0x-s3cret'; "
+                "END IF; END $$");
         }
         const QUrl server(ledgerUrl());
-        const QString url = QStringLiteral("postgresql://idempo_sandbox_secret:%1@%2:%3/idempo_test")
-                                .arg(QString::fromLatin1(password), server.host())
-                                .arg(server.port());
+        const QString url =
+            QStringLiteral("postgresql://idempo_sandbox_secret:%1@%2:%3/idempo_test")
+                .arg(QString::fromLatin1(password), server.host())
+                .arg(server.port());
         QProcess driver;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("IDEMPO_LEDGER"), url);
-        env.insert(QStringLiteral("PGPASSFILE"), m_home.filePath(QStringLiteral("no-pgpass"))); // only the URL's
+        env.insert(QStringLiteral("PGPASSFILE"),
+                   m_home.filePath(QStringLiteral("no-pgpass"))); // only the URL's
         env.insert(QStringLiteral("HOME"), m_home.path());
         driver.setProcessEnvironment(env);
         driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     {QStringLiteral("--json"), QStringLiteral("--namespace"), QStringLiteral("secret"),
-                      QStringLiteral("sandbox"), QStringLiteral("run"), QStringLiteral("--processes"),
-                      QStringLiteral("--scenario"), QStringLiteral("all"), QStringLiteral("--runs"), QStringLiteral("8"),
+                     {QStringLiteral("--json"), QStringLiteral("--namespace"),
+                      QStringLiteral("secret"), QStringLiteral("sandbox"), QStringLiteral("run"),
+                      QStringLiteral("--processes"), QStringLiteral("--scenario"),
+                      QStringLiteral("all"), QStringLiteral("--runs"), QStringLiteral("8"),
                       QStringLiteral("--workers"), QStringLiteral("2"), QStringLiteral("--faults"),
-                      QStringLiteral("crash-after-effect=0.3"), QStringLiteral("--seed"), QStringLiteral("7")});
+                      QStringLiteral("crash-after-effect=0.3"), QStringLiteral("--seed"),
+                      QStringLiteral("7")});
         QVERIFY(driver.waitForStarted(10'000));
         std::set<pid_t> seen;
         QByteArray leaked;
@@ -295,7 +320,8 @@ private Q_SLOTS:
         const QJsonObject r = QJsonDocument::fromJson(out).object();
         QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 8);
         QCOMPARE(r.value(QStringLiteral("unexpected_exits")).toInt(), 0);
-        QVERIFY(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
+        QVERIFY(
+            r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
         // Only workers consume the queue, and none ended on its own: they signed in with the
         // URL's password, the only one there is for that role.
         QVERIFY(r.value(QStringLiteral("deliveries")).toInt() >= 8);
@@ -310,10 +336,11 @@ private Q_SLOTS:
         if (ctl.isEmpty())
             QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
         QProcess driver;
-        const std::vector<pid_t> workers =
-            startBusyDriver(driver, QStringLiteral("restarted"), QStringLiteral("120"),
-                            {QStringLiteral("--faults"),
-                             QStringLiteral("crash-before-dispatch=0.2,crash-after-effect=0.2,duplicate-delivery")});
+        const std::vector<pid_t> workers = startBusyDriver(
+            driver, QStringLiteral("restarted"), QStringLiteral("120"),
+            {QStringLiteral("--faults"),
+             QStringLiteral(
+                 "crash-before-dispatch=0.2,crash-after-effect=0.2,duplicate-delivery")});
         QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
         QCOMPARE(QProcess::execute(ctl, {QStringLiteral("restart")}), 0);
         QVERIFY(driver.waitForFinished(240'000));
@@ -322,16 +349,19 @@ private Q_SLOTS:
         QVERIFY2(driver.exitCode() == 0, err.constData());
         QVERIFY2(err.contains("lost the ledger postgresql://idempo@127.0.0.1:"), err.constData());
         QVERIFY2(err.contains("answers again after"), err.constData());
-        QVERIFY2(err.contains("57P01") || err.contains("server closed the connection"), err.constData());
+        QVERIFY2(err.contains("57P01") || err.contains("server closed the connection"),
+                 err.constData());
         const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput()).object();
         QCOMPARE(r.value(QStringLiteral("runs")).toInt(), 120);
         QVERIFY(!r.value(QStringLiteral("timed_out")).toBool());
-        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
-                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QVERIFY2(
+            r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+            QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
         QCOMPARE(r.value(QStringLiteral("duplicate_effects")).toInt(), 0);
         for (const auto &[operation, count] : effectsPerOperation("restarted"))
             QVERIFY2(count == 1, operation.c_str());
-        const Run check = idempo({QStringLiteral("--namespace"), QStringLiteral("restarted"), QStringLiteral("check")});
+        const Run check = idempo(
+            {QStringLiteral("--namespace"), QStringLiteral("restarted"), QStringLiteral("check")});
         QVERIFY2(check.exitCode == 0, QJsonDocument(check.json).toJson().constData());
     }
 
@@ -344,11 +374,12 @@ private Q_SLOTS:
             QSKIP("IDEMPO_TEST_POSTGRES_CTL is not set: tests/pg/with-postgres.sh provides it");
         // The superuser signs in by trust: the password is never checked, only carried.
         QString withPassword = ledgerUrl();
-        withPassword.replace(QStringLiteral("://idempo@"), QStringLiteral("://idempo:pw-never-shown@"));
+        withPassword.replace(QStringLiteral("://idempo@"),
+                             QStringLiteral("://idempo:pw-never-shown@"));
         QProcess driver;
-        const std::vector<pid_t> workers =
-            startBusyDriver(driver, QStringLiteral("down"), QStringLiteral("400"),
-                            {QStringLiteral("--reconnect-deadline"), QStringLiteral("2")}, withPassword);
+        const std::vector<pid_t> workers = startBusyDriver(
+            driver, QStringLiteral("down"), QStringLiteral("400"),
+            {QStringLiteral("--reconnect-deadline"), QStringLiteral("2")}, withPassword);
         QVERIFY2(!workers.empty(), driver.readAllStandardError().constData());
         QCOMPARE(QProcess::execute(ctl, {QStringLiteral("stop")}), 0);
         const bool ended = driver.waitForFinished(60'000);
@@ -357,12 +388,14 @@ private Q_SLOTS:
         const QByteArray err = driver.readAllStandardError();
         QCOMPARE(driver.exitStatus(), QProcess::NormalExit);
         const QByteArray out = driver.readAllStandardOutput();
-        QVERIFY2(driver.exitCode() == 69, QByteArray(QByteArray::number(driver.exitCode()) + " " + out + err).constData());
+        QVERIFY2(driver.exitCode() == 69,
+                 QByteArray(QByteArray::number(driver.exitCode()) + " " + out + err).constData());
         const QJsonObject r = QJsonDocument::fromJson(out).object();
         QCOMPARE(r.value(QStringLiteral("error")).toString(), QStringLiteral("ledger_unavailable"));
         const QString message = r.value(QStringLiteral("message")).toString();
-        QVERIFY2(message.contains(QLatin1String("gave up on the ledger postgresql://idempo@127.0.0.1:")),
-                 qPrintable(message));
+        QVERIFY2(
+            message.contains(QLatin1String("gave up on the ledger postgresql://idempo@127.0.0.1:")),
+            qPrintable(message));
         QVERIFY2(message.contains(QLatin1String("after 2 s without it")), qPrintable(message));
         QVERIFY2(!message.contains(QLatin1String("pw-never-shown")), qPrintable(message));
         QVERIFY2(!err.contains("pw-never-shown"), err.constData());
@@ -389,23 +422,27 @@ private Q_SLOTS:
         QVERIFY2(driver.exitCode() == 75, err.constData());
         // Exactly one JSON object: trailing output would make it a parse error.
         QJsonParseError parse;
-        const QJsonObject r = QJsonDocument::fromJson(driver.readAllStandardOutput(), &parse).object();
+        const QJsonObject r =
+            QJsonDocument::fromJson(driver.readAllStandardOutput(), &parse).object();
         QCOMPARE(parse.error, QJsonParseError::NoError);
         QVERIFY(r.value(QStringLiteral("cancelled")).toBool());
-        QVERIFY2(r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
-                 QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
+        QVERIFY2(
+            r.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool(),
+            QJsonDocument(r.value(QStringLiteral("invariants")).toObject()).toJson().constData());
         QVERIFY(r.value(QStringLiteral("runs_withdrawn")).toInt() > 0);
         QVERIFY(r.value(QStringLiteral("runs_withdrawn")).toInt() < 400);
         for (const pid_t pid : workers)
-            QVERIFY2(!alive(pid), qPrintable(QStringLiteral("worker %1 outlived its driver").arg(pid)));
+            QVERIFY2(!alive(pid),
+                     qPrintable(QStringLiteral("worker %1 outlived its driver").arg(pid)));
         QCOMPARE(workersIn(QStringLiteral("stopped")), 0);
 
         const QStringList ns{QStringLiteral("--namespace"), QStringLiteral("stopped")};
         const Run check = idempo(ns + QStringList{QStringLiteral("check")});
         QVERIFY2(check.exitCode == 0, QJsonDocument(check.json).toJson().constData());
-        const Run next = idempo({QStringLiteral("--namespace"), QStringLiteral("after-stop"), QStringLiteral("sandbox"),
-                                 QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
-                                 QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
+        const Run next = idempo(
+            {QStringLiteral("--namespace"), QStringLiteral("after-stop"), QStringLiteral("sandbox"),
+             QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
+             QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
         QVERIFY2(next.exitCode == 0, next.err.constData());
         QVERIFY(!next.json.value(QStringLiteral("cancelled")).toBool());
     }
@@ -416,11 +453,14 @@ private Q_SLOTS:
     {
         QProcess worker;
         worker.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"), QStringLiteral("--owner"),
-                      QStringLiteral("lone")});
+                     {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"),
+                      QStringLiteral("--owner"), QStringLiteral("lone")});
         // Its first line says it is working: from then on SIGTERM is a stop request.
         QVERIFY(worker.waitForReadyRead(10'000));
-        QCOMPARE(QJsonDocument::fromJson(worker.readLine()).object().value(QStringLiteral("event")).toString(),
+        QCOMPARE(QJsonDocument::fromJson(worker.readLine())
+                     .object()
+                     .value(QStringLiteral("event"))
+                     .toString(),
                  QStringLiteral("start"));
         worker.terminate();
         QVERIFY(worker.waitForFinished(10'000));
@@ -433,13 +473,17 @@ private Q_SLOTS:
         QCOMPARE(last.value(QStringLiteral("handled")).toInt(), 0);
 
         QProcess idle;
-        idle.start(QStringLiteral(IDEMPO_CLI_PATH), {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"),
-                                                     QStringLiteral("--idle-exit-ms"), QStringLiteral("200")});
+        idle.start(QStringLiteral(IDEMPO_CLI_PATH),
+                   {QStringLiteral("--ledger"), ledgerUrl(), QStringLiteral("worker"),
+                    QStringLiteral("--idle-exit-ms"), QStringLiteral("200")});
         QVERIFY(idle.waitForFinished(10'000));
         QCOMPARE(idle.exitCode(), 0);
         const QList<QByteArray> idleLines = idle.readAllStandardOutput().trimmed().split('\n');
         QCOMPARE(idleLines.size(), 2);
-        QCOMPARE(QJsonDocument::fromJson(idleLines.last()).object().value(QStringLiteral("event")).toString(),
+        QCOMPARE(QJsonDocument::fromJson(idleLines.last())
+                     .object()
+                     .value(QStringLiteral("event"))
+                     .toString(),
                  QStringLiteral("exit"));
     }
 
@@ -463,13 +507,18 @@ private Q_SLOTS:
     /// The run after a SIGKILLed driver finds it gone, says whose messages it removes, and runs.
     void nextRunClearsTheQueueOfAKilledDriver()
     {
-        const Run next = idempo({QStringLiteral("--namespace"), QStringLiteral("after-kill"), QStringLiteral("sandbox"),
-                                 QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
-                                 QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
+        const Run next = idempo(
+            {QStringLiteral("--namespace"), QStringLiteral("after-kill"), QStringLiteral("sandbox"),
+             QStringLiteral("run"), QStringLiteral("--processes"), QStringLiteral("--runs"),
+             QStringLiteral("6"), QStringLiteral("--workers"), QStringLiteral("2")});
         QVERIFY2(next.exitCode == 0, next.err.constData());
         QVERIFY2(next.err.contains("the run in namespace 'orphans'"), next.err.constData());
-        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"), next.err.constData());
-        QVERIFY(next.json.value(QStringLiteral("invariants")).toObject().value(QStringLiteral("ok")).toBool());
+        QVERIFY2(next.err.contains("ended without cleaning up the sandbox queue 'sandbox'"),
+                 next.err.constData());
+        QVERIFY(next.json.value(QStringLiteral("invariants"))
+                    .toObject()
+                    .value(QStringLiteral("ok"))
+                    .toBool());
     }
 };
 

@@ -3,12 +3,12 @@
 // tests/pg/with-postgres.sh): a deduplicating provider answers a repeated key with the original
 // effect, also when two connections race for it; lookup by key finds the first effect; a fault
 // window opens once per operation; another store on the same ledger sees all of it.
-#include "ledgerfixture.h"
-#include "sandboxjournal.h"
+#include <thread>
 
 #include <QtTest>
 
-#include <thread>
+#include "ledgerfixture.h"
+#include "sandboxjournal.h"
 
 using namespace idempo;
 using namespace idempo::sandbox;
@@ -72,8 +72,10 @@ private Q_SLOTS:
         const auto journal = SandboxJournal::open(ledger.store());
         journal->createTables();
         const std::string ns = freshNamespace();
-        QCOMPARE(journal->perform(proposed(ns, "r2:book", 1), false).effect.effectId, std::string("payments/r2:book/1"));
-        QCOMPARE(journal->perform(proposed(ns, "r2:book", 2), false).effect.effectId, std::string("payments/r2:book/2"));
+        QCOMPARE(journal->perform(proposed(ns, "r2:book", 1), false).effect.effectId,
+                 std::string("payments/r2:book/1"));
+        QCOMPARE(journal->perform(proposed(ns, "r2:book", 2), false).effect.effectId,
+                 std::string("payments/r2:book/2"));
         QCOMPARE(journal->effects(ns).size(), std::size_t(2));
         const std::optional<Effect> found = journal->lookup(ns, "payments", "r2:book");
         QVERIFY(found.has_value());
@@ -134,7 +136,8 @@ private Q_SLOTS:
         journal->createTables();
         const std::string ns = freshNamespace();
         QVERIFY(!journal->hasRuns(ns));
-        journal->addRuns({{ns, "kyc-1-000001", "kyc-onboarding", false}, {ns, "invoice-1-000002", "invoice-email", true}});
+        journal->addRuns({{ns, "kyc-1-000001", "kyc-onboarding", false},
+                          {ns, "invoice-1-000002", "invoice-email", true}});
         QVERIFY(journal->hasRuns(ns));
         const std::vector<RunRecord> runs = journal->runs(ns);
         QCOMPARE(runs.size(), std::size_t(2));
@@ -148,7 +151,8 @@ private Q_SLOTS:
         claim.payloadJson = R"({"client":1})";
         claim.owner = "w0";
         const ClaimResult claimed = ledger.engine().claim(claim);
-        ledger.engine().complete(ns, claim.key, claimed.operation.fencingToken, R"({"ok":true})", {});
+        ledger.engine().complete(ns, claim.key, claimed.operation.fencingToken, R"({"ok":true})",
+                                 {});
         const std::vector<HistoryRow> history = journal->history(ns);
         QCOMPARE(history.size(), std::size_t(2));
         QCOMPARE(history.at(0).operationKey, claim.key);

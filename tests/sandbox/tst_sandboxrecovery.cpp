@@ -3,10 +3,9 @@
 // ledger: the next run clears the queue of a driver that is gone (SIGKILL), a live holder is
 // refused with its name, one that may be gone elsewhere with the `sandbox reset` command that
 // then clears it.
-#include "driverlease.h"
-#include "error.h"
-#include "processsandboxrunner.h"
-#include "scenario.h"
+#include <csignal>
+
+#include <unistd.h>
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -17,9 +16,10 @@
 #include <QThread>
 #include <QtTest>
 
-#include <csignal>
-
-#include <unistd.h>
+#include "driverlease.h"
+#include "error.h"
+#include "processsandboxrunner.h"
+#include "scenario.h"
 
 using idempo::Error;
 using idempo::ErrorCode;
@@ -247,7 +247,8 @@ private Q_SLOTS:
             QFAIL("the run finished with workers that never reached the ledger");
         } catch (const Error &e) {
             QCOMPARE(e.code(), ErrorCode::Internal);
-            QVERIFY2(std::string_view(e.what()).find("workers keep ending on their own") != std::string_view::npos,
+            QVERIFY2(std::string_view(e.what()).find("workers keep ending on their own") !=
+                         std::string_view::npos,
                      e.what());
         }
     }

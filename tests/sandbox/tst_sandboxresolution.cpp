@@ -6,6 +6,11 @@
 //   for this operation" and an unknown outcome goes to a person, never back to received;
 // - the invariant checker accepts the receipts those resolutions write (reconcile's and an
 //   approver's confirm) when their reference names the effect, and names them when it does not.
+#include <map>
+
+#include <QCryptographicHash>
+#include <QtTest>
+
 #include "approvecommand.h"
 #include "invariantchecker.h"
 #include "journallookup.h"
@@ -13,11 +18,6 @@
 #include "reconcilecommand.h"
 #include "sandboxjournal.h"
 #include "scenario.h"
-
-#include <QCryptographicHash>
-#include <QtTest>
-
-#include <map>
 
 using namespace idempo;
 using namespace idempo::sandbox;

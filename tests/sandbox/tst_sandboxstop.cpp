@@ -4,7 +4,7 @@
 // holding over what ran, and `idempo check` in another process agreeing. Thread mode on the
 // embedded ledger; process mode under tests/pg/with-postgres.sh, where the time a stop takes is
 // measured at two plan sizes: it is bounded by the work in hand, not by the plan.
-#include "pgconnection.h"
+#include <csignal>
 
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -16,7 +16,7 @@
 #include <QThread>
 #include <QtTest>
 
-#include <csignal>
+#include "pgconnection.h"
 
 namespace {
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgerfixture.h"
 
+#include <mutex>
+#include <unordered_map>
+
+#include <QtTest>
+
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
 #include "recordjson.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
-
-#include <QtTest>
-
-#include <mutex>
-#include <unordered_map>
 
 namespace idempo::test {
 namespace {
@@ -33,15 +33,18 @@ void resetPostgresLedger(const std::string &url)
     PostgresLedgerStore(url).migrate();
     static PgConnection connection(url); // one for every reset: connecting costs more than emptying
     // The owner, past the audit chain's triggers: the chain and its head start again.
-    connection.execScript("empty the test ledger",
-                          "ALTER TABLE idempo.audit_log DISABLE TRIGGER USER; "
-                          "ALTER TABLE idempo.audit_head DISABLE TRIGGER USER; "
-                          "TRUNCATE idempo.operations, idempo.operation_events, idempo.suppressions, idempo.approvals, "
-                          "idempo.audit_log, idempo.guard_settings, idempo.dlq_replays, idempo.queue_acks RESTART IDENTITY; "
-                          "UPDATE idempo.audit_head SET seq = 0, hash = repeat('0', 64), updated_at_ms = NULL; "
-                          "ALTER TABLE idempo.audit_head ENABLE TRIGGER USER; "
-                          "ALTER TABLE idempo.audit_log ENABLE TRIGGER USER; "
-                          "ALTER SEQUENCE idempo.fencing_sequence RESTART");
+    connection.execScript(
+        "empty the test ledger",
+        "ALTER TABLE idempo.audit_log DISABLE TRIGGER USER; "
+        "ALTER TABLE idempo.audit_head DISABLE TRIGGER USER; "
+        "TRUNCATE idempo.operations, idempo.operation_events, idempo.suppressions, "
+        "idempo.approvals, "
+        "idempo.audit_log, idempo.guard_settings, idempo.dlq_replays, idempo.queue_acks RESTART "
+        "IDENTITY; "
+        "UPDATE idempo.audit_head SET seq = 0, hash = repeat('0', 64), updated_at_ms = NULL; "
+        "ALTER TABLE idempo.audit_head ENABLE TRIGGER USER; "
+        "ALTER TABLE idempo.audit_log ENABLE TRIGGER USER; "
+        "ALTER SEQUENCE idempo.fencing_sequence RESTART");
 }
 
 } // namespace
@@ -59,7 +62,10 @@ LedgerFixture::~LedgerFixture()
     g_stores.erase(this);
 }
 
-const char *LedgerFixture::storeName() { return postgresUrl().empty() ? "sqlite" : "postgresql"; }
+const char *LedgerFixture::storeName()
+{
+    return postgresUrl().empty() ? "sqlite" : "postgresql";
+}
 
 RetryPolicy LedgerFixture::steadyPolicy()
 {
@@ -70,7 +76,8 @@ std::shared_ptr<LedgerStore> LedgerFixture::openAnother()
 {
     const std::string url = postgresUrl();
     if (url.empty())
-        return std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")), m_clock);
+        return std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")),
+                                                   m_clock);
     // The server's clock, pinned to the fixture's: the contract checks expiries to the millisecond.
     auto store = std::make_shared<PostgresLedgerStore>(
         url, PostgresLedgerStore::Options{.pinnedClockMs = m_clock->nowMs()});
@@ -83,7 +90,8 @@ std::shared_ptr<MessageQueue> LedgerFixture::openQueue(const std::shared_ptr<Led
 {
     if (auto sqlite = std::dynamic_pointer_cast<SqliteLedgerStore>(store))
         return std::make_shared<SqliteMessageQueue>(sqlite);
-    return std::make_shared<PostgresMessageQueue>(std::dynamic_pointer_cast<PostgresLedgerStore>(store));
+    return std::make_shared<PostgresMessageQueue>(
+        std::dynamic_pointer_cast<PostgresLedgerStore>(store));
 }
 
 void LedgerFixture::open()
@@ -121,7 +129,8 @@ QByteArray LedgerFixture::snapshot()
         nlohmann::json approvals = nlohmann::json::array();
         for (const ApprovalRecord &a : m_store->approvals(op.ns, op.key))
             approvals.push_back({a.approvalId, a.revision, a.decision, a.status, a.operatorName});
-        all.push_back({{"operation", operationJson(op)}, {"history", events}, {"approvals", approvals}});
+        all.push_back(
+            {{"operation", operationJson(op)}, {"history", events}, {"approvals", approvals}});
     }
     for (const Suppression &s : m_store->suppressions({}, 0, 100'000))
         all.push_back({s.id, s.key, claimOutcomeName(s.outcome)});

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <functional>
+#include <memory>
+
+#include <QTemporaryDir>
+
 #include "clock.h"
 #include "engine.h"
 #include "ledgerstore.h"
 #include "messagequeue.h"
-
-#include <QTemporaryDir>
-
-#include <functional>
-#include <memory>
 
 namespace idempo::test {
 

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "queuefixture.h"
 
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QtTest>
+
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
 
-#include <QSqlError>
-#include <QSqlQuery>
-#include <QtTest>
-
 namespace idempo::test {
 namespace {
 
 /// The PostgreSQL ledger to run against (tests/pg/with-postgres.sh sets it); empty = SQLite.
-std::string postgresUrl() { return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString(); }
+std::string postgresUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+}
 
 /// The connection the fixture resets and inspects the PostgreSQL ledger on: one for the whole
 /// run, as connecting costs more than emptying.
@@ -31,10 +34,12 @@ void resetPostgresLedger()
     PostgresLedgerStore(postgresUrl()).migrate();
     adminConnection().execScript(
         "empty the test ledger",
-        "DROP SCHEMA IF EXISTS \"" + std::string(PostgresMessageQueue::Schema) + "\" CASCADE; "
-        "TRUNCATE idempo.queue_registry, idempo.queue_errors, idempo.queue_acks, idempo.operations, "
-        "idempo.operation_events, idempo.suppressions RESTART IDENTITY; "
-        "ALTER SEQUENCE idempo.fencing_sequence RESTART");
+        "DROP SCHEMA IF EXISTS \"" + std::string(PostgresMessageQueue::Schema) +
+            "\" CASCADE; "
+            "TRUNCATE idempo.queue_registry, idempo.queue_errors, idempo.queue_acks, "
+            "idempo.operations, "
+            "idempo.operation_events, idempo.suppressions RESTART IDENTITY; "
+            "ALTER SEQUENCE idempo.fencing_sequence RESTART");
 }
 
 } // namespace
@@ -43,12 +48,14 @@ QueueFixture::QueueFixture() : m_clock(std::make_shared<ManualClock>())
 {
     if (postgresUrl().empty()) {
         QVERIFY(m_dir.isValid());
-        m_sqlite = std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")), m_clock);
+        m_sqlite = std::make_shared<SqliteLedgerStore>(m_dir.filePath(QStringLiteral("ledger.db")),
+                                                       m_clock);
         m_ledger = m_sqlite;
         m_queue = std::make_shared<SqliteMessageQueue>(m_sqlite);
     } else {
         resetPostgresLedger();
-        // The server's clock, pinned to the fixture's: the contract checks expiries to the millisecond.
+        // The server's clock, pinned to the fixture's: the contract checks expiries to the
+        // millisecond.
         m_postgres = std::make_shared<PostgresLedgerStore>(
             postgresUrl(), PostgresLedgerStore::Options{.pinnedClockMs = m_clock->nowMs()});
         m_ledger = m_postgres;
@@ -59,7 +66,10 @@ QueueFixture::QueueFixture() : m_clock(std::make_shared<ManualClock>())
 
 QueueFixture::~QueueFixture() = default;
 
-const char *QueueFixture::storeName() { return postgresUrl().empty() ? "sqlite" : "postgresql"; }
+const char *QueueFixture::storeName()
+{
+    return postgresUrl().empty() ? "sqlite" : "postgresql";
+}
 
 void QueueFixture::advanceMs(std::int64_t ms)
 {
@@ -75,7 +85,8 @@ QStringList QueueFixture::queueTables()
         const PgResult r = adminConnection().exec(
             "list queue tables",
             "SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND (c.relname LIKE 'q\\_%' OR c.relname LIKE 'a\\_%') "
+            "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND (c.relname LIKE 'q\\_%' OR "
+            "c.relname LIKE 'a\\_%') "
             "ORDER BY c.relname COLLATE \"C\"",
             PgParams().text(PostgresMessageQueue::Schema));
         for (int row = 0; row < r.rows(); ++row)

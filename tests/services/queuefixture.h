@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "engine.h"
-#include "ledgerstore.h"
-#include "messagequeue.h"
+#include <memory>
 
 #include <QStringList>
 #include <QTemporaryDir>
 
-#include <memory>
+#include "clock.h"
+#include "engine.h"
+#include "ledgerstore.h"
+#include "messagequeue.h"
 
 namespace idempo {
 class PostgresLedgerStore;

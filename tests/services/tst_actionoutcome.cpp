@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The guarded actions' typed outcomes: the JSON scripts read and the sentence the console shows.
-#include "actionoutcome.h"
-
 #include <QtTest>
+
+#include "actionoutcome.h"
 
 using namespace idempo;
 

@@ -2,10 +2,10 @@
 // LedgerStore::applyAction() on the embedded store: one orchestration (runAction()) over its
 // primitives that writes every part of a plan or nothing. (PostgreSQL's guarded actions are
 // functions of the ledger that take no plan; see tests/services/CMakeLists.txt.)
+#include <QtTest>
+
 #include "error.h"
 #include "ledgerfixture.h"
-
-#include <QtTest>
 
 using namespace idempo;
 using idempo::test::LedgerFixture;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <QTest>
+
 #include "amount.h"
 #include "error.h"
-
-#include <QTest>
 
 using namespace idempo;
 
@@ -17,20 +17,21 @@ private Q_SLOTS:
         QTest::addColumn<qlonglong>("minor");
         QTest::addColumn<QString>("currency");
         QTest::addColumn<QString>("formatted");
-        QTest::newRow("cents") << QStringLiteral("1250.00 EUR") << qlonglong(125000) << QStringLiteral("EUR")
-                               << QStringLiteral("1,250.00 EUR");
-        QTest::newRow("whole") << QStringLiteral("1250 EUR") << qlonglong(125000) << QStringLiteral("EUR")
-                               << QStringLiteral("1,250.00 EUR");
-        QTest::newRow("one digit") << QStringLiteral("0.5 USD") << qlonglong(50) << QStringLiteral("USD")
-                                   << QStringLiteral("0.50 USD");
-        QTest::newRow("yen") << QStringLiteral("1500000 JPY") << qlonglong(1500000) << QStringLiteral("JPY")
-                             << QStringLiteral("1,500,000 JPY");
-        QTest::newRow("dinar") << QStringLiteral("12.345 KWD") << qlonglong(12345) << QStringLiteral("KWD")
-                               << QStringLiteral("12.345 KWD");
+        QTest::newRow("cents") << QStringLiteral("1250.00 EUR") << qlonglong(125000)
+                               << QStringLiteral("EUR") << QStringLiteral("1,250.00 EUR");
+        QTest::newRow("whole") << QStringLiteral("1250 EUR") << qlonglong(125000)
+                               << QStringLiteral("EUR") << QStringLiteral("1,250.00 EUR");
+        QTest::newRow("one digit") << QStringLiteral("0.5 USD") << qlonglong(50)
+                                   << QStringLiteral("USD") << QStringLiteral("0.50 USD");
+        QTest::newRow("yen") << QStringLiteral("1500000 JPY") << qlonglong(1500000)
+                             << QStringLiteral("JPY") << QStringLiteral("1,500,000 JPY");
+        QTest::newRow("dinar") << QStringLiteral("12.345 KWD") << qlonglong(12345)
+                               << QStringLiteral("KWD") << QStringLiteral("12.345 KWD");
         QTest::newRow("zero") << QStringLiteral("0 GBP") << qlonglong(0) << QStringLiteral("GBP")
                               << QStringLiteral("0.00 GBP");
-        QTest::newRow("largest") << QStringLiteral("999999999999999.99 EUR") << qlonglong(99999999999999999)
-                                 << QStringLiteral("EUR") << QStringLiteral("999,999,999,999,999.99 EUR");
+        QTest::newRow("largest") << QStringLiteral("999999999999999.99 EUR")
+                                 << qlonglong(99999999999999999) << QStringLiteral("EUR")
+                                 << QStringLiteral("999,999,999,999,999.99 EUR");
     }
 
     void parsesInMinorUnits()
@@ -49,9 +50,26 @@ private Q_SLOTS:
     void refusesWhatIsNotAnAmount_data()
     {
         QTest::addColumn<QString>("text");
-        for (const char *bad : {"", "EUR", "1250", "1250.00", "1,250.00 EUR", "-5 EUR", "+5 EUR", "1e3 EUR",
-                                "1.234 EUR", "1. EUR", ".5 EUR", "12.5 JPY", "1.2345 KWD", "5 eur", "5 EURO",
-                                "5  EUR", "5 EUR ", "1000000000000000 EUR", "99999999999999999999 EUR", "0x10 EUR"})
+        for (const char *bad : {"",
+                                "EUR",
+                                "1250",
+                                "1250.00",
+                                "1,250.00 EUR",
+                                "-5 EUR",
+                                "+5 EUR",
+                                "1e3 EUR",
+                                "1.234 EUR",
+                                "1. EUR",
+                                ".5 EUR",
+                                "12.5 JPY",
+                                "1.2345 KWD",
+                                "5 eur",
+                                "5 EURO",
+                                "5  EUR",
+                                "5 EUR ",
+                                "1000000000000000 EUR",
+                                "99999999999999999999 EUR",
+                                "0x10 EUR"})
             QTest::newRow(bad) << QString::fromUtf8(bad);
     }
 

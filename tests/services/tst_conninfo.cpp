@@ -3,17 +3,17 @@
 // (URI user info, query parameters in any case and percent-encoding, keywords, sslpassword)
 // is gone, what libpq cannot parse shows only its scheme, and what remains is a connection
 // string libpq reads as the original without its secrets.
-#include "conninfo.h"
-#include "error.h"
-#include "ledgerfactory.h"
-#include "pgconnection.h"
-
 #include <map>
 #include <memory>
 
 #include <libpq-fe.h>
 
 #include <QTest>
+
+#include "conninfo.h"
+#include "error.h"
+#include "ledgerfactory.h"
+#include "pgconnection.h"
 
 using namespace idempo;
 

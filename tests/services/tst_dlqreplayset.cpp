@@ -4,12 +4,12 @@
 // the replay, dry run and confirmation alike, with nothing written; a replay with nothing to
 // requeue requeues and audits nothing; ids a cancelled replay already took are left out when it
 // runs again, not refused.
+#include <QtTest>
+
 #include "dlqreplaycommand.h"
 #include "error.h"
 #include "ledgerfixture.h"
 #include "queueenvelope.h"
-
-#include <QtTest>
 
 using namespace idempo;
 using idempo::test::LedgerFixture;

@@ -4,17 +4,17 @@
 // valid and not, get the same verdict from both. The parser is the judge; the schema is read by a
 // small evaluator of exactly the keywords the schema uses (any other keyword fails the test, so
 // the schema cannot grow past what is checked here).
-#include "error.h"
-#include "queueenvelope.h"
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
 
 #include <QFile>
 #include <QRegularExpression>
 #include <QtTest>
 
-#include <cmath>
-#include <functional>
-#include <limits>
-#include <set>
+#include "error.h"
+#include "queueenvelope.h"
 
 using namespace idempo;
 

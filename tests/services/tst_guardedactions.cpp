@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Guarded actions (approve / reject, reconcile, DLQ replay, the audit chain) through their
 // command objects, on every store: SQLite by default, PostgreSQL under tests/pg/with-postgres.sh.
+#include <barrier>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <QSqlError>
+#include <QtTest>
+
 #include "approvecommand.h"
 #include "auditchain.h"
 #include "auditverify.h"
@@ -13,14 +21,6 @@
 #include "reconcilecommand.h"
 #include "sqliteledgerstore.h"
 #include "sqlitesupport.h"
-
-#include <QSqlError>
-#include <QtTest>
-
-#include <barrier>
-#include <map>
-#include <mutex>
-#include <thread>
 
 using namespace idempo;
 using idempo::test::LedgerFixture;
@@ -58,22 +58,25 @@ ClaimInput refundClaim(const std::string &key, const std::string &owner = "worke
 }
 
 /// An operation in confirmation_required (one attempt, failed transiently).
-Operation needingConfirmation(LedgerFixture &f, const std::string &key, const std::string &owner = "worker-a")
+Operation needingConfirmation(LedgerFixture &f, const std::string &key,
+                              const std::string &owner = "worker-a")
 {
     ClaimInput in = refundClaim(key, owner);
     in.maxAttempts = 1;
     const ClaimResult r = f.engine().claim(in);
-    return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::Transient, "503 from provider");
+    return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::Transient,
+                           "503 from provider");
 }
 
 Operation inUnknownOutcome(LedgerFixture &f, const std::string &key)
 {
     const ClaimResult r = f.engine().claim(refundClaim(key));
-    return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome, "timeout");
+    return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome,
+                           "timeout");
 }
 
-ApproveCommand::Request approval(const std::string &key, ApprovalDecision decision, const std::string &id = {},
-                                 const std::string &reference = {})
+ApproveCommand::Request approval(const std::string &key, ApprovalDecision decision,
+                                 const std::string &id = {}, const std::string &reference = {})
 {
     ApproveCommand::Request r;
     r.ns = kNs;
@@ -85,7 +88,8 @@ ApproveCommand::Request approval(const std::string &key, ApprovalDecision decisi
     return r;
 }
 
-nlohmann::json approve(LedgerStore &store, const ActorIdentity &actor, const ApproveCommand::Request &request)
+nlohmann::json approve(LedgerStore &store, const ActorIdentity &actor,
+                       const ApproveCommand::Request &request)
 {
     ApproveCommand command(store, actor, request);
     return command.execute().toJson();
@@ -93,7 +97,8 @@ nlohmann::json approve(LedgerStore &store, const ActorIdentity &actor, const App
 
 void setFourEyes(LedgerStore &store, const std::string &above)
 {
-    GuardSettingCommand command(store, kOwner, FourEyesSetting, above, "policy: two approvers for large refunds");
+    GuardSettingCommand command(store, kOwner, FourEyesSetting, above,
+                                "policy: two approvers for large refunds");
     QVERIFY(command.validate().empty());
     command.execute();
 }
@@ -140,8 +145,8 @@ void tamper(LedgerFixture &f, const std::string &statement)
         return;
     }
     PgConnection admin(qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString());
-    admin.execScript("tamper", "ALTER TABLE audit_log DISABLE TRIGGER USER; " + statement
-                                   + "; ALTER TABLE audit_log ENABLE TRIGGER USER");
+    admin.execScript("tamper", "ALTER TABLE audit_log DISABLE TRIGGER USER; " + statement +
+                                   "; ALTER TABLE audit_log ENABLE TRIGGER USER");
 }
 
 std::string envelope(const std::string &key, std::int64_t producedAtMs)
@@ -176,7 +181,8 @@ private Q_SLOTS:
         const QByteArray afterFirst = f.snapshot();
 
         ApproveCommand resubmitted(f.store(), kBob, request);
-        QVERIFY(resubmitted.validate().empty()); // bob touched it last, but this is his first decision again
+        QVERIFY(resubmitted.validate()
+                    .empty()); // bob touched it last, but this is his first decision again
         const nlohmann::json second = resubmitted.execute().toJson();
         QCOMPARE(second.at("status").get<std::string>(), std::string("replayed"));
         QCOMPARE(second.at("decision").get<std::string>(), std::string("redispatch"));
@@ -194,7 +200,10 @@ private Q_SLOTS:
         QVERIFY(audit[0].entry.beforeState.find("confirmation_required") != std::string::npos);
         QVERIFY(audit[0].entry.afterState.find("received") != std::string::npos);
         // The same id for another decision is refused, not applied.
-        QCOMPARE(errorOf([&] { approve(f.store(), kBob, approval(before.key, ApprovalDecision::Reject, "ap-double-click")); }),
+        QCOMPARE(errorOf([&] {
+                     approve(f.store(), kBob,
+                             approval(before.key, ApprovalDecision::Reject, "ap-double-click"));
+                 }),
                  ErrorCode::Refused);
         QCOMPARE(f.snapshot(), afterFirst);
     }
@@ -213,12 +222,15 @@ private Q_SLOTS:
             std::vector<std::thread> threads;
             for (int i = 0; i < 2; ++i) {
                 threads.emplace_back([&, i] {
-                    const auto request = approval(key, ApprovalDecision::Redispatch,
-                                                  sameId ? "ap-shared" : "ap-console-" + std::to_string(i));
+                    const auto request =
+                        approval(key, ApprovalDecision::Redispatch,
+                                 sameId ? "ap-shared" : "ap-console-" + std::to_string(i));
                     start.arrive_and_wait();
                     std::string outcome;
                     try {
-                        outcome = approve(*stores[i], i == 0 ? kBob : kCarol, request).at("status").get<std::string>();
+                        outcome = approve(*stores[i], i == 0 ? kBob : kCarol, request)
+                                      .at("status")
+                                      .get<std::string>();
                     } catch (const Error &e) {
                         outcome = errorCodeName(e.code());
                     }
@@ -247,15 +259,19 @@ private Q_SLOTS:
         ClaimInput gated = refundClaim("run-3:gated");
         gated.requiresApproval = true;
         f.engine().claim(gated);
-        ApproveCommand confirmGated(f.store(), kBob, approval("run-3:gated", ApprovalDecision::Confirm, {}, "RF-1"));
+        ApproveCommand confirmGated(f.store(), kBob,
+                                    approval("run-3:gated", ApprovalDecision::Confirm, {}, "RF-1"));
         QCOMPARE(confirmGated.validate().size(), std::size_t(1));
         QCOMPARE(errorOf([&] { confirmGated.execute(); }), ErrorCode::IllegalTransition);
-        QCOMPARE(approve(f.store(), kBob, approval("run-3:gated", ApprovalDecision::Redispatch)).at("status").get<std::string>(),
+        QCOMPARE(approve(f.store(), kBob, approval("run-3:gated", ApprovalDecision::Redispatch))
+                     .at("status")
+                     .get<std::string>(),
                  std::string("applied"));
         QCOMPARE(f.store().find(kNs, "run-3:gated")->state, OperationState::Received);
 
         needingConfirmation(f, "run-3:confirm");
-        ApproveCommand noReference(f.store(), kBob, approval("run-3:confirm", ApprovalDecision::Confirm));
+        ApproveCommand noReference(f.store(), kBob,
+                                   approval("run-3:confirm", ApprovalDecision::Confirm));
         QVERIFY(!noReference.validate().empty());
         QCOMPARE(errorOf([&] { noReference.execute(); }), ErrorCode::Refused);
         approve(f.store(), kBob, approval("run-3:confirm", ApprovalDecision::Confirm, {}, "RF-77"));
@@ -275,7 +291,10 @@ private Q_SLOTS:
         QCOMPARE(rejected.state, OperationState::FailedTerminal);
         QCOMPARE(rejected.errorClass, std::optional(ErrorClass::PolicyDenied));
         // A final operation takes no decision.
-        QCOMPARE(errorOf([&] { approve(f.store(), kCarol, approval("run-3:reject", ApprovalDecision::Redispatch)); }),
+        QCOMPARE(errorOf([&] {
+                     approve(f.store(), kCarol,
+                             approval("run-3:reject", ApprovalDecision::Redispatch));
+                 }),
                  ErrorCode::IllegalTransition);
         QCOMPARE(f.store().auditLog(0, 100).size(), std::size_t(3));
     }
@@ -289,7 +308,9 @@ private Q_SLOTS:
         QVERIFY(!own.validate().empty());
         QCOMPARE(errorOf([&] { own.execute(); }), ErrorCode::Refused);
         QCOMPARE(f.snapshot(), before);
-        QCOMPARE(approve(f.store(), kCarol, approval("run-4:refund", ApprovalDecision::Redispatch)).at("status").get<std::string>(),
+        QCOMPARE(approve(f.store(), kCarol, approval("run-4:refund", ApprovalDecision::Redispatch))
+                     .at("status")
+                     .get<std::string>(),
                  std::string("applied"));
     }
 
@@ -301,7 +322,8 @@ private Q_SLOTS:
         // The requester: execute() refuses with the very sentence validate() gives.
         ApproveCommand own(f.store(), kBob, approval("run-4:same", ApprovalDecision::Redispatch));
         const std::vector<std::string> problems = own.validate();
-        QCOMPARE(problems, std::vector<std::string>{"bob requested this operation and cannot approve it"});
+        QCOMPARE(problems,
+                 std::vector<std::string>{"bob requested this operation and cannot approve it"});
         try {
             own.execute();
             QFAIL("the requester's approval was applied");
@@ -309,10 +331,13 @@ private Q_SLOTS:
             QCOMPARE(e.code(), ErrorCode::Refused);
             QCOMPARE(std::string(e.what()), problems.front());
         }
-        // A reference belongs to a confirm only: execute() no longer applies what validate() refuses.
-        ApproveCommand withReference(f.store(), kCarol, approval("run-4:same", ApprovalDecision::Redispatch, {}, "RF-9"));
-        QCOMPARE(withReference.validate(),
-                 std::vector<std::string>{"an external reference belongs to a confirm decision only"});
+        // A reference belongs to a confirm only: execute() no longer applies what validate()
+        // refuses.
+        ApproveCommand withReference(
+            f.store(), kCarol, approval("run-4:same", ApprovalDecision::Redispatch, {}, "RF-9"));
+        QCOMPARE(
+            withReference.validate(),
+            std::vector<std::string>{"an external reference belongs to a confirm decision only"});
         QCOMPARE(errorOf([&] { withReference.execute(); }), ErrorCode::Refused);
         QCOMPARE(f.snapshot(), before);
     }
@@ -322,21 +347,27 @@ private Q_SLOTS:
         LedgerFixture f;
         setFourEyes(f.store(), "1000.00");
         needingConfirmation(f, "run-5:refund");
-        ApproveCommand first(f.store(), kBob, approval("run-5:refund", ApprovalDecision::Redispatch, "ap-bob"));
+        ApproveCommand first(f.store(), kBob,
+                             approval("run-5:refund", ApprovalDecision::Redispatch, "ap-bob"));
         QVERIFY(first.validate().empty());
         const ActionPreview preview = first.describe();
-        QVERIFY2(preview.sentence.find("1,250.00 EUR") != std::string::npos, preview.sentence.c_str());
+        QVERIFY2(preview.sentence.find("1,250.00 EUR") != std::string::npos,
+                 preview.sentence.c_str());
         QVERIFY(preview.details.at("four_eyes").get<bool>());
         QCOMPARE(first.execute().status, std::string("pending"));
         QCOMPARE(f.store().find(kNs, "run-5:refund")->state, OperationState::ConfirmationRequired);
 
         // The same operator again, under a new approval id: refused.
         const QByteArray pending = f.snapshot();
-        QCOMPARE(errorOf([&] { approve(f.store(), kBob, approval("run-5:refund", ApprovalDecision::Redispatch, "ap-bob-2")); }),
+        QCOMPARE(errorOf([&] {
+                     approve(f.store(), kBob,
+                             approval("run-5:refund", ApprovalDecision::Redispatch, "ap-bob-2"));
+                 }),
                  ErrorCode::Refused);
         QCOMPARE(f.snapshot(), pending);
 
-        const nlohmann::json second = approve(f.store(), kCarol, approval("run-5:refund", ApprovalDecision::Redispatch, "ap-carol"));
+        const nlohmann::json second = approve(
+            f.store(), kCarol, approval("run-5:refund", ApprovalDecision::Redispatch, "ap-carol"));
         QCOMPARE(second.at("status").get<std::string>(), std::string("applied"));
         QCOMPARE(second.at("revision").get<int>(), 1);
         QCOMPARE(f.store().find(kNs, "run-5:refund")->state, OperationState::Received);
@@ -346,10 +377,14 @@ private Q_SLOTS:
         QCOMPARE(rows[1].status, std::string("applied"));
 
         // Below the threshold one approver is enough.
-        ClaimInput small = refundClaim("run-5:small", "worker-a", R"({"amount":"999.99","currency":"EUR"})");
+        ClaimInput small =
+            refundClaim("run-5:small", "worker-a", R"({"amount":"999.99","currency":"EUR"})");
         small.maxAttempts = 1;
-        f.engine().fail(kNs, small.key, f.engine().claim(small).operation.fencingToken, ErrorClass::Transient, "503");
-        QCOMPARE(approve(f.store(), kBob, approval("run-5:small", ApprovalDecision::Redispatch)).at("status").get<std::string>(),
+        f.engine().fail(kNs, small.key, f.engine().claim(small).operation.fencingToken,
+                        ErrorClass::Transient, "503");
+        QCOMPARE(approve(f.store(), kBob, approval("run-5:small", ApprovalDecision::Redispatch))
+                     .at("status")
+                     .get<std::string>(),
                  std::string("applied"));
     }
 
@@ -360,11 +395,14 @@ private Q_SLOTS:
         ClaimInput in = refundClaim("run-12:payout", "worker-a", R"({"customer":"c-981"})");
         in.value = Amount{150'000, "EUR"};
         in.maxAttempts = 1;
-        f.engine().fail(kNs, in.key, f.engine().claim(in).operation.fencingToken, ErrorClass::Transient, "503");
-        ApproveCommand command(f.store(), kBob, approval(in.key, ApprovalDecision::Confirm, {}, "PO-1"));
+        f.engine().fail(kNs, in.key, f.engine().claim(in).operation.fencingToken,
+                        ErrorClass::Transient, "503");
+        ApproveCommand command(f.store(), kBob,
+                               approval(in.key, ApprovalDecision::Confirm, {}, "PO-1"));
         QVERIFY(command.validate().empty());
         const ActionPreview preview = command.describe();
-        QVERIFY2(preview.sentence.find("1,500.00 EUR") != std::string::npos, preview.sentence.c_str());
+        QVERIFY2(preview.sentence.find("1,500.00 EUR") != std::string::npos,
+                 preview.sentence.c_str());
         QCOMPARE(command.execute().status, std::string("pending"));
         QCOMPARE(f.store().find(kNs, in.key)->state, OperationState::ConfirmationRequired);
     }
@@ -374,13 +412,17 @@ private Q_SLOTS:
         LedgerFixture f;
         setFourEyes(f.store(), "100");
         needingConfirmation(f, "run-6:refund");
-        QCOMPARE(approve(f.store(), kBob, approval("run-6:refund", ApprovalDecision::Redispatch, "ap-1")).at("revision").get<int>(), 1);
-        const nlohmann::json changed =
-            approve(f.store(), kCarol, approval("run-6:refund", ApprovalDecision::Confirm, "ap-2", "RF-9"));
+        QCOMPARE(
+            approve(f.store(), kBob, approval("run-6:refund", ApprovalDecision::Redispatch, "ap-1"))
+                .at("revision")
+                .get<int>(),
+            1);
+        const nlohmann::json changed = approve(
+            f.store(), kCarol, approval("run-6:refund", ApprovalDecision::Confirm, "ap-2", "RF-9"));
         QCOMPARE(changed.at("status").get<std::string>(), std::string("pending"));
         QCOMPARE(changed.at("revision").get<int>(), 2);
-        const nlohmann::json applied =
-            approve(f.store(), kDave, approval("run-6:refund", ApprovalDecision::Confirm, "ap-3", "RF-9"));
+        const nlohmann::json applied = approve(
+            f.store(), kDave, approval("run-6:refund", ApprovalDecision::Confirm, "ap-3", "RF-9"));
         QCOMPARE(applied.at("status").get<std::string>(), std::string("applied"));
         QCOMPARE(applied.at("revision").get<int>(), 2);
         QCOMPARE(f.store().find(kNs, "run-6:refund")->state, OperationState::Succeeded);
@@ -476,9 +518,12 @@ private Q_SLOTS:
             QVERIFY(!q.exec(QStringLiteral("DELETE FROM audit_log WHERE seq = 1")));
         } else {
             PgConnection admin(qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString());
-            QCOMPARE(errorOf([&] { admin.exec("edit", "UPDATE audit_log SET reason = 'x' WHERE seq = 1"); }),
+            QCOMPARE(errorOf([&] {
+                         admin.exec("edit", "UPDATE audit_log SET reason = 'x' WHERE seq = 1");
+                     }),
                      ErrorCode::LedgerUnavailable);
-            QCOMPARE(errorOf([&] { admin.exec("truncate", "TRUNCATE audit_log"); }), ErrorCode::LedgerUnavailable);
+            QCOMPARE(errorOf([&] { admin.exec("truncate", "TRUNCATE audit_log"); }),
+                     ErrorCode::LedgerUnavailable);
         }
         QVERIFY(AuditVerify(f.store()).run().ok);
 
@@ -499,10 +544,12 @@ private Q_SLOTS:
         LedgerFixture f;
         needingConfirmation(f, "run-11:refund");
         const QByteArray before = f.snapshot();
-        ApproveCommand command(f.store(), {"vera", "viewer"}, approval("run-11:refund", ApprovalDecision::Redispatch));
+        ApproveCommand command(f.store(), {"vera", "viewer"},
+                               approval("run-11:refund", ApprovalDecision::Redispatch));
         QVERIFY(!command.validate().empty());
         QCOMPARE(errorOf([&] { command.execute(); }), ErrorCode::Refused);
-        ApproveCommand asOperator(f.store(), kOliver, approval("run-11:refund", ApprovalDecision::Redispatch));
+        ApproveCommand asOperator(f.store(), kOliver,
+                                  approval("run-11:refund", ApprovalDecision::Redispatch));
         QCOMPARE(errorOf([&] { asOperator.execute(); }), ErrorCode::Refused);
         QCOMPARE(f.snapshot(), before);
     }
@@ -524,7 +571,8 @@ private Q_SLOTS:
                 ClaimInput in;
                 in.ns = kNs;
                 in.key = key;
-                in.payloadJson = QueueEnvelope::fromJson(nlohmann::json::parse(envelope(key, now))).payload.dump();
+                in.payloadJson = QueueEnvelope::fromJson(nlohmann::json::parse(envelope(key, now)))
+                                     .payload.dump();
                 in.owner = "worker-a";
                 const ClaimResult r = f.engine().claim(in);
                 ++effects[key];
@@ -564,18 +612,22 @@ private Q_SLOTS:
         QCOMPARE(preview.details.at("count").get<int>(), 1000);
         auto wrongCount = request();
         wrongCount.confirmCount = 999;
-        QCOMPARE(errorOf([&] { DlqReplayCommand(f.store(), *queue, kOliver, wrongCount, options).execute(); }),
+        QCOMPARE(errorOf([&] {
+                     DlqReplayCommand(f.store(), *queue, kOliver, wrongCount, options).execute();
+                 }),
                  ErrorCode::Refused);
         QCOMPARE(queue->metrics(q).length, std::int64_t(0));
 
         std::shared_ptr<LedgerStore> stores[] = {f.openAnother(), f.openAnother()};
-        std::shared_ptr<MessageQueue> queues[] = {LedgerFixture::openQueue(stores[0]), LedgerFixture::openQueue(stores[1])};
+        std::shared_ptr<MessageQueue> queues[] = {LedgerFixture::openQueue(stores[0]),
+                                                  LedgerFixture::openQueue(stores[1])};
         std::barrier start(2);
         std::int64_t requeued[2] = {0, 0};
         std::vector<std::thread> replays;
         for (int i = 0; i < 2; ++i)
             replays.emplace_back([&, i] {
-                DlqReplayCommand replay(*stores[i], *queues[i], i == 0 ? kOliver : ActorIdentity{"otto", "operator"},
+                DlqReplayCommand replay(*stores[i], *queues[i],
+                                        i == 0 ? kOliver : ActorIdentity{"otto", "operator"},
                                         request(), options);
                 replay.describe();
                 start.arrive_and_wait();
@@ -605,7 +657,8 @@ private Q_SLOTS:
                 if (r.outcome == ClaimOutcome::Claimed) {
                     ++effects[e.idempotencyKey];
                     ++executed;
-                    f.engine().complete(kNs, in.key, r.operation.fencingToken, R"({"ok":true})", "");
+                    f.engine().complete(kNs, in.key, r.operation.fencingToken, R"({"ok":true})",
+                                        "");
                 } else {
                     QCOMPARE(r.outcome, ClaimOutcome::Replayed);
                 }
@@ -686,7 +739,8 @@ private Q_SLOTS:
         request.confirmCount = 2;
         options.cancelled = {};
         options.progress = {};
-        const nlohmann::json rest = DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute().toJson();
+        const nlohmann::json rest =
+            DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute().toJson();
         QCOMPARE(rest.at("requeued").get<int>(), 2);
         QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(4));
     }

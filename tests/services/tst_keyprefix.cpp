@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "keyprefix.h"
-
 #include <QTest>
+
+#include "keyprefix.h"
 
 using namespace idempo;
 
@@ -18,14 +18,20 @@ private Q_SLOTS:
         QTest::newRow("empty") << QByteArray() << false << QByteArray();
         QTest::newRow("ascii") << QByteArray("run-42:") << true << QByteArray("run-42;");
         QTest::newRow("ascii tilde") << QByteArray("a~") << true << QByteArray("a\x7f");
-        QTest::newRow("two-byte") << QByteArray("lauf-\xc3\xbc") << true << QByteArray("lauf-\xc3\xbd");
+        QTest::newRow("two-byte") << QByteArray("lauf-\xc3\xbc") << true
+                                  << QByteArray("lauf-\xc3\xbd");
         // U+00BF + 1 = U+00C0: the byte successor C2 C0 would not be UTF-8.
         QTest::newRow("two-byte carry") << QByteArray("\xc2\xbf") << true << QByteArray("\xc3\x80");
-        QTest::newRow("three-byte") << QByteArray("\xe6\xad\xa5") << true << QByteArray("\xe6\xad\xa6");
-        QTest::newRow("before surrogates") << QByteArray("k\xed\x9f\xbf") << true << QByteArray("k\xee\x80\x80");
-        QTest::newRow("four-byte") << QByteArray("\xf0\x9f\x98\x80") << true << QByteArray("\xf0\x9f\x98\x81");
-        QTest::newRow("last code point") << QByteArray("a\xf4\x8f\xbf\xbf") << true << QByteArray("b");
-        QTest::newRow("only last code point") << QByteArray("\xf4\x8f\xbf\xbf") << false << QByteArray();
+        QTest::newRow("three-byte")
+            << QByteArray("\xe6\xad\xa5") << true << QByteArray("\xe6\xad\xa6");
+        QTest::newRow("before surrogates")
+            << QByteArray("k\xed\x9f\xbf") << true << QByteArray("k\xee\x80\x80");
+        QTest::newRow("four-byte")
+            << QByteArray("\xf0\x9f\x98\x80") << true << QByteArray("\xf0\x9f\x98\x81");
+        QTest::newRow("last code point")
+            << QByteArray("a\xf4\x8f\xbf\xbf") << true << QByteArray("b");
+        QTest::newRow("only last code point")
+            << QByteArray("\xf4\x8f\xbf\xbf") << false << QByteArray();
         QTest::newRow("trailing 0xFF") << QByteArray("ab\xff\xff") << true << QByteArray("ac");
         QTest::newRow("only 0xFF") << QByteArray("\xff\xff") << false << QByteArray();
         QTest::newRow("invalid byte carry") << QByteArray("a\x80") << true << QByteArray("a\x81");

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The LedgerStore contract, through the engine: one suite, run against every store.
-#include "error.h"
-#include "ledgerfixture.h"
-#include "transitiontable.h"
-
-#include <QtTest>
-
 #include <atomic>
 #include <barrier>
 #include <thread>
+
+#include <QtTest>
+
+#include "error.h"
+#include "ledgerfixture.h"
+#include "transitiontable.h"
 
 using namespace idempo;
 using idempo::test::LedgerFixture;
@@ -65,8 +65,11 @@ Operation reach(LedgerFixture &f, const std::string &key, OperationState state)
     case OperationState::Received: {
         in.requiresApproval = true;
         const Operation op = e.claim(in).operation;
-        return f.store().transition({.ns = kNs, .key = key, .from = OperationState::AwaitingApproval,
-                                     .fencingToken = op.fencingToken, .to = OperationState::Received,
+        return f.store().transition({.ns = kNs,
+                                     .key = key,
+                                     .from = OperationState::AwaitingApproval,
+                                     .fencingToken = op.fencingToken,
+                                     .to = OperationState::Received,
                                      .actor = "approver"});
     }
     case OperationState::Dispatching:
@@ -101,7 +104,8 @@ private Q_SLOTS:
         QTest::addColumn<int>("to");
         for (int from = 0; from < OperationStateCount; ++from)
             for (int to = 0; to < OperationStateCount; ++to)
-                QTest::addRow("%s->%s", stateName(OperationState(from)).data(), stateName(OperationState(to)).data())
+                QTest::addRow("%s->%s", stateName(OperationState(from)).data(),
+                              stateName(OperationState(to)).data())
                     << from << to;
     }
 
@@ -114,8 +118,12 @@ private Q_SLOTS:
         QCOMPARE(before.state, OperationState(from));
         const QByteArray snapshot = f.snapshot();
 
-        TransitionRequest request{.ns = kNs, .key = before.key, .from = before.state,
-                                  .fencingToken = before.fencingToken, .to = OperationState(to), .actor = "operator"};
+        TransitionRequest request{.ns = kNs,
+                                  .key = before.key,
+                                  .from = before.state,
+                                  .fencingToken = before.fencingToken,
+                                  .to = OperationState(to),
+                                  .actor = "operator"};
         request.leaseMs = 10'000;
         request.retentionMs = 3600'000;
         if (isTransitionAllowed(OperationState(from), OperationState(to))) {
@@ -209,12 +217,15 @@ private Q_SLOTS:
 
         const QByteArray before = f.snapshot();
         const auto stale = first.operation.fencingToken;
-        QCOMPARE(errorOf([&] { f.engine().complete(kNs, in.key, stale, R"({"late":true})", ""); }), ErrorCode::StaleLease);
-        QCOMPARE(errorOf([&] { f.engine().fail(kNs, in.key, stale, ErrorClass::Transient, "x"); }), ErrorCode::StaleLease);
+        QCOMPARE(errorOf([&] { f.engine().complete(kNs, in.key, stale, R"({"late":true})", ""); }),
+                 ErrorCode::StaleLease);
+        QCOMPARE(errorOf([&] { f.engine().fail(kNs, in.key, stale, ErrorClass::Transient, "x"); }),
+                 ErrorCode::StaleLease);
         QCOMPARE(errorOf([&] { f.engine().heartbeat(kNs, in.key, stale); }), ErrorCode::StaleLease);
         QCOMPARE(f.snapshot(), before);
 
-        const Operation done = f.engine().complete(kNs, in.key, second.operation.fencingToken, R"({"v":2})", "");
+        const Operation done =
+            f.engine().complete(kNs, in.key, second.operation.fencingToken, R"({"v":2})", "");
         QCOMPARE(done.state, OperationState::Succeeded);
         QCOMPARE(done.result, std::string(R"({"v":2})"));
     }
@@ -233,7 +244,9 @@ private Q_SLOTS:
         QVERIFY(second.operation.errorClass == ErrorClass::UnknownOutcome);
         QCOMPARE(second.operation.attempt, 1);
         // The lapsed holder is fenced off even though nobody took the lease.
-        QCOMPARE(errorOf([&] { f.engine().complete(kNs, in.key, first.operation.fencingToken, "{}", ""); }),
+        QCOMPARE(errorOf([&] {
+                     f.engine().complete(kNs, in.key, first.operation.fencingToken, "{}", "");
+                 }),
                  ErrorCode::StaleLease);
         QCOMPARE(f.engine().claim(in).outcome, ClaimOutcome::ReconcileRequired);
         QCOMPARE(f.store().find(kNs, in.key)->state, OperationState::UnknownOutcome);
@@ -244,7 +257,8 @@ private Q_SLOTS:
         LedgerFixture f;
         const ClaimInput in = claimInput("run-9:refund", R"({"amount":1250,"currency":"EUR"})");
         const ClaimResult first = f.engine().claim(in);
-        f.engine().complete(kNs, in.key, first.operation.fencingToken, R"({"refund_id":"re_1"})", R"({"ref":"PSP-77"})");
+        f.engine().complete(kNs, in.key, first.operation.fencingToken, R"({"refund_id":"re_1"})",
+                            R"({"ref":"PSP-77"})");
         f.reopen();
         ClaimInput again = in;
         again.payloadJson = R"({"currency":"EUR","amount":1250})"; // key order never matters
@@ -294,7 +308,8 @@ private Q_SLOTS:
     void projectionIgnoresVolatileFields()
     {
         LedgerFixture f;
-        ClaimInput in = claimInput("run-12:book", R"({"flight":"LH400","seat":"12A","requested_at":"10:00"})");
+        ClaimInput in =
+            claimInput("run-12:book", R"({"flight":"LH400","seat":"12A","requested_at":"10:00"})");
         in.fingerprintFields = {"/flight", "/seat"};
         const ClaimResult first = f.engine().claim(in);
         in.payloadJson = R"({"seat":"12A","flight":"LH400","requested_at":"10:05"})";
@@ -314,7 +329,8 @@ private Q_SLOTS:
             QCOMPARE(r.outcome, ClaimOutcome::Claimed);
             QCOMPARE(r.operation.attempt, attempt);
             const std::int64_t failedAt = f.store().nowMs();
-            const Operation op = f.engine().fail(kNs, in.key, r.operation.fencingToken, ErrorClass::Transient, "503");
+            const Operation op = f.engine().fail(kNs, in.key, r.operation.fencingToken,
+                                                 ErrorClass::Transient, "503");
             QCOMPARE(op.state, OperationState::FailedRetryable);
             QCOMPARE(*op.nextAttemptAtMs - failedAt, expected[attempt - 1]);
             f.advanceMs(expected[attempt - 1] - 1);
@@ -325,7 +341,8 @@ private Q_SLOTS:
         }
         const ClaimResult last = f.engine().claim(in);
         QCOMPARE(last.operation.attempt, 3);
-        const Operation exhausted = f.engine().fail(kNs, in.key, last.operation.fencingToken, ErrorClass::Transient, "503");
+        const Operation exhausted =
+            f.engine().fail(kNs, in.key, last.operation.fencingToken, ErrorClass::Transient, "503");
         QCOMPARE(exhausted.state, OperationState::ConfirmationRequired);
         QCOMPARE(f.engine().claim(in).outcome, ClaimOutcome::InProgress);
     }
@@ -336,8 +353,8 @@ private Q_SLOTS:
         const ClaimInput in = claimInput("run-14:email");
         const ClaimResult r = f.engine().claim(in);
         const std::int64_t at = f.store().nowMs();
-        const Operation op =
-            f.engine().fail(kNs, in.key, r.operation.fencingToken, ErrorClass::RateLimited, "429", 30'000);
+        const Operation op = f.engine().fail(kNs, in.key, r.operation.fencingToken,
+                                             ErrorClass::RateLimited, "429", 30'000);
         QCOMPARE(*op.nextAttemptAtMs - at, std::int64_t(30'000));
     }
 
@@ -354,7 +371,8 @@ private Q_SLOTS:
         QFETCH(int, errorClass);
         LedgerFixture f;
         const ClaimResult r = f.engine().claim(claimInput("run-15:x"));
-        const Operation op = f.engine().fail(kNs, "run-15:x", r.operation.fencingToken, ErrorClass(errorClass), "no");
+        const Operation op = f.engine().fail(kNs, "run-15:x", r.operation.fencingToken,
+                                             ErrorClass(errorClass), "no");
         QCOMPARE(op.state, OperationState::FailedTerminal);
         QCOMPARE(op.attempt, 1);
     }
@@ -436,7 +454,8 @@ private Q_SLOTS:
         QTest::newRow("lower-case currency") << qlonglong(100) << QStringLiteral("eur");
         QTest::newRow("long currency") << qlonglong(100) << QStringLiteral("EURO");
         QTest::newRow("empty currency") << qlonglong(100) << QString();
-        QTest::newRow("10^15 major units") << qlonglong(100'000'000'000'000'000) << QStringLiteral("EUR");
+        QTest::newRow("10^15 major units")
+            << qlonglong(100'000'000'000'000'000) << QStringLiteral("EUR");
     }
 
     void badValuesChangeNothing()
@@ -492,20 +511,34 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("ns");
         QTest::addColumn<int>("code");
         const QByteArray ok = R"({"a":1})";
-        QTest::newRow("empty key") << QByteArray() << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("256-byte key") << QByteArray(256, 'k') << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("non-UTF-8 key") << QByteArray("run-1:\xff\xfe") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("overlong UTF-8 key") << QByteArray("run-1:\xc0\xaf") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("control char key") << QByteArray("run-1:\n") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("NUL in key") << QByteArray("run-1:\0x", 8) << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("bidi override key") << QByteArray("run-1:\xe2\x80\xae") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("padded key") << QByteArray(" run-1:x") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
-        QTest::newRow("bad namespace") << QByteArray("run-1:x") << ok << QByteArray("a b") << int(ErrorCode::InvalidKey);
-        QTest::newRow("invalid JSON") << QByteArray("run-1:x") << QByteArray("{\"a\":") << QByteArray("default") << int(ErrorCode::InvalidJson);
-        QTest::newRow("empty payload") << QByteArray("run-1:x") << QByteArray() << QByteArray("default") << int(ErrorCode::InvalidJson);
-        QTest::newRow("duplicate member") << QByteArray("run-1:x") << QByteArray(R"({"a":1,"a":2})") << QByteArray("default") << int(ErrorCode::InvalidJson);
-        QTest::newRow("10 MB payload") << QByteArray("run-1:x") << (QByteArray("[\"") + QByteArray(10 * 1024 * 1024, 'x') + "\"]")
-                                       << QByteArray("default") << int(ErrorCode::PayloadTooLarge);
+        QTest::newRow("empty key")
+            << QByteArray() << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("256-byte key")
+            << QByteArray(256, 'k') << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("non-UTF-8 key") << QByteArray("run-1:\xff\xfe") << ok
+                                       << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("overlong UTF-8 key") << QByteArray("run-1:\xc0\xaf") << ok
+                                            << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("control char key")
+            << QByteArray("run-1:\n") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("NUL in key") << QByteArray("run-1:\0x", 8) << ok << QByteArray("default")
+                                    << int(ErrorCode::InvalidKey);
+        QTest::newRow("bidi override key") << QByteArray("run-1:\xe2\x80\xae") << ok
+                                           << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("padded key")
+            << QByteArray(" run-1:x") << ok << QByteArray("default") << int(ErrorCode::InvalidKey);
+        QTest::newRow("bad namespace")
+            << QByteArray("run-1:x") << ok << QByteArray("a b") << int(ErrorCode::InvalidKey);
+        QTest::newRow("invalid JSON") << QByteArray("run-1:x") << QByteArray("{\"a\":")
+                                      << QByteArray("default") << int(ErrorCode::InvalidJson);
+        QTest::newRow("empty payload") << QByteArray("run-1:x") << QByteArray()
+                                       << QByteArray("default") << int(ErrorCode::InvalidJson);
+        QTest::newRow("duplicate member") << QByteArray("run-1:x") << QByteArray(R"({"a":1,"a":2})")
+                                          << QByteArray("default") << int(ErrorCode::InvalidJson);
+        QTest::newRow("10 MB payload")
+            << QByteArray("run-1:x")
+            << (QByteArray("[\"") + QByteArray(10 * 1024 * 1024, 'x') + "\"]")
+            << QByteArray("default") << int(ErrorCode::PayloadTooLarge);
     }
 
     void badInputsChangeNothing()
@@ -567,8 +600,9 @@ private Q_SLOTS:
         QCOMPARE(f.engine().claim(claimInput("d:1", "[]")).outcome, ClaimOutcome::PayloadMismatch);
         const auto rows = f.store().suppressions(kNs, 0, 100);
         QCOMPARE(rows.size(), std::size_t(5));
-        const ClaimOutcome expected[] = {ClaimOutcome::Replayed, ClaimOutcome::InProgress, ClaimOutcome::RetryLater,
-                                         ClaimOutcome::ReconcileRequired, ClaimOutcome::PayloadMismatch};
+        const ClaimOutcome expected[] = {ClaimOutcome::Replayed, ClaimOutcome::InProgress,
+                                         ClaimOutcome::RetryLater, ClaimOutcome::ReconcileRequired,
+                                         ClaimOutcome::PayloadMismatch};
         for (std::size_t i = 0; i < rows.size(); ++i)
             QCOMPARE(rows[i].outcome, expected[i]);
     }
@@ -578,12 +612,16 @@ private Q_SLOTS:
         LedgerFixture f;
         const ClaimResult r = f.engine().claim(claimInput("run-20:capture"));
         const auto token = r.operation.fencingToken;
-        const Operation first = f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_1"})", "");
+        const Operation first =
+            f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_1"})", "");
         const QByteArray after = f.snapshot();
-        const Operation again = f.engine().complete(kNs, "run-20:capture", token, R"({ "charge" : "ch_1" })", "");
+        const Operation again =
+            f.engine().complete(kNs, "run-20:capture", token, R"({ "charge" : "ch_1" })", "");
         QCOMPARE(again.version, first.version);
         QCOMPARE(f.snapshot(), after);
-        QCOMPARE(errorOf([&] { f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_2"})", ""); }),
+        QCOMPARE(errorOf([&] {
+                     f.engine().complete(kNs, "run-20:capture", token, R"({"charge":"ch_2"})", "");
+                 }),
                  ErrorCode::StaleLease);
         QCOMPARE(f.snapshot(), after);
     }
@@ -593,8 +631,10 @@ private Q_SLOTS:
         LedgerFixture f;
         Engine::Settings settings;
         settings.retentionMs = Engine::MinRetentionMs - 1;
-        QCOMPARE(errorOf([&] { Engine(std::shared_ptr<LedgerStore>(&f.store(), [](LedgerStore *) {}), settings,
-                                      RetryPolicy{}); }),
+        QCOMPARE(errorOf([&] {
+                     Engine(std::shared_ptr<LedgerStore>(&f.store(), [](LedgerStore *) {}),
+                            settings, RetryPolicy{});
+                 }),
                  ErrorCode::InvalidArgument);
     }
 
@@ -627,10 +667,13 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         const ClaimResult r = f.engine().claim(claimInput("run-22:x"));
-        const std::string hostile = std::string("boom\x1b[2J\nclaimed  other  token=999\xff\0!", 37)
-                                    + std::string(10'000, 'x');
-        const Operation op = f.engine().fail(kNs, "run-22:x", r.operation.fencingToken, ErrorClass::Transient, hostile);
-        QCOMPARE(op.errorDetail.substr(0, 41), std::string("boom\x1b[2J\nclaimed  other  token=999\uFFFD\uFFFD!"));
+        const std::string hostile =
+            std::string("boom\x1b[2J\nclaimed  other  token=999\xff\0!", 37) +
+            std::string(10'000, 'x');
+        const Operation op = f.engine().fail(kNs, "run-22:x", r.operation.fencingToken,
+                                             ErrorClass::Transient, hostile);
+        QCOMPARE(op.errorDetail.substr(0, 41),
+                 std::string("boom\x1b[2J\nclaimed  other  token=999\uFFFD\uFFFD!"));
         QVERIFY(op.errorDetail.size() <= 4096);
         QCOMPARE(f.store().find(kNs, "run-22:x")->errorDetail, op.errorDetail);
     }
@@ -640,7 +683,10 @@ private Q_SLOTS:
         LedgerFixture f;
         const ClaimResult r = f.engine().claim(claimInput("run-23:x"));
         const QByteArray before = f.snapshot();
-        QCOMPARE(errorOf([&] { f.engine().fail(kNs, "run-23:x", r.operation.fencingToken, ErrorClass::StaleLease, ""); }),
+        QCOMPARE(errorOf([&] {
+                     f.engine().fail(kNs, "run-23:x", r.operation.fencingToken,
+                                     ErrorClass::StaleLease, "");
+                 }),
                  ErrorCode::InvalidArgument);
         QCOMPARE(f.snapshot(), before);
     }
@@ -657,16 +703,16 @@ private Q_SLOTS:
     void keyPrefixFilterIsAByteRange()
     {
         LedgerFixture f;
-        const std::vector<std::string> keys = {"run-1",   "run-1:a",  "run-10:a",         "run-1:b",
-                                               "run-2:a", "run-1;x",  "run-1:\xc3\xbc:x", "run_1:a"};
+        const std::vector<std::string> keys = {"run-1",   "run-1:a", "run-10:a",         "run-1:b",
+                                               "run-2:a", "run-1;x", "run-1:\xc3\xbc:x", "run_1:a"};
         for (const std::string &key : keys)
             reach(f, key, OperationState::Dispatching);
         ClaimInput other = claimInput("run-1:a");
         other.ns = "other";
         QCOMPARE(f.engine().claim(other).outcome, ClaimOutcome::Claimed);
 
-        const auto listed = [&](const std::string &prefix, const std::string &ns = {}, std::int64_t afterId = 0,
-                                int limit = 100) {
+        const auto listed = [&](const std::string &prefix, const std::string &ns = {},
+                                std::int64_t afterId = 0, int limit = 100) {
             ListFilter filter;
             filter.ns = ns;
             filter.keyPrefix = prefix;
@@ -678,9 +724,12 @@ private Q_SLOTS:
             return found;
         };
         using Keys = std::vector<std::string>;
-        // "run-1:" is a strict prefix of other keys and "run-1;" (its byte successor) is not inside.
-        QCOMPARE(listed("run-1:"), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x", "other/run-1:a"}));
-        QCOMPARE(listed("run-1:", kNs), (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x"}));
+        // "run-1:" is a strict prefix of other keys and "run-1;" (its byte successor) is not
+        // inside.
+        QCOMPARE(listed("run-1:"), (Keys{"default/run-1:a", "default/run-1:b",
+                                         "default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+        QCOMPARE(listed("run-1:", kNs),
+                 (Keys{"default/run-1:a", "default/run-1:b", "default/run-1:\xc3\xbc:x"}));
         QCOMPARE(listed("run-1").size(), std::size_t(7));
         QCOMPARE(listed("run-1:\xc3\xbc"), (Keys{"default/run-1:\xc3\xbc:x"}));
         QCOMPARE(listed("run-1:b:"), Keys{});
@@ -688,7 +737,8 @@ private Q_SLOTS:
         const auto firstTwo = listed("run-1:", {}, 0, 2);
         QCOMPARE(firstTwo, (Keys{"default/run-1:a", "default/run-1:b"}));
         const std::int64_t second = f.store().find(kNs, "run-1:b")->id;
-        QCOMPARE(listed("run-1:", {}, second, 2), (Keys{"default/run-1:\xc3\xbc:x", "other/run-1:a"}));
+        QCOMPARE(listed("run-1:", {}, second, 2),
+                 (Keys{"default/run-1:\xc3\xbc:x", "other/run-1:a"}));
     }
 
     /// A prefix most keys share pages in id order like a rare one (the embedded store plans
@@ -698,7 +748,8 @@ private Q_SLOTS:
         LedgerFixture f;
         constexpr int Common = 2100;
         for (int i = 0; i < Common; ++i)
-            QCOMPARE(f.engine().claim(claimInput("bulk:" + std::to_string(i))).outcome, ClaimOutcome::Claimed);
+            QCOMPARE(f.engine().claim(claimInput("bulk:" + std::to_string(i))).outcome,
+                     ClaimOutcome::Claimed);
         reach(f, "bulk-rare", OperationState::Dispatching);
         ListFilter filter;
         filter.keyPrefix = "bulk:";
@@ -729,8 +780,9 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         const std::vector<std::pair<std::string, std::optional<Amount>>> ops = {
-            {"v:small", Amount{500, "EUR"}},   {"v:none-1", std::nullopt},     {"v:big", Amount{900'000, "EUR"}},
-            {"v:tie-1", Amount{70'000, "USD"}}, {"v:tie-2", Amount{70'000, "EUR"}}, {"v:none-2", std::nullopt},
+            {"v:small", Amount{500, "EUR"}},    {"v:none-1", std::nullopt},
+            {"v:big", Amount{900'000, "EUR"}},  {"v:tie-1", Amount{70'000, "USD"}},
+            {"v:tie-2", Amount{70'000, "EUR"}}, {"v:none-2", std::nullopt},
             {"v:zero", Amount{0, "JPY"}}};
         for (const auto &[key, value] : ops) {
             ClaimInput in = claimInput(key);
@@ -739,7 +791,8 @@ private Q_SLOTS:
             QCOMPARE(f.engine().claim(in).operation.state, OperationState::AwaitingApproval);
         }
         reach(f, "v:dispatching", OperationState::Dispatching);
-        const std::vector<std::string> expected = {"v:big", "v:tie-1", "v:tie-2", "v:small", "v:zero", "v:none-1", "v:none-2"};
+        const std::vector<std::string> expected = {"v:big",  "v:tie-1",  "v:tie-2", "v:small",
+                                                   "v:zero", "v:none-1", "v:none-2"};
         ListFilter filter;
         filter.state = OperationState::AwaitingApproval;
         filter.order = ListOrder::ValueDescending;
@@ -754,7 +807,8 @@ private Q_SLOTS:
             if (page.size() < std::size_t(filter.limit))
                 break;
             filter.afterId = page.back().id;
-            filter.afterValueMinor = page.back().value ? page.back().value->minorUnits : ListFilter::NoValue;
+            filter.afterValueMinor =
+                page.back().value ? page.back().value->minorUnits : ListFilter::NoValue;
         }
         QCOMPARE(paged, expected);
     }
@@ -763,7 +817,8 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         for (int i = 0; i < 25; ++i)
-            reach(f, "page:" + std::to_string(i), i % 2 ? OperationState::Succeeded : OperationState::Dispatching);
+            reach(f, "page:" + std::to_string(i),
+                  i % 2 ? OperationState::Succeeded : OperationState::Dispatching);
         ListFilter filter;
         filter.limit = 10;
         filter.state = OperationState::Dispatching;

@@ -3,17 +3,17 @@
 // connection an administrator terminated, a lock timeout. Never Error(Internal); nothing is
 // half-written; the next call after the cause is gone works. The SQLite cases run on the
 // embedded ledger, the PostgreSQL ones under tests/pg/with-postgres.sh.
+#include <functional>
+
+#include <QSqlQuery>
+#include <QtTest>
+
 #include "engine.h"
 #include "error.h"
 #include "ledgerfixture.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
-
-#include <QSqlQuery>
-#include <QtTest>
-
-#include <functional>
 
 using namespace idempo;
 using idempo::test::LedgerFixture;

@@ -2,13 +2,20 @@
 // What only the PostgreSQL ledger has: notifications, the server's clock, connection strings and
 // their errors, explicit migrations and least-privilege roles. Runs under
 // tests/pg/with-postgres.sh.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <QCryptographicHash>
+#include <QtTest>
+
 #include "approvecommand.h"
 #include "auditverify.h"
-#include "recordjson.h"
 #include "dlqreplaycommand.h"
-#include "guardsettingcommand.h"
-#include "reconcilecommand.h"
 #include "error.h"
+#include "guardsettingcommand.h"
 #include "ledgerfactory.h"
 #include "ledgerfixture.h"
 #include "ledgerrules.h"
@@ -17,15 +24,8 @@
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
 #include "queueenvelope.h"
-
-#include <QCryptographicHash>
-#include <QtTest>
-
-#include <array>
-#include <atomic>
-#include <chrono>
-#include <random>
-#include <thread>
+#include "reconcilecommand.h"
+#include "recordjson.h"
 
 using namespace idempo;
 using idempo::test::LedgerFixture;
@@ -93,11 +93,14 @@ const char *kOldPayload = R"({"a":1})";
 const char *kNewPayload = R"({"a":2})";
 std::string sha256Of(const char *text)
 {
-    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256).toHex().toStdString();
+    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256)
+        .toHex()
+        .toStdString();
 }
 
 /// Writes a record as an earlier claim would have left it (as the owner): $1 namespace, $2 key,
-/// $3 kind, $4 state, $5 lease expiry, $6 next attempt, $7 now, $8 retention expiry, $9 fingerprint.
+/// $3 kind, $4 state, $5 lease expiry, $6 next attempt, $7 now, $8 retention expiry, $9
+/// fingerprint.
 const char *kSeedSql = R"SQL(
 INSERT INTO idempo.operations (namespace, operation_key, run_id, tool_kind, state, payload,
     payload_fingerprint, attempt, max_attempts, lease_owner, lease_expires_at_ms, fencing_token,
@@ -458,13 +461,15 @@ private Q_SLOTS:
         LedgerFixture f;
         const auto unknownOutcome = [&](const std::string &key) {
             const ClaimResult r = f.engine().claim(claimInput(key));
-            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome, "timeout");
+            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome,
+                                   "timeout");
         };
         const auto needsConfirmation = [&](const std::string &key) {
             ClaimInput in = claimInput(key);
             in.maxAttempts = 1;
             const ClaimResult r = f.engine().claim(in);
-            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::Transient, "503");
+            return f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::Transient,
+                                   "503");
         };
         needsConfirmation("run-50:refund");
         unknownOutcome("run-50:booking");
@@ -501,8 +506,10 @@ private Q_SLOTS:
         ReconcileCommand::Request reconcile;
         reconcile.key = "run-50:booking";
         reconcile.reason = "provider answered";
-        ReconcileCommand approverReconciling(*approver, lookup, {"idempo_test_approver", "operator"}, reconcile);
-        QCOMPARE(errorOf([&] { approverReconciling.execute(); }).code(), ErrorCode::LedgerUnavailable);
+        ReconcileCommand approverReconciling(*approver, lookup,
+                                             {"idempo_test_approver", "operator"}, reconcile);
+        QCOMPARE(errorOf([&] { approverReconciling.execute(); }).code(),
+                 ErrorCode::LedgerUnavailable);
         QCOMPARE(f.snapshot(), before);
 
         ApproveCommand approve(*approver, approver->actor(), approval);
@@ -520,10 +527,12 @@ private Q_SLOTS:
         // Nobody edits the audit log, the admin included; only an admin changes guard settings.
         for (const auto &store : {approver, operatorStore, admin})
             QCOMPARE(errorOf([&] {
-                         store->connection().exec("edit audit", "UPDATE audit_log SET reason = 'x' WHERE seq = 1");
+                         store->connection().exec(
+                             "edit audit", "UPDATE audit_log SET reason = 'x' WHERE seq = 1");
                      }).code(),
                      ErrorCode::LedgerUnavailable);
-        GuardSettingCommand byOperator(*operatorStore, {"idempo_test_operator", "admin"}, FourEyesSetting, "10", "r");
+        GuardSettingCommand byOperator(*operatorStore, {"idempo_test_operator", "admin"},
+                                       FourEyesSetting, "10", "r");
         QCOMPARE(errorOf([&] { byOperator.execute(); }).code(), ErrorCode::LedgerUnavailable);
         GuardSettingCommand byAdmin(*admin, admin->actor(), FourEyesSetting, "10", "policy");
         byAdmin.execute();
@@ -532,21 +541,27 @@ private Q_SLOTS:
         auto ownerQueue = std::make_shared<PostgresMessageQueue>(
             std::dynamic_pointer_cast<PostgresLedgerStore>(f.sharedStore()));
         ownerQueue->createQueue("roles_replay", {.maxReads = 1});
-        QueueEnvelope envelope{.runId = "run-51", .stepId = "mail", .payload = {{"to", "a@example.org"}},
-                               .producedAtMs = operatorStore->nowMs(), .idempotencyKey = "run-51:mail"};
+        QueueEnvelope envelope{.runId = "run-51",
+                               .stepId = "mail",
+                               .payload = {{"to", "a@example.org"}},
+                               .producedAtMs = operatorStore->nowMs(),
+                               .idempotencyKey = "run-51:mail"};
         ownerQueue->send("roles_replay", envelope.toJson().dump(), "", 0);
         ownerQueue->read("roles_replay", 0, 10);
         ownerQueue->read("roles_replay", 0, 10);
         const auto ids = DlqReplayCommand::resolveFilter(*ownerQueue, "roles_replay", "all");
         QCOMPARE(ids.size(), std::size_t(1));
-        DlqReplayCommand::Request replay{.queue = "roles_replay", .ids = ids, .reason = "fixed", .confirmCount = 1};
+        DlqReplayCommand::Request replay{
+            .queue = "roles_replay", .ids = ids, .reason = "fixed", .confirmCount = 1};
         PostgresMessageQueue viewerQueue(viewer);
-        DlqReplayCommand byViewer(*viewer, viewerQueue, {"idempo_test_viewer", "operator"}, replay, {});
+        DlqReplayCommand byViewer(*viewer, viewerQueue, {"idempo_test_viewer", "operator"}, replay,
+                                  {});
         const Error viewerRefused = errorOf([&] { byViewer.execute(); });
         QVERIFY2(viewerRefused.code() == ErrorCode::LedgerUnavailable, viewerRefused.what());
         QCOMPARE(ownerQueue->deadLetters("roles_replay", 0, 10).size(), std::size_t(1));
         PostgresMessageQueue operatorQueue(operatorStore);
-        DlqReplayCommand replayByOperator(*operatorStore, operatorQueue, operatorStore->actor(), replay, {});
+        DlqReplayCommand replayByOperator(*operatorStore, operatorQueue, operatorStore->actor(),
+                                          replay, {});
         QCOMPARE(replayByOperator.execute().requeued, std::int64_t(1));
         QCOMPARE(ownerQueue->metrics("roles_replay").length, std::int64_t(1));
         QVERIFY(AuditVerify(f.store()).run().ok);
@@ -592,7 +607,8 @@ private:
                                    .stepId = "step",
                                    .kind = c.kind,
                                    .payload = c.sameFingerprint ? kOldPayload : kNewPayload,
-                                   .fingerprint = sha256Of(c.sameFingerprint ? kOldPayload : kNewPayload),
+                                   .fingerprint =
+                                       sha256Of(c.sameFingerprint ? kOldPayload : kNewPayload),
                                    .owner = "worker-new",
                                    .leaseMs = 7'000,
                                    .requiresApproval = c.requiresApproval};

@@ -2,17 +2,6 @@
 // What only the PostgreSQL queue has: a queue made by pgmq's own DDL used as it is, visibility
 // judged on the server's clock, readers on separate connections, dead-lettering raced by several
 // readers, and least-privilege roles. Runs under tests/pg/with-postgres.sh.
-#include "error.h"
-#include "pgconnection.h"
-#include "postgresledgerstore.h"
-#include "postgresmessagequeue.h"
-#include "queuefixture.h"
-
-#include <QFile>
-#include <QTemporaryDir>
-#include <QUrl>
-#include <QtTest>
-
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -24,12 +13,26 @@
 #include <set>
 #include <thread>
 
+#include <QFile>
+#include <QTemporaryDir>
+#include <QUrl>
+#include <QtTest>
+
+#include "error.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
+#include "postgresmessagequeue.h"
+#include "queuefixture.h"
+
 using namespace idempo;
 using idempo::test::QueueFixture;
 
 namespace {
 
-std::string testUrl() { return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString(); }
+std::string testUrl()
+{
+    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+}
 
 /// The test server's URL with another user.
 std::string urlFor(const std::string &user)
@@ -110,10 +113,12 @@ private Q_SLOTS:
         )SQL");
 
         auto queue = runningClockQueue();
-        QCOMPARE(errorOf([&] { queue->browse("legacy", 0, 10); }), ErrorCode::NotFound); // not registered yet
+        QCOMPARE(errorOf([&] { queue->browse("legacy", 0, 10); }),
+                 ErrorCode::NotFound); // not registered yet
         queue->createQueue("legacy", {.maxReads = 2});
-        QCOMPARE(f.queueTables(), QStringList({QStringLiteral("a_legacy"), QStringLiteral("a_legacy_dlq"),
-                                               QStringLiteral("q_legacy"), QStringLiteral("q_legacy_dlq")}));
+        QCOMPARE(f.queueTables(),
+                 QStringList({QStringLiteral("a_legacy"), QStringLiteral("a_legacy_dlq"),
+                              QStringLiteral("q_legacy"), QStringLiteral("q_legacy_dlq")}));
 
         const auto before = queue->browse("legacy", 0, 10);
         QCOMPARE(before.size(), std::size_t(2));
@@ -143,14 +148,16 @@ private Q_SLOTS:
         QCOMPARE(pgmqRead.integer(0, 0), before[1].msgId);
         // … and Idempo's archive lands in pgmq's archive table, columns by name.
         QVERIFY(queue->archive("legacy", before[0].msgId));
-        const PgResult archived = admin.exec(
-            "read archive", "SELECT msg_id, read_ct, message ->> 'step', archived_at IS NOT NULL FROM pgmq.a_legacy");
+        const PgResult archived =
+            admin.exec("read archive", "SELECT msg_id, read_ct, message ->> 'step', archived_at IS "
+                                       "NOT NULL FROM pgmq.a_legacy");
         QCOMPARE(archived.rows(), 1);
         QCOMPARE(archived.integer(0, 0), before[0].msgId);
         QCOMPARE(archived.integer(0, 1), std::int64_t(1));
         QCOMPARE(archived.text(0, 2), std::string("charge"));
         QCOMPARE(archived.text(0, 3), std::string("t"));
-        QCOMPARE(queue->browseArchive("legacy", 0, 10).front().message.lastReadAtMs, read[0].lastReadAtMs);
+        QCOMPARE(queue->browseArchive("legacy", 0, 10).front().message.lastReadAtMs,
+                 read[0].lastReadAtMs);
     }
 
     /// vt and last_read_at are written from the server's clock_timestamp() plus the store's
@@ -166,14 +173,17 @@ private Q_SLOTS:
         PgConnection admin(testUrl());
         const PgResult r = admin.exec(
             "read vt", "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint, "
-                       "floor(extract(epoch FROM vt) * 1000)::bigint, floor(extract(epoch FROM last_read_at) * 1000)::bigint "
+                       "floor(extract(epoch FROM vt) * 1000)::bigint, floor(extract(epoch FROM "
+                       "last_read_at) * 1000)::bigint "
                        "FROM pgmq.q_clock");
         const std::int64_t server = r.integer(0, 0);
         QCOMPARE(r.integer(0, 1), m.vtMs);
         QCOMPARE(r.integer(0, 2), *m.lastReadAtMs);
-        QVERIFY2(std::abs(*m.lastReadAtMs - (server + kSkewMs)) < 5'000, qPrintable(QString::number(server)));
+        QVERIFY2(std::abs(*m.lastReadAtMs - (server + kSkewMs)) < 5'000,
+                 qPrintable(QString::number(server)));
         QCOMPARE(m.vtMs - *m.lastReadAtMs, std::int64_t(30'000));
-        // Hidden for readers with and without the skew: vt is an hour and 30 s past the server's clock.
+        // Hidden for readers with and without the skew: vt is an hour and 30 s past the server's
+        // clock.
         QCOMPARE(runningClockQueue()->read("clock", 30'000, 1).size(), std::size_t(0));
         QCOMPARE(skewed->read("clock", 30'000, 1).size(), std::size_t(0));
     }
@@ -198,10 +208,12 @@ private Q_SLOTS:
         std::vector<std::thread> readers;
         for (int t = 0; t < kReaders; ++t) {
             readers.emplace_back([&, t] {
-                auto queue = runningClockQueue(); // a store of its own: another worker process's view
+                auto queue =
+                    runningClockQueue(); // a store of its own: another worker process's view
                 start.arrive_and_wait();
                 try {
-                    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                    const auto deadline =
+                        std::chrono::steady_clock::now() + std::chrono::seconds(60);
                     for (int round = 0; std::chrono::steady_clock::now() < deadline; ++round) {
                         const auto batch = queue->read("race", 150, 1 + (round + t) % 4);
                         if (batch.empty()) {
@@ -251,7 +263,8 @@ private Q_SLOTS:
         std::set<std::int64_t> sent;
         for (int i = 0; i < kMessages; ++i)
             sent.insert(f.queue().send("spent", std::to_string(i), "", 0));
-        QCOMPARE(f.queue().read("spent", 0, kMessages).size(), std::size_t(kMessages)); // visible again at once
+        QCOMPARE(f.queue().read("spent", 0, kMessages).size(),
+                 std::size_t(kMessages)); // visible again at once
 
         constexpr int kReaders = 4;
         std::barrier start(kReaders);
@@ -289,21 +302,33 @@ private Q_SLOTS:
         auto queue = runningClockQueue();
         queue->createQueue("acks", {.maxReads = 5});
         queue->send("acks", R"({"n":1})", "", 0);
-        const QueueMessage first = queue->read("acks", 0, 1).front(); // visible again at once: a lapsed timeout
+        const QueueMessage first =
+            queue->read("acks", 0, 1).front(); // visible again at once: a lapsed timeout
         const QueueMessage second = queue->read("acks", 60'000, 1).front();
         QCOMPARE(second.msgId, first.msgId);
         QCOMPARE(second.readCount, 2);
-        QCOMPARE(errorOf([&] { queue->ack("acks", {first.msgId, first.readCount}); }), ErrorCode::StaleLease);
+        QCOMPARE(errorOf([&] {
+                     queue->ack("acks", {first.msgId, first.readCount});
+                 }),
+                 ErrorCode::StaleLease);
         QCOMPARE(queue->ack("acks", {second.msgId, second.readCount}), std::string("done"));
-        QCOMPARE(queue->ack("acks", {second.msgId, second.readCount}), std::string("done")); // a retried ack
-        QCOMPARE(errorOf([&] { queue->ack("acks", {first.msgId, first.readCount}); }), ErrorCode::StaleLease);
-        QCOMPARE(errorOf([&] { queue->ack("acks", {second.msgId + 100, 1}); }), ErrorCode::NotFound);
+        QCOMPARE(queue->ack("acks", {second.msgId, second.readCount}),
+                 std::string("done")); // a retried ack
+        QCOMPARE(errorOf([&] {
+                     queue->ack("acks", {first.msgId, first.readCount});
+                 }),
+                 ErrorCode::StaleLease);
+        QCOMPARE(errorOf([&] {
+                     queue->ack("acks", {second.msgId + 100, 1});
+                 }),
+                 ErrorCode::NotFound);
         QVERIFY(queue->browse("acks", 0, 10).empty());
 
         queue->send("acks", R"({"n":2})", "", 0);
         queue->send("acks", R"({"n":3})", "", 0);
         const QueueMessage a = queue->read("acks", 60'000, 1).front();
-        const QueueMessage b = queue->readAndAck("acks", 60'000, 1, {{a.msgId, a.readCount}}).front();
+        const QueueMessage b =
+            queue->readAndAck("acks", 60'000, 1, {{a.msgId, a.readCount}}).front();
         QVERIFY(b.msgId != a.msgId);
         const auto left = queue->browse("acks", 0, 10);
         QCOMPARE(left.size(), std::size_t(1));
@@ -323,12 +348,14 @@ private Q_SLOTS:
         )SQL");
         QFile file(m_passwords.filePath(QStringLiteral("pgpass")));
         QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
-        file.write("*:*:*:idempo_queue_worker:worker-secret\n*:*:*:idempo_queue_viewer:viewer-secret\n");
+        file.write(
+            "*:*:*:idempo_queue_worker:worker-secret\n*:*:*:idempo_queue_viewer:viewer-secret\n");
         file.close();
         QVERIFY(file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
         qputenv("PGPASSFILE", file.fileName().toLocal8Bit());
 
-        PostgresMessageQueue worker(std::make_shared<PostgresLedgerStore>(urlFor("idempo_queue_worker")));
+        PostgresMessageQueue worker(
+            std::make_shared<PostgresLedgerStore>(urlFor("idempo_queue_worker")));
         const std::int64_t second = worker.send("jobs", R"({"n":2})", "", 0);
         const auto batch = worker.read("jobs", 0, 2);
         QCOMPARE(batch.size(), std::size_t(2));
@@ -339,9 +366,11 @@ private Q_SLOTS:
         QCOMPARE(worker.metrics("jobs").totalMessages, std::int64_t(2));
         QCOMPARE(errorOf([&] { worker.createQueue("other", {}); }), ErrorCode::LedgerUnavailable);
 
-        PostgresMessageQueue viewer(std::make_shared<PostgresLedgerStore>(urlFor("idempo_queue_viewer")));
+        PostgresMessageQueue viewer(
+            std::make_shared<PostgresLedgerStore>(urlFor("idempo_queue_viewer")));
         QCOMPARE(viewer.listQueues().size(), std::size_t(2));
-        QCOMPARE(viewer.deadLetters("jobs", 0, 10).front().provenance.lastErrorDetail, std::string("503"));
+        QCOMPARE(viewer.deadLetters("jobs", 0, 10).front().provenance.lastErrorDetail,
+                 std::string("503"));
         QCOMPARE(viewer.metrics("jobs_dlq").length, std::int64_t(1));
         QCOMPARE(errorOf([&] { viewer.read("jobs_dlq", 0, 1); }), ErrorCode::LedgerUnavailable);
         QCOMPARE(errorOf([&] { viewer.send("jobs", "{}", "", 0); }), ErrorCode::LedgerUnavailable);

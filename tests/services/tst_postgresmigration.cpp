@@ -3,6 +3,9 @@
 // to the function API: every row kept, the audit chain intact and anchored, no role left with a
 // write on any table, and the functions working on the old rows. Runs under
 // tests/pg/with-postgres.sh.
+#include <QCryptographicHash>
+#include <QtTest>
+
 #include "approvecommand.h"
 #include "auditchain.h"
 #include "auditverify.h"
@@ -13,9 +16,6 @@
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
-
-#include <QCryptographicHash>
-#include <QtTest>
 
 using namespace idempo;
 
@@ -269,8 +269,9 @@ private Q_SLOTS:
                                       .decision = ApprovalDecision::Redispatch,
                                       .reason = "refund checked",
                                       .approvalId = "ap-6"};
-        QCOMPARE(ApproveCommand(*store, {"bob", "approver"}, first).execute().status,
-                 std::string("pending")); // 2500.00 EUR is above the four-eyes threshold carried over
+        QCOMPARE(
+            ApproveCommand(*store, {"bob", "approver"}, first).execute().status,
+            std::string("pending")); // 2500.00 EUR is above the four-eyes threshold carried over
         first.approvalId = "ap-7";
         QCOMPARE(ApproveCommand(*store, {"carol", "approver"}, first).execute().status,
                  std::string("applied"));

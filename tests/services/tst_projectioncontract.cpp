@@ -3,12 +3,12 @@
 // the store the suite runs against (SQLite, or PostgreSQL under tests/pg/with-postgres.sh): a
 // caller that names no projection is fingerprinted by the record's; one that names another is
 // refused as projection_mismatch (not payload_mismatch), with nothing written or recorded.
-#include "error.h"
-#include "ledgerfixture.h"
+#include <optional>
 
 #include <QtTest>
 
-#include <optional>
+#include "error.h"
+#include "ledgerfixture.h"
 
 using namespace idempo;
 using idempo::test::LedgerFixture;

@@ -1,11 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // The MessageQueue contract: one suite, run against every store that has queues.
-#include "error.h"
-#include "queuefixture.h"
-#include "queuerules.h"
-
-#include <QtTest>
-
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -14,6 +8,12 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include <QtTest>
+
+#include "error.h"
+#include "queuefixture.h"
+#include "queuerules.h"
 
 using namespace idempo;
 using idempo::test::QueueFixture;
@@ -63,10 +63,7 @@ class TestQueueContract final : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        qInfo("store under test: %s", QueueFixture::storeName());
-    }
+    void initTestCase() { qInfo("store under test: %s", QueueFixture::storeName()); }
 
     void createMakesQueueAndDeadLetterQueue()
     {
@@ -76,8 +73,9 @@ private Q_SLOTS:
         QCOMPARE(info.maxReads, std::optional<int>(3));
         QCOMPARE(info.deadLetterQueue, kDlq);
         QCOMPARE(info.createdAtMs, f.queue().nowMs());
-        QCOMPARE(f.queueTables(), QStringList({QStringLiteral("a_orders"), QStringLiteral("a_orders_dlq"),
-                                               QStringLiteral("q_orders"), QStringLiteral("q_orders_dlq")}));
+        QCOMPARE(f.queueTables(),
+                 QStringList({QStringLiteral("a_orders"), QStringLiteral("a_orders_dlq"),
+                              QStringLiteral("q_orders"), QStringLiteral("q_orders_dlq")}));
         const auto queues = f.queue().listQueues();
         QCOMPARE(queues.size(), std::size_t(2));
         QCOMPARE(queues[0].name, kQueue);
@@ -106,15 +104,19 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("name");
         QTest::addColumn<QByteArray>("problem");
-        QTest::newRow("uppercase") << QByteArray("Q") << QByteArray("start with a lowercase letter");
+        QTest::newRow("uppercase")
+            << QByteArray("Q") << QByteArray("start with a lowercase letter");
         QTest::newRow("hyphen") << QByteArray("a-b") << QByteArray("'-' at position 1");
         QTest::newRow("sql") << QByteArray("x; drop table") << QByteArray("';' at position 1");
         QTest::newRow("48 characters") << QByteArray(48, 'a') << QByteArray("48 characters long");
         QTest::newRow("empty") << QByteArray("") << QByteArray("empty");
-        QTest::newRow("digit first") << QByteArray("1abc") << QByteArray("start with a lowercase letter");
-        QTest::newRow("underscore first") << QByteArray("_abc") << QByteArray("start with a lowercase letter");
+        QTest::newRow("digit first")
+            << QByteArray("1abc") << QByteArray("start with a lowercase letter");
+        QTest::newRow("underscore first")
+            << QByteArray("_abc") << QByteArray("start with a lowercase letter");
         QTest::newRow("nul byte") << QByteArray("ab\0c", 4) << QByteArray("\\x00 at position 2");
-        QTest::newRow("non-ascii") << QByteArray("caf\xc3\xa9") << QByteArray("\\xc3 at position 3");
+        QTest::newRow("non-ascii")
+            << QByteArray("caf\xc3\xa9") << QByteArray("\\xc3 at position 3");
     }
 
     void invalidNamesAreRefused()
@@ -147,7 +149,8 @@ private Q_SLOTS:
     {
         QFETCH(QByteArray, name);
         QueueFixture f;
-        QCOMPARE(errorOf([&] { f.queue().createQueue(name.toStdString(), {}); }), ErrorCode::InvalidArgument);
+        QCOMPARE(errorOf([&] { f.queue().createQueue(name.toStdString(), {}); }),
+                 ErrorCode::InvalidArgument);
         QVERIFY(f.queue().listQueues().empty());
         QVERIFY(f.queueTables().isEmpty());
     }
@@ -177,7 +180,8 @@ private Q_SLOTS:
         QueueFixture f;
         create(f);
         const std::int64_t now = f.queue().nowMs();
-        const std::int64_t first = f.queue().send(kQueue, R"({ "b": 2, "a": [1, 2] })", R"({"trace":"t-1"})", 0);
+        const std::int64_t first =
+            f.queue().send(kQueue, R"({ "b": 2, "a": [1, 2] })", R"({"trace":"t-1"})", 0);
         const std::int64_t second = f.queue().send(kQueue, "42", "", 0);
         QVERIFY(second > first);
         const auto all = f.queue().browse(kQueue, 0, 10);
@@ -201,13 +205,16 @@ private Q_SLOTS:
         QTest::newRow("truncated") << QByteArray("{") << QByteArray() << invalidJson;
         QTest::newRow("empty message") << QByteArray("") << QByteArray() << invalidJson;
         QTest::newRow("trailing comma") << QByteArray("[1,]") << QByteArray() << invalidJson;
-        QTest::newRow("duplicate member") << QByteArray(R"({"a":1,"a":2})") << QByteArray() << invalidJson;
-        QTest::newRow("integer beyond 2^53") << QByteArray("9007199254740993") << QByteArray() << invalidJson;
-        QTest::newRow("headers not json") << QByteArray("{}") << QByteArray("{trace}") << invalidJson;
+        QTest::newRow("duplicate member")
+            << QByteArray(R"({"a":1,"a":2})") << QByteArray() << invalidJson;
+        QTest::newRow("integer beyond 2^53")
+            << QByteArray("9007199254740993") << QByteArray() << invalidJson;
+        QTest::newRow("headers not json")
+            << QByteArray("{}") << QByteArray("{trace}") << invalidJson;
         QTest::newRow("headers an array") << QByteArray("{}") << QByteArray("[1]") << invalidJson;
         QTest::newRow("message too large")
-            << (QByteArray("\"") + QByteArray(int(MaxQueueMessageBytes), 'x') + QByteArray("\"")) << QByteArray()
-            << int(ErrorCode::PayloadTooLarge);
+            << (QByteArray("\"") + QByteArray(int(MaxQueueMessageBytes), 'x') + QByteArray("\""))
+            << QByteArray() << int(ErrorCode::PayloadTooLarge);
     }
 
     void invalidJsonIsRefused()
@@ -217,7 +224,9 @@ private Q_SLOTS:
         QFETCH(int, code);
         QueueFixture f;
         create(f);
-        QCOMPARE(errorOf([&] { f.queue().send(kQueue, message.toStdString(), headers.toStdString(), 0); }),
+        QCOMPARE(errorOf([&] {
+                     f.queue().send(kQueue, message.toStdString(), headers.toStdString(), 0);
+                 }),
                  ErrorCode(code));
         QVERIFY(f.queue().browse(kQueue, 0, 10).empty());
         QCOMPARE(f.queue().metrics(kQueue).totalMessages, std::int64_t(0));
@@ -227,11 +236,14 @@ private Q_SLOTS:
     {
         QueueFixture f;
         create(f);
-        QCOMPARE(errorOf([&] { f.queue().createQueue("other", {.maxReads = 0}); }), ErrorCode::InvalidArgument);
-        QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", -1); }), ErrorCode::InvalidArgument);
+        QCOMPARE(errorOf([&] { f.queue().createQueue("other", {.maxReads = 0}); }),
+                 ErrorCode::InvalidArgument);
+        QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", -1); }),
+                 ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, -1, 1); }), ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, 1'000, 0); }), ErrorCode::InvalidArgument);
-        QCOMPARE(errorOf([&] { f.queue().read(kQueue, 1'000, MaxQueueBatch + 1); }), ErrorCode::InvalidArgument);
+        QCOMPARE(errorOf([&] { f.queue().read(kQueue, 1'000, MaxQueueBatch + 1); }),
+                 ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().browse(kQueue, 0, 0); }), ErrorCode::InvalidArgument);
         QCOMPARE(f.queue().listQueues().size(), std::size_t(2));
         QVERIFY(f.queue().browse(kQueue, 0, 10).empty());
@@ -273,8 +285,10 @@ private Q_SLOTS:
         std::vector<std::int64_t> sent;
         for (int i = 0; i < 5; ++i)
             sent.push_back(f.queue().send(kQueue, std::to_string(i), "", 0));
-        QCOMPARE(ids(f.queue().read(kQueue, 10'000, 3)), std::vector<std::int64_t>(sent.begin(), sent.begin() + 3));
-        QCOMPARE(ids(f.queue().read(kQueue, 10'000, 3)), std::vector<std::int64_t>(sent.begin() + 3, sent.end()));
+        QCOMPARE(ids(f.queue().read(kQueue, 10'000, 3)),
+                 std::vector<std::int64_t>(sent.begin(), sent.begin() + 3));
+        QCOMPARE(ids(f.queue().read(kQueue, 10'000, 3)),
+                 std::vector<std::int64_t>(sent.begin() + 3, sent.end()));
         QVERIFY(f.queue().read(kQueue, 10'000, 3).empty());
     }
 
@@ -432,14 +446,16 @@ private Q_SLOTS:
         create(f);
         const std::int64_t id = f.queue().send(kQueue, "{}", "", 0);
         f.queue().read(kQueue, 30'000, 1);
-        const QueueMessage nacked = f.queue().nack(kQueue, id, ErrorClass::RateLimited, "429", 2'000);
+        const QueueMessage nacked =
+            f.queue().nack(kQueue, id, ErrorClass::RateLimited, "429", 2'000);
         QCOMPARE(nacked.vtMs, f.queue().nowMs() + 2'000);
         QCOMPARE(nacked.readCount, 1);
         f.advanceMs(1'999);
         QVERIFY(f.queue().read(kQueue, 30'000, 1).empty());
         f.advanceMs(1);
         QCOMPARE(f.queue().read(kQueue, 30'000, 1).front().readCount, 2);
-        QCOMPARE(errorOf([&] { f.queue().nack(kQueue, 999, ErrorClass::Transient, "x", 0); }), ErrorCode::NotFound);
+        QCOMPARE(errorOf([&] { f.queue().nack(kQueue, 999, ErrorClass::Transient, "x", 0); }),
+                 ErrorCode::NotFound);
     }
 
     void deadLetterAfterMaxReads_data()
@@ -458,7 +474,8 @@ private Q_SLOTS:
         QFETCH(bool, nacked);
         QueueFixture f;
         create(f, maxReads);
-        const std::int64_t id = f.queue().send(kQueue, R"({"step":"charge"})", R"({"trace":"t-9"})", 0);
+        const std::int64_t id =
+            f.queue().send(kQueue, R"({"step":"charge"})", R"({"trace":"t-9"})", 0);
         const std::int64_t next = f.queue().send(kQueue, R"({"step":"email"})", "", 0);
 
         for (int delivery = 1; delivery <= maxReads; ++delivery) {
@@ -466,7 +483,8 @@ private Q_SLOTS:
             QCOMPARE(ids(batch), std::vector<std::int64_t>({id}));
             QCOMPARE(batch[0].readCount, delivery);
             if (nacked)
-                f.queue().nack(kQueue, id, delivery % 2 ? ErrorClass::Transient : ErrorClass::RateLimited,
+                f.queue().nack(kQueue, id,
+                               delivery % 2 ? ErrorClass::Transient : ErrorClass::RateLimited,
                                "attempt " + std::to_string(delivery), 0);
             else
                 f.advanceMs(10'000);
@@ -497,7 +515,8 @@ private Q_SLOTS:
             QCOMPARE(letter.provenance.lastErrorClass, std::optional<ErrorClass>(last));
             QCOMPARE(letter.provenance.lastErrorDetail, "attempt " + std::to_string(maxReads));
             QCOMPARE(headers["dlq"]["last_error_class"], nlohmann::json(errorClassName(last)));
-            QCOMPARE(headers["dlq"]["last_error_detail"], nlohmann::json("attempt " + std::to_string(maxReads)));
+            QCOMPARE(headers["dlq"]["last_error_detail"],
+                     nlohmann::json("attempt " + std::to_string(maxReads)));
         } else {
             QVERIFY(!letter.provenance.lastErrorClass);
             QVERIFY(headers["dlq"]["last_error_class"].is_null());
@@ -516,7 +535,8 @@ private Q_SLOTS:
         std::vector<std::int64_t> sent;
         for (int i = 0; i < 4; ++i)
             sent.push_back(f.queue().send(kQueue, std::to_string(i), "", 0));
-        QCOMPARE(ids(f.queue().read(kQueue, 1'000, 3)), std::vector<std::int64_t>(sent.begin(), sent.begin() + 3));
+        QCOMPARE(ids(f.queue().read(kQueue, 1'000, 3)),
+                 std::vector<std::int64_t>(sent.begin(), sent.begin() + 3));
         const std::int64_t late = f.queue().send(kQueue, "4", "", 0);
         f.advanceMs(1'000);
         // Three exhausted messages go to the dead-letter queue; the two fresh ones are delivered.
@@ -592,25 +612,33 @@ private Q_SLOTS:
         QCOMPARE(b.outcome, ClaimOutcome::Claimed);
 
         const std::string next = R"({"run_id":"run-1","step_id":"check"})";
-        TransitionRequest done{.ns = in.ns, .key = in.key, .from = OperationState::Dispatching,
-                               .fencingToken = a.fencingToken, .to = OperationState::Succeeded,
-                               .actor = "worker-a", .result = std::string(R"({"ok":true})"),
+        TransitionRequest done{.ns = in.ns,
+                               .key = in.key,
+                               .from = OperationState::Dispatching,
+                               .fencingToken = a.fencingToken,
+                               .to = OperationState::Succeeded,
+                               .actor = "worker-a",
+                               .result = std::string(R"({"ok":true})"),
                                .retentionMs = 3'600'000};
-        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, kQueue, next, ""); }), ErrorCode::StaleLease);
+        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, kQueue, next, ""); }),
+                 ErrorCode::StaleLease);
         QVERIFY(f.queue().browse(kQueue, 0, 10).empty());
         QCOMPARE(f.queue().metrics(kQueue).totalMessages, std::int64_t(0));
 
         // A refused send undoes the transition too.
         done.fencingToken = b.operation.fencingToken;
         done.actor = "worker-b";
-        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, "missing", next, ""); }), ErrorCode::NotFound);
-        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, kQueue, "{", ""); }), ErrorCode::InvalidJson);
+        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, "missing", next, ""); }),
+                 ErrorCode::NotFound);
+        QCOMPARE(errorOf([&] { ledger.transitionAndSend(done, kQueue, "{", ""); }),
+                 ErrorCode::InvalidJson);
         const Operation unchanged = *ledger.find(in.ns, in.key);
         QCOMPARE(unchanged.state, OperationState::Dispatching);
         QCOMPARE(unchanged.version, b.operation.version);
         QCOMPARE(ledger.history(in.ns, in.key).size(), std::size_t(2));
 
-        const OutboxWrite written = ledger.transitionAndSend(done, kQueue, next, R"({"from":"extract"})");
+        const OutboxWrite written =
+            ledger.transitionAndSend(done, kQueue, next, R"({"from":"extract"})");
         QCOMPARE(written.operation.state, OperationState::Succeeded);
         QCOMPARE(ledger.find(in.ns, in.key)->state, OperationState::Succeeded);
         QCOMPARE(ledger.find(in.ns, in.key)->result, std::string(R"({"ok":true})"));

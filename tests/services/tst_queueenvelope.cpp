@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // QueueEnvelope: the wire form of a step's message and the checks on both directions.
+#include <QtTest>
+
 #include "error.h"
 #include "queueenvelope.h"
-
-#include <QtTest>
 
 using namespace idempo;
 
@@ -69,18 +69,24 @@ private Q_SLOTS:
         QTest::newRow("numeric step_id") << QByteArray("step_id") << QByteArray("7") << arg;
         QTest::newRow("empty step_id") << QByteArray("step_id") << QByteArray(R"("")") << arg;
         QTest::newRow("no source_agent") << QByteArray("source_agent") << QByteArray() << arg;
-        QTest::newRow("null target_agent") << QByteArray("target_agent") << QByteArray("null") << arg;
+        QTest::newRow("null target_agent")
+            << QByteArray("target_agent") << QByteArray("null") << arg;
         QTest::newRow("no payload") << QByteArray("payload") << QByteArray() << arg;
-        QTest::newRow("produced_at as text") << QByteArray("produced_at") << QByteArray(R"("2026-01-01")") << arg;
-        QTest::newRow("produced_at fractional") << QByteArray("produced_at") << QByteArray("1.5") << arg;
-        QTest::newRow("produced_at negative") << QByteArray("produced_at") << QByteArray("-1") << arg;
+        QTest::newRow("produced_at as text")
+            << QByteArray("produced_at") << QByteArray(R"("2026-01-01")") << arg;
+        QTest::newRow("produced_at fractional")
+            << QByteArray("produced_at") << QByteArray("1.5") << arg;
+        QTest::newRow("produced_at negative")
+            << QByteArray("produced_at") << QByteArray("-1") << arg;
         QTest::newRow("no idempotency_key") << QByteArray("idempotency_key") << QByteArray() << arg;
-        QTest::newRow("empty idempotency_key") << QByteArray("idempotency_key") << QByteArray(R"("")") << key;
+        QTest::newRow("empty idempotency_key")
+            << QByteArray("idempotency_key") << QByteArray(R"("")") << key;
         QTest::newRow("key with control character")
             << QByteArray("idempotency_key") << QByteArray(R"("run-42:\u0007")") << key;
-        QTest::newRow("key with trailing space") << QByteArray("idempotency_key") << QByteArray(R"("run-42 ")") << key;
-        QTest::newRow("key of 256 bytes") << QByteArray("idempotency_key")
-                                          << ("\"" + QByteArray(256, 'k') + "\"") << key;
+        QTest::newRow("key with trailing space")
+            << QByteArray("idempotency_key") << QByteArray(R"("run-42 ")") << key;
+        QTest::newRow("key of 256 bytes")
+            << QByteArray("idempotency_key") << ("\"" + QByteArray(256, 'k') + "\"") << key;
     }
 
     void refusedWireForms()
@@ -98,7 +104,8 @@ private Q_SLOTS:
 
     void notAnObjectIsRefused()
     {
-        QCOMPARE(errorOf([] { QueueEnvelope::fromJson(nlohmann::json::array()); }), ErrorCode::InvalidArgument);
+        QCOMPARE(errorOf([] { QueueEnvelope::fromJson(nlohmann::json::array()); }),
+                 ErrorCode::InvalidArgument);
     }
 
     void toJsonRefusesWhatFromJsonWould()

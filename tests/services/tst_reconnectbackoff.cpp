@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wait of a worker or driver that lost its ledger: delays from 100 ms doubling to 2 s, a
 // deadline counted from the loss, the give-up message, and the blocking retry built on it.
-#include "error.h"
-#include "reconnectbackoff.h"
+#include <vector>
 
 #include <QtTest>
 
-#include <vector>
+#include "error.h"
+#include "reconnectbackoff.h"
 
 using namespace idempo;
 

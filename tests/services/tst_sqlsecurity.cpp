@@ -3,17 +3,17 @@
 // with a raw libpq connection (PgConnection, not the store) as a login of each role: every
 // attempt is refused, and the ledger's rows and its audit chain stay as they were. Runs under
 // tests/pg/with-postgres.sh.
+#include <map>
+
+#include <QCryptographicHash>
+#include <QtTest>
+
 #include "auditverify.h"
 #include "engine.h"
 #include "error.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
-
-#include <QCryptographicHash>
-#include <QtTest>
-
-#include <map>
 
 using namespace idempo;
 

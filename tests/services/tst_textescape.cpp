@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one rule for showing stored text (textescape.h): what it escapes, what it leaves alone,
 // and that JSON stays the same value.
-#include "textescape.h"
-
 #include <nlohmann/json.hpp>
 
 #include <QtTest>
+
+#include "textescape.h"
 
 using namespace idempo;
 

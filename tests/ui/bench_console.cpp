@@ -2,11 +2,11 @@
 // bench_console [PATH]: generates a 1,000,000-operation ledger (raw batched inserts in one
 // transaction) unless PATH exists, then measures the console on it: time to first rows, a
 // filter change, the longest GUI-thread stall while 500 transitions/s stream in, peak memory.
-#include "engine.h"
-#include "ledgerconnection.h"
-#include "mainwindow.h"
-#include "operationtablemodel.h"
-#include "sqliteledgerstore.h"
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include <sys/resource.h>
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -16,11 +16,11 @@
 #include <QSqlQuery>
 #include <QTimer>
 
-#include <sys/resource.h>
-
-#include <atomic>
-#include <cstdio>
-#include <thread>
+#include "engine.h"
+#include "ledgerconnection.h"
+#include "mainwindow.h"
+#include "operationtablemodel.h"
+#include "sqliteledgerstore.h"
 
 using namespace idempo;
 
@@ -34,11 +34,13 @@ void generate(const QString &path)
     QSqlDatabase db = store->connection().db;
     QSqlQuery q(db);
     q.exec(QStringLiteral("BEGIN"));
-    q.prepare(QStringLiteral(
-        "INSERT INTO operations (namespace, operation_key, run_id, step_id, tool_kind, state, payload, "
-        "payload_fingerprint, attempt, max_attempts, lease_owner, lease_expires_at_ms, fencing_token, "
-        "created_at_ms, updated_at_ms, schema_version) VALUES ('default', ?, ?, ?, 'protected_write', ?, "
-        "'{\"amount\":1}', 'f', 1, 3, ?, ?, ?, ?, ?, 1)"));
+    q.prepare(QStringLiteral("INSERT INTO operations (namespace, operation_key, run_id, step_id, "
+                             "tool_kind, state, payload, "
+                             "payload_fingerprint, attempt, max_attempts, lease_owner, "
+                             "lease_expires_at_ms, fencing_token, "
+                             "created_at_ms, updated_at_ms, schema_version) VALUES ('default', ?, "
+                             "?, ?, 'protected_write', ?, "
+                             "'{\"amount\":1}', 'f', 1, 3, ?, ?, ?, ?, ?, 1)"));
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     static const char *steps[] = {"extract_document", "compliance_check", "provision_account"};
     for (int i = 0; i < Operations; ++i) {
@@ -57,7 +59,8 @@ void generate(const QString &path)
         q.addBindValue(QLatin1String(steps[i % 3]));
         q.addBindValue(QLatin1String(state));
         q.addBindValue(dispatching ? QStringLiteral("worker-%1").arg(i % 17) : QStringLiteral(""));
-        q.addBindValue(dispatching ? QVariant(now + 60'000) : QVariant(QMetaType(QMetaType::LongLong)));
+        q.addBindValue(dispatching ? QVariant(now + 60'000)
+                                   : QVariant(QMetaType(QMetaType::LongLong)));
         q.addBindValue(i + 1);
         q.addBindValue(created);
         q.addBindValue(created + 1500);
@@ -66,13 +69,13 @@ void generate(const QString &path)
             std::exit(1);
         }
     }
-    QSqlQuery(db).exec(QStringLiteral("UPDATE fencing_sequence SET last_token = %1").arg(Operations));
+    QSqlQuery(db).exec(
+        QStringLiteral("UPDATE fencing_sequence SET last_token = %1").arg(Operations));
     QSqlQuery(db).exec(QStringLiteral("COMMIT"));
 }
 
 /// Milliseconds from `start()` to the model's first pageLoaded.
-template<typename Start>
-double timeToPage(OperationTableModel &model, Start start)
+template <typename Start> double timeToPage(OperationTableModel &model, Start start)
 {
     QSignalSpy loaded(&model, &OperationTableModel::pageLoaded);
     QElapsedTimer t;
@@ -87,12 +90,14 @@ double timeToPage(OperationTableModel &model, Start start)
 int main(int argc, char *argv[])
 {
     QApplication app(argc, argv);
-    const QString path = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("/tmp/idempo-bench-console.db");
+    const QString path =
+        argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("/tmp/idempo-bench-console.db");
     if (!QFile::exists(path)) {
         QElapsedTimer g;
         g.start();
         generate(path);
-        std::printf("generated %d operations in %.1f s\n", Operations, static_cast<double>(g.elapsed()) / 1000.0);
+        std::printf("generated %d operations in %.1f s\n", Operations,
+                    static_cast<double>(g.elapsed()) / 1000.0);
     }
     const QString url = QStringLiteral("sqlite:") + path;
 
@@ -111,10 +116,12 @@ int main(int argc, char *argv[])
     OperationTableModel all(c);
     const double firstAll = timeToPage(all, [&] { all.setQuery({}); });
     OperationTableModel leases(c);
-    const double firstLeases = timeToPage(leases, [&] { leases.setQuery({{OperationState::Dispatching}}); });
+    const double firstLeases =
+        timeToPage(leases, [&] { leases.setQuery({{OperationState::Dispatching}}); });
     OperationTableModel confirm(c);
     const double firstConfirm = timeToPage(confirm, [&] {
-        confirm.setQuery({{OperationState::ConfirmationRequired, OperationState::AwaitingApproval}});
+        confirm.setQuery(
+            {{OperationState::ConfirmationRequired, OperationState::AwaitingApproval}});
     });
     OperationQuery byRun;
     byRun.runId = "run-300000";
@@ -152,7 +159,8 @@ int main(int argc, char *argv[])
             engine.complete("default", in.key, r.operation.fencingToken, "{}", "");
             written += 2;
             ++n;
-            std::this_thread::sleep_until(begin + std::chrono::microseconds(4000LL * n)); // 250 pairs/s
+            std::this_thread::sleep_until(begin +
+                                          std::chrono::microseconds(4000LL * n)); // 250 pairs/s
         }
     });
     window.tabs()->setCurrentIndex(1);
@@ -161,9 +169,8 @@ int main(int argc, char *argv[])
     beat.start();
     QTimer heartbeat;
     heartbeat.setInterval(5);
-    QObject::connect(&heartbeat, &QTimer::timeout, &app, [&] {
-        longest = std::max(longest, beat.restart());
-    });
+    QObject::connect(&heartbeat, &QTimer::timeout, &app,
+                     [&] { longest = std::max(longest, beat.restart()); });
     heartbeat.start();
     QElapsedTimer run;
     run.start();
@@ -188,8 +195,11 @@ int main(int argc, char *argv[])
     std::printf("filter change, key prefix (3 keys):     %8.1f ms\n", filterPrefix);
     std::printf("filter change, key prefix (every key):  %8.1f ms\n", filterCommonPrefix);
     std::printf("filter change, state + age:             %8.1f ms\n", filterAge);
-    std::printf("transitions streamed in 10 s:           %8d (%.0f/s)\n", written.load(), written.load() / 10.0);
-    std::printf("longest GUI-thread stall:               %8lld ms\n", static_cast<long long>(longest));
-    std::printf("peak memory (max RSS):                  %8.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+    std::printf("transitions streamed in 10 s:           %8d (%.0f/s)\n", written.load(),
+                written.load() / 10.0);
+    std::printf("longest GUI-thread stall:               %8lld ms\n",
+                static_cast<long long>(longest));
+    std::printf("peak memory (max RSS):                  %8.1f MB\n",
+                static_cast<double>(usage.ru_maxrss) / 1024.0);
     return 0;
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes ConsoleFixture's prepared ledger to PATH: make_console_ledger /tmp/demo.db
-#include "consolefixture.h"
+#include <cstdio>
 
 #include <QCoreApplication>
 #include <QFile>
 
-#include <cstdio>
+#include "consolefixture.h"
 
 int main(int argc, char *argv[])
 {

@@ -1,4 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <QComboBox>
+#include <QFile>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
 #include "actioncontroller.h"
 #include "approvecommand.h"
 #include "audittablemodel.h"
@@ -13,17 +24,6 @@
 #include "mainwindow.h"
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
-
-#include <QComboBox>
-#include <QFile>
-#include <QLineEdit>
-#include <QTemporaryDir>
-#include <QPlainTextEdit>
-#include <QPushButton>
-#include <QSignalSpy>
-#include <QStandardPaths>
-#include <QTabWidget>
-#include <QTest>
 
 using namespace idempo;
 
@@ -99,11 +99,16 @@ void TestActionController::stateRules_data()
     QTest::addColumn<int>("state");
     QTest::addColumn<bool>("lapsed");
     QTest::addColumn<QString>("allowed"); // R = redispatch, C = confirm, J = reject, N = reconcile
-    QTest::newRow("awaiting_approval") << int(OperationState::AwaitingApproval) << false << QStringLiteral("RJ");
-    QTest::newRow("confirmation_required") << int(OperationState::ConfirmationRequired) << false << QStringLiteral("RCJN");
-    QTest::newRow("unknown_outcome") << int(OperationState::UnknownOutcome) << false << QStringLiteral("N");
-    QTest::newRow("dispatching, live lease") << int(OperationState::Dispatching) << false << QString();
-    QTest::newRow("dispatching, lapsed lease") << int(OperationState::Dispatching) << true << QStringLiteral("N");
+    QTest::newRow("awaiting_approval")
+        << int(OperationState::AwaitingApproval) << false << QStringLiteral("RJ");
+    QTest::newRow("confirmation_required")
+        << int(OperationState::ConfirmationRequired) << false << QStringLiteral("RCJN");
+    QTest::newRow("unknown_outcome")
+        << int(OperationState::UnknownOutcome) << false << QStringLiteral("N");
+    QTest::newRow("dispatching, live lease")
+        << int(OperationState::Dispatching) << false << QString();
+    QTest::newRow("dispatching, lapsed lease")
+        << int(OperationState::Dispatching) << true << QStringLiteral("N");
     QTest::newRow("succeeded") << int(OperationState::Succeeded) << false << QString();
     QTest::newRow("failed_terminal") << int(OperationState::FailedTerminal) << false << QString();
     QTest::newRow("received") << int(OperationState::Received) << false << QString();
@@ -119,10 +124,11 @@ void TestActionController::stateRules()
     const std::int64_t now = 1'000'000;
     if (op.state == OperationState::Dispatching)
         op.leaseExpiresAtMs = lapsed ? now - 1 : now + 60'000;
-    const std::pair<OperationAction, QChar> actions[] = {{OperationAction::Redispatch, QLatin1Char('R')},
-                                                         {OperationAction::Confirm, QLatin1Char('C')},
-                                                         {OperationAction::Reject, QLatin1Char('J')},
-                                                         {OperationAction::Reconcile, QLatin1Char('N')}};
+    const std::pair<OperationAction, QChar> actions[] = {
+        {OperationAction::Redispatch, QLatin1Char('R')},
+        {OperationAction::Confirm, QLatin1Char('C')},
+        {OperationAction::Reject, QLatin1Char('J')},
+        {OperationAction::Reconcile, QLatin1Char('N')}};
     for (const auto &[action, letter] : actions) {
         const QString why = OperationDetailPane::stateRefusal(action, op, now);
         QCOMPARE(why.isEmpty(), allowed.contains(letter));
@@ -134,8 +140,8 @@ void TestActionController::unknownRoleDisablesEverything()
     OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
     QVERIFY(pane);
     pane->setRoleCheck({});
-    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm, OperationAction::Reject,
-                              OperationAction::Reconcile}) {
+    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm,
+                              OperationAction::Reject, OperationAction::Reconcile}) {
         QVERIFY(!pane->actionButton(a)->isEnabled());
         QVERIFY(pane->actionButton(a)->toolTip().contains(QLatin1String("not known")));
     }
@@ -147,11 +153,12 @@ void TestActionController::viewerRoleExplainsWhy()
     QVERIFY(pane);
     m_window->actions()->setActor({"vic", "viewer"});
     QSignalSpy requested(pane, &OperationDetailPane::actionRequested);
-    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm, OperationAction::Reject,
-                              OperationAction::Reconcile}) {
+    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm,
+                              OperationAction::Reject, OperationAction::Reconcile}) {
         QPushButton *b = pane->actionButton(a);
         QVERIFY(!b->isEnabled());
-        QVERIFY2(b->toolTip().contains(QLatin1String("role 'viewer' may not")), qPrintable(b->toolTip()));
+        QVERIFY2(b->toolTip().contains(QLatin1String("role 'viewer' may not")),
+                 qPrintable(b->toolTip()));
         QVERIFY(b->toolTip().contains(QLatin1String("idempo_")));
         QTest::mouseClick(b, Qt::LeftButton);
     }
@@ -171,7 +178,9 @@ void TestActionController::buttonsFollowTheState()
     QVERIFY(pane->actionButton(OperationAction::Redispatch)->isEnabled());
     QVERIFY(pane->actionButton(OperationAction::Reject)->isEnabled());
     QVERIFY(!pane->actionButton(OperationAction::Confirm)->isEnabled());
-    QVERIFY(pane->actionButton(OperationAction::Confirm)->toolTip().contains(QLatin1String("never dispatched")));
+    QVERIFY(pane->actionButton(OperationAction::Confirm)
+                ->toolTip()
+                .contains(QLatin1String("never dispatched")));
     QVERIFY(!pane->actionButton(OperationAction::Reconcile)->isEnabled());
     QSignalSpy requested(pane, &OperationDetailPane::actionRequested);
     pane->actionButton(OperationAction::Reject)->click();
@@ -181,8 +190,8 @@ void TestActionController::buttonsFollowTheState()
 
     pane = select(QStringLiteral("run-7004:send_invoice"));
     QVERIFY(pane);
-    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm, OperationAction::Reject,
-                              OperationAction::Reconcile})
+    for (OperationAction a : {OperationAction::Redispatch, OperationAction::Confirm,
+                              OperationAction::Reject, OperationAction::Reconcile})
         QVERIFY(pane->actionButton(a)->isEnabled());
 }
 
@@ -201,7 +210,8 @@ void TestActionController::approveFromThePane()
     QVERIFY(dialog);
     QVERIFY(dialog->cancelButton()->isDefault());
     QVERIFY(!dialog->okButton()->isEnabled());
-    QVERIFY2(dialog->okButton()->text().startsWith(QLatin1String("Approve refund of ")), qPrintable(dialog->okButton()->text()));
+    QVERIFY2(dialog->okButton()->text().startsWith(QLatin1String("Approve refund of ")),
+             qPrintable(dialog->okButton()->text()));
     QVERIFY(dialog->okButton()->text().contains(QLatin1String("EUR")));
     dialog->reasonEdit()->setPlainText(QStringLiteral("refund agreed with the customer"));
     QSignalSpy executed(m_window->actions(), &ActionController::executed);
@@ -224,9 +234,14 @@ void TestActionController::approveFromThePane()
     QCOMPARE(audit.front().entry.target, std::string("default/run-7002:refund"));
 
     // The same submission again (a second console, a retry) answers the first decision.
-    ApproveCommand::Request again{"default", "run-7002:refund", ApprovalDecision::Redispatch,
-                                  "refund agreed with the customer", "", dialog->submissionId().toStdString()};
-    const nlohmann::json replayed = ApproveCommand(store, *m_window->actions()->actor(), again).execute().toJson();
+    ApproveCommand::Request again{"default",
+                                  "run-7002:refund",
+                                  ApprovalDecision::Redispatch,
+                                  "refund agreed with the customer",
+                                  "",
+                                  dialog->submissionId().toStdString()};
+    const nlohmann::json replayed =
+        ApproveCommand(store, *m_window->actions()->actor(), again).execute().toJson();
     QCOMPARE(replayed.value("status", ""), std::string("replayed"));
     QCOMPARE(store.approvals("default", "run-7002:refund").size(), std::size_t{1});
     QCOMPARE(store.auditLog(0, 100).size(), std::size_t{1});
@@ -238,7 +253,8 @@ void TestActionController::approveFromThePane()
     m_window->tabs()->setCurrentWidget(auditView);
     QVERIFY(loaded.wait());
     QCOMPARE(auditView->model()->rowCount(), 1);
-    QCOMPARE(auditView->model()->index(0, AuditTableModel::ApprovalId).data().toString(), dialog->submissionId());
+    QCOMPARE(auditView->model()->index(0, AuditTableModel::ApprovalId).data().toString(),
+             dialog->submissionId());
     QCOMPARE(auditView->model()->index(0, AuditTableModel::Change).data().toString(),
              QStringLiteral("awaiting_approval → received"));
     QCOMPARE(auditView->actionFilter()->findText(QStringLiteral("approve")), 1);
@@ -257,7 +273,8 @@ void TestActionController::approveFromThePane()
     const auto exported = nlohmann::json::parse(json.readAll().toStdString());
     QCOMPARE(exported.size(), std::size_t{1});
     QCOMPARE(exported[0].value("approval_id", ""), approvals.front().approvalId);
-    QVERIFY(auditView->model()->csv().startsWith(QLatin1String("seq,at,who,role,action,target,reason")));
+    QVERIFY(auditView->model()->csv().startsWith(
+        QLatin1String("seq,at,who,role,action,target,reason")));
     QSignalSpy verified(auditView, &AuditView::verified);
     auditView->verifyButton()->click();
     QVERIFY(verified.wait());
@@ -281,7 +298,8 @@ void TestActionController::blankReasonNeverExecutes()
     QCOMPARE(submitted.count(), 0);
     QTest::keyClick(dialog, Qt::Key_Escape);
     QCOMPARE(dialog->result(), int(QDialog::Rejected));
-    QCOMPARE(m_fixture->store().find("default", "run-7004:send_invoice")->state, OperationState::ConfirmationRequired);
+    QCOMPARE(m_fixture->store().find("default", "run-7004:send_invoice")->state,
+             OperationState::ConfirmationRequired);
     QVERIFY(m_fixture->store().approvals("default", "run-7004:send_invoice").empty());
     QVERIFY(m_fixture->store().auditLog(0, 100).empty());
 }

@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "consolefixture.h"
-
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -9,6 +7,8 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include "consolefixture.h"
 
 /// Starts the real idempo-console binary.
 class TestConsoleApp final : public QObject
@@ -62,12 +62,15 @@ void TestConsoleApp::namesAFailedLedgerWithoutItsPassword_data()
 {
     QTest::addColumn<QString>("address");
     QTest::addColumn<QString>("shown");
-    QTest::newRow("user info") << QStringLiteral("postgresql://app:s3cret@127.0.0.1:1/db?connect_timeout=2")
-                               << QStringLiteral("postgresql://app@127.0.0.1:1/db?connect_timeout=2");
-    QTest::newRow("percent-encoded keyword") << QStringLiteral("postgresql://app@127.0.0.1:1/db?pass%77ord=s3cret")
-                                             << QStringLiteral("postgresql://app@127.0.0.1:1/db");
-    QTest::newRow("upper-case keyword") << QStringLiteral("postgresql://app@127.0.0.1:1/db?PASSWORD=s3cret")
-                                        << QStringLiteral("(unparsable connection string)");
+    QTest::newRow("user info")
+        << QStringLiteral("postgresql://app:s3cret@127.0.0.1:1/db?connect_timeout=2")
+        << QStringLiteral("postgresql://app@127.0.0.1:1/db?connect_timeout=2");
+    QTest::newRow("percent-encoded keyword")
+        << QStringLiteral("postgresql://app@127.0.0.1:1/db?pass%77ord=s3cret")
+        << QStringLiteral("postgresql://app@127.0.0.1:1/db");
+    QTest::newRow("upper-case keyword")
+        << QStringLiteral("postgresql://app@127.0.0.1:1/db?PASSWORD=s3cret")
+        << QStringLiteral("(unparsable connection string)");
 }
 
 /// A ledger that cannot be opened is named without its password, from --ledger and from
@@ -110,7 +113,8 @@ void TestConsoleApp::savesScreenshots()
     idempo::test::ConsoleFixture f;
     f.populate();
     QTemporaryDir out;
-    QCOMPARE(run({QStringLiteral("--ledger"), f.url(), QStringLiteral("--screenshot"), out.path()}), 0);
+    QCOMPARE(run({QStringLiteral("--ledger"), f.url(), QStringLiteral("--screenshot"), out.path()}),
+             0);
     const QStringList shots = QDir(out.path()).entryList({QStringLiteral("*.png")});
     QCOMPARE(shots.size(), 10); // eight tabs, the approve dialog and the DLQ replay dry run
     QVERIFY(shots.contains(QStringLiteral("dialog-approve.png")));

@@ -3,6 +3,12 @@
 // first steps instead of six zeros and empty charts, and every list says what it would hold and
 // what to do next; the links go where they say; once an operation exists both give way to the
 // figures and the rows, and a list emptied by its filters says so.
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTest>
+
 #include "auditview.h"
 #include "consolefixture.h"
 #include "emptystate.h"
@@ -18,12 +24,6 @@
 #include "sandboxpanel.h"
 #include "stattile.h"
 #include "suppressionsview.h"
-
-#include <QPushButton>
-#include <QSignalSpy>
-#include <QStandardPaths>
-#include <QTabWidget>
-#include <QTest>
 
 using namespace idempo;
 

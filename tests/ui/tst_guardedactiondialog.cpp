@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "guardedactiondialog.h"
-
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTest>
+
+#include "guardedactiondialog.h"
 
 using namespace idempo;
 
@@ -31,9 +31,10 @@ private:
 
 std::unique_ptr<GuardedActionDialog> TestGuardedActionDialog::approveDialog()
 {
-    auto d = std::make_unique<GuardedActionDialog>(QStringLiteral("Approve"),
-                                                   QStringLiteral("Approve refund of 1,250.00 EUR to account DE44 5001"),
-                                                   QStringLiteral("Approve refund of 1,250.00 EUR"));
+    auto d = std::make_unique<GuardedActionDialog>(
+        QStringLiteral("Approve"),
+        QStringLiteral("Approve refund of 1,250.00 EUR to account DE44 5001"),
+        QStringLiteral("Approve refund of 1,250.00 EUR"));
     d->addDetail(QStringLiteral("Evidence"), QStringLiteral("no receipt"));
     d->show();
     return d;

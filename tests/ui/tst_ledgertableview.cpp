@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "ledgertableview.h"
-
 #include <QStandardItemModel>
 #include <QTest>
+
+#include "ledgertableview.h"
 
 using namespace idempo;
 

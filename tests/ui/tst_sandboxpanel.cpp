@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTest>
+
 #include "consolefixture.h"
 #include "ledgerconnection.h"
 #include "mainwindow.h"
@@ -6,13 +13,6 @@
 #include "runtablemodel.h"
 #include "sandboxpanel.h"
 #include "sandboxsession.h"
-
-#include <QProgressBar>
-#include <QPushButton>
-#include <QSignalSpy>
-#include <QStandardPaths>
-#include <QTabWidget>
-#include <QTest>
 
 using namespace idempo;
 
@@ -29,8 +29,7 @@ private Q_SLOTS:
     void largeRunStopsWhenCancelled();
 
 private:
-    template<typename View>
-    View *view() const;
+    template <typename View> View *view() const;
 
     std::unique_ptr<test::ConsoleFixture> m_fixture;
     std::unique_ptr<MainWindow> m_window;
@@ -55,8 +54,7 @@ void TestSandboxPanel::cleanup()
     m_fixture.reset();
 }
 
-template<typename View>
-View *TestSandboxPanel::view() const
+template <typename View> View *TestSandboxPanel::view() const
 {
     for (LedgerView *v : m_window->views())
         if (auto *found = qobject_cast<View *>(v))
@@ -70,7 +68,8 @@ void TestSandboxPanel::smallRunEndsGreenAndFillsTheViews()
     m_window->tabs()->setCurrentWidget(panel);
     QVERIFY(panel->runButton()->isEnabled());
     QVERIFY(!panel->cancelButton()->isEnabled());
-    panel->setRequest(QStringLiteral("all"), 4, {QStringLiteral("duplicate-delivery"), QStringLiteral("crash-after-effect")},
+    panel->setRequest(QStringLiteral("all"), 4,
+                      {QStringLiteral("duplicate-delivery"), QStringLiteral("crash-after-effect")},
                       42, QStringLiteral("sandbox-test"));
     QSignalSpy progressed(panel->session(), &SandboxSession::progressed);
     QSignalSpy finished(panel->session(), &SandboxSession::finished);
@@ -82,7 +81,8 @@ void TestSandboxPanel::smallRunEndsGreenAndFillsTheViews()
     QCOMPARE(panel->progressBar()->maximum(), 4);
     QCOMPARE(panel->progressBar()->value(), 4);
     QCOMPARE(panel->reportState(), QStringLiteral("ok"));
-    QVERIFY2(panel->headline().contains(QLatin1String("invariants hold")), qPrintable(panel->headline()));
+    QVERIFY2(panel->headline().contains(QLatin1String("invariants hold")),
+             qPrintable(panel->headline()));
     QCOMPARE(panel->session()->report().at("duplicate_effects").get<int>(), 0);
     QVERIFY(panel->session()->report().at("deliveries").get<int>() > 4);
     QVERIFY(panel->runButton()->isEnabled());
@@ -101,7 +101,8 @@ void TestSandboxPanel::largeRunStopsWhenCancelled()
 {
     SandboxPanel *panel = view<SandboxPanel>();
     m_window->tabs()->setCurrentWidget(panel);
-    panel->setRequest(QStringLiteral("kyc-onboarding"), 10'000, {}, 7, QStringLiteral("sandbox-large"));
+    panel->setRequest(QStringLiteral("kyc-onboarding"), 10'000, {}, 7,
+                      QStringLiteral("sandbox-large"));
     QSignalSpy progressed(panel->session(), &SandboxSession::progressed);
     QSignalSpy finished(panel->session(), &SandboxSession::finished);
     panel->startRun();

@@ -1,4 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <QApplication>
+#include <QClipboard>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTest>
+
 #include "confirmationsview.h"
 #include "consolefixture.h"
 #include "deadlettertablemodel.h"
@@ -20,14 +28,6 @@
 #include "suppressiontablemodel.h"
 #include "timelinewidget.h"
 
-#include <QApplication>
-#include <QClipboard>
-#include <QLineEdit>
-#include <QSignalSpy>
-#include <QStandardPaths>
-#include <QTabWidget>
-#include <QTest>
-
 using namespace idempo;
 
 /// Every view over a prepared ledger, offscreen: opens, shows rows, filters, follows a change.
@@ -48,8 +48,7 @@ private Q_SLOTS:
     void deadLetters();
 
 private:
-    template<typename View>
-    View *show();
+    template <typename View> View *show();
     void typeFilter(FilterBar *bar, const QString &prefix);
 
     std::unique_ptr<test::ConsoleFixture> m_fixture;
@@ -74,8 +73,7 @@ void TestViews::cleanup()
     m_fixture.reset();
 }
 
-template<typename View>
-View *TestViews::show()
+template <typename View> View *TestViews::show()
 {
     for (LedgerView *v : m_window->views())
         if (auto *view = qobject_cast<View *>(v)) {
@@ -104,7 +102,8 @@ void TestViews::windowShowsLedgerAndLiveState()
 void TestViews::windowNamesAFailedLedgerWithoutItsPassword()
 {
     QSignalSpy failed(m_window.get(), &MainWindow::ledgerFailed);
-    m_window->openLedger(QStringLiteral("POSTGRESQL://app:s3cret@127.0.0.1:1/db?connect_timeout=2"));
+    m_window->openLedger(
+        QStringLiteral("POSTGRESQL://app:s3cret@127.0.0.1:1/db?connect_timeout=2"));
     QVERIFY(failed.wait(10'000));
     const QString shown = QStringLiteral("postgresql://app@127.0.0.1:1/db?connect_timeout=2");
     QVERIFY2(!failed.first().first().toString().contains(QLatin1String("s3cret")),
@@ -134,7 +133,8 @@ void TestViews::leases()
     QTest::keyClick(view->table(), Qt::Key_Down);
     QVERIFY(view->table()->currentIndex().isValid());
     QTest::keySequence(view->table(), QKeySequence::Copy);
-    QCOMPARE(QApplication::clipboard()->text(), view->table()->currentIndex().siblingAtColumn(0).data().toString());
+    QCOMPARE(QApplication::clipboard()->text(),
+             view->table()->currentIndex().siblingAtColumn(0).data().toString());
     QVERIFY(view->table()->csv().startsWith(QLatin1String("Operation key,Run,Step,State")));
     typeFilter(view->filters(), QStringLiteral("run-7007"));
     QTRY_COMPARE(view->model()->rowCount(), 1);
@@ -164,7 +164,8 @@ void TestViews::confirmations()
     for (int attempt = 0; attempt < 3; ++attempt) {
         const ClaimResult c = m_fixture->claimNew(key, "run-7601");
         QCOMPARE(c.outcome, ClaimOutcome::Claimed);
-        m_fixture->engine().fail("default", key, c.operation.fencingToken, ErrorClass::Transient, "bank API 503");
+        m_fixture->engine().fail("default", key, c.operation.fencingToken, ErrorClass::Transient,
+                                 "bank API 503");
         m_fixture->clock().advanceMs(60'000);
     }
     QTRY_COMPARE(view->model()->rowCount(), 3);
@@ -211,7 +212,8 @@ void TestViews::deadLetters()
 {
     auto *view = show<DlqView>();
     QTRY_COMPARE(view->model()->rowCount(), 1);
-    QCOMPARE(view->model()->index(0, DeadLetterTableModel::Key).data().toString(), QStringLiteral("run-7009:capture"));
+    QCOMPARE(view->model()->index(0, DeadLetterTableModel::Key).data().toString(),
+             QStringLiteral("run-7009:capture"));
     QTRY_VERIFY(m_window->connection()->isLive());
     m_fixture->queues().send("payments", R"({"idempotency_key":"run-7600:x"})", "", 0);
     m_fixture->queues().read("payments", 0, 1);

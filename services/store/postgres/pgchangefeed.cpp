@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // PgChangeFeed (declared in pgconnection.h): the long poll of idempo.wait_for_changes().
-#include "pgconnection.h"
-
-#include "error.h"
-
 #include <cerrno>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 #include <poll.h>
+
+#include "error.h"
+#include "pgconnection.h"
 
 namespace idempo {
 

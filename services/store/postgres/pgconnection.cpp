@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pgconnection.h"
 
-#include "error.h"
-
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -13,6 +11,8 @@
 #include <libpq-fe.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+
+#include "error.h"
 
 namespace idempo {
 namespace {
@@ -70,7 +70,8 @@ ErrorCode codeForSqlState(std::string_view state)
     // 08 connection, 57 operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03
     // cannot connect now), 53 resources (disk full), 28 authorization, 42501 missing privilege,
     // 25006 a read-only server (a standby): unusable now or for this role.
-    if (cls == "08" || cls == "57" || cls == "53" || cls == "28" || state == "42501" || state == "25006")
+    if (cls == "08" || cls == "57" || cls == "53" || cls == "28" || state == "42501" ||
+        state == "25006")
         return ErrorCode::LedgerUnavailable;
     if (state == "42P01" || state == "42703")
         return ErrorCode::SchemaMismatch;
@@ -262,7 +263,8 @@ PgResult PgConnection::check(pg_result *raw, const char *what)
     if (state)
         message += " (SQLSTATE " + std::string(state) + ")";
     if (lost)
-        message += "; the connection to the ledger was lost, so a write in flight may or may not have been applied";
+        message += "; the connection to the ledger was lost, so a write in flight may or may not "
+                   "have been applied";
     if (code == ErrorCode::SchemaMismatch)
         message += "; run `idempo init` to create or upgrade the ledger's schema";
     throw Error(code, message);
@@ -305,14 +307,16 @@ void PgConnection::sendPrepared(const char *what, const std::string &name, std::
         m_prepared.insert(name);
     }
     const std::vector<const char *> values = params.pointers();
-    if (!PQsendQueryPrepared(m_conn, name.c_str(), params.size(), values.data(), nullptr, nullptr, 0))
+    if (!PQsendQueryPrepared(m_conn, name.c_str(), params.size(), values.data(), nullptr, nullptr,
+                             0))
         check(nullptr, what);
 }
 
 std::optional<PgResult> PgConnection::takeResult(const char *what)
 {
     if (!PQconsumeInput(m_conn))
-        throw Error(ErrorCode::LedgerUnavailable, std::string(what) + ": " + oneLine(PQerrorMessage(m_conn)));
+        throw Error(ErrorCode::LedgerUnavailable,
+                    std::string(what) + ": " + oneLine(PQerrorMessage(m_conn)));
     if (PQisBusy(m_conn))
         return std::nullopt;
     std::optional<PgResult> first;
@@ -442,8 +446,9 @@ std::string pgbenchStatement(std::string_view statement, const std::vector<std::
         for (; end < statement.size() && statement[end] >= '0' && statement[end] <= '9'; ++end)
             n = n * 10 + static_cast<std::size_t>(statement[end] - '0');
         if (n < 1 || n > args.size())
-            throw Error(ErrorCode::Internal, "pgbench script: no value for " +
-                                                 std::string(statement.substr(dollar, end - dollar)));
+            throw Error(ErrorCode::Internal,
+                        "pgbench script: no value for " +
+                            std::string(statement.substr(dollar, end - dollar)));
         out.append(statement.substr(at, dollar - at)).append(args[n - 1]);
         at = end;
     }

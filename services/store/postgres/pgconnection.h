@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "conninfo.h"
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -10,6 +8,8 @@
 #include <string_view>
 #include <unordered_set>
 #include <vector>
+
+#include "conninfo.h"
 
 // libpq's handles, declared here so users of this header need not see libpq-fe.h.
 struct pg_conn;
@@ -105,7 +105,8 @@ public:
 
     /// Sends `sql` (prepared under `name` on first use) without waiting for its result; one
     /// statement at a time, collected with takeResult(). Throws like exec().
-    void sendPrepared(const char *what, const std::string &name, std::string_view sql, const PgParams &params);
+    void sendPrepared(const char *what, const std::string &name, std::string_view sql,
+                      const PgParams &params);
     /// The result of the statement sendPrepared() sent once it has arrived, reading what the
     /// socket holds without blocking; std::nullopt while it has not. Throws like exec().
     std::optional<PgResult> takeResult(const char *what);

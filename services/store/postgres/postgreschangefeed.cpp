@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "postgreschangefeed.h"
 
-#include "postgresledgerstore.h"
-
 #include <utility>
+
+#include "postgresledgerstore.h"
 
 namespace idempo {
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <memory>
+
 #include "changefeed.h"
 #include "pgconnection.h"
-
-#include <memory>
 
 namespace idempo {
 

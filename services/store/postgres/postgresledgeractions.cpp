@@ -2,13 +2,12 @@
 // PostgresLedgerStore's guarded actions: each plan a command object decides is carried out by
 // the function of schema idempo that owns its rules (0009_guarded_actions.sql), which checks
 // everything again under the operation's row lock and appends the audit record itself.
-#include "postgresledgerstore.h"
+#include <nlohmann/json.hpp>
 
 #include "canonicaljson.h"
 #include "error.h"
 #include "postgresledgerrows.h"
-
-#include <nlohmann/json.hpp>
+#include "postgresledgerstore.h"
 
 namespace idempo {
 namespace {

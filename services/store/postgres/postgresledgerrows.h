@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "operation.h"
-#include "pgconnection.h"
-
 #include <string>
 #include <vector>
+
+#include "operation.h"
+#include "pgconnection.h"
 
 namespace idempo {
 

@@ -1,6 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "postgresledgerstore.h"
 
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <QCryptographicHash>
+
 #include "error.h"
 #include "keyprefix.h"
 #include "migrations.h"
@@ -9,37 +19,28 @@
 #include "queuename.h"
 #include "queuerules.h"
 
-#include <algorithm>
-#include <mutex>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-#include <QCryptographicHash>
-
-#include <nlohmann/json.hpp>
-
 namespace idempo {
 namespace {
 
 // Every write is one call of a function of schema idempo (0007_ledger_functions.sql), so one
 // round trip; the clock's two arguments (pinned instant, offset) come last.
-constexpr const char *kClaimSql =
-    "SELECT * FROM idempo.claim($1, $2, $3, $4, $5, $6, $7::bigint, $8::integer, $9::boolean, $10, $11, $12, $13, $14, "
-    "$15::bigint, $16, $17::integer, $18::bigint, $19::bigint)";
+constexpr const char *kClaimSql = "SELECT * FROM idempo.claim($1, $2, $3, $4, $5, $6, $7::bigint, "
+                                  "$8::integer, $9::boolean, $10, $11, $12, $13, $14, "
+                                  "$15::bigint, $16, $17::integer, $18::bigint, $19::bigint)";
 
-constexpr const char *kTransitionArgs =
-    "$1, $2, $3, $4::bigint, $5, $6, $7, $8, $9, $10, $11, $12::bigint, $13::bigint, $14::integer, $15::bigint";
+constexpr const char *kTransitionArgs = "$1, $2, $3, $4::bigint, $5, $6, $7, $8, $9, $10, $11, "
+                                        "$12::bigint, $13::bigint, $14::integer, $15::bigint";
 
-const std::string kTransitionSql =
-    "SELECT * FROM idempo.transition(" + std::string(kTransitionArgs) + ", $16::bigint, $17::bigint)";
+const std::string kTransitionSql = "SELECT * FROM idempo.transition(" +
+                                   std::string(kTransitionArgs) + ", $16::bigint, $17::bigint)";
 
-const std::string kFindSql =
-    "SELECT " + std::string(kOperationColumns) + " FROM idempo.operations WHERE namespace = $1 AND operation_key = $2";
+const std::string kFindSql = "SELECT " + std::string(kOperationColumns) +
+                             " FROM idempo.operations WHERE namespace = $1 AND operation_key = $2";
 
 const std::string kSuppressionColumns = "SELECT id, namespace, operation_key, at_ms, outcome, "
                                         "state, source, fingerprint FROM idempo.suppressions ";
-const std::string kSuppressionsSql = kSuppressionColumns + "WHERE id > $1::bigint ORDER BY id LIMIT $2::integer";
+const std::string kSuppressionsSql =
+    kSuppressionColumns + "WHERE id > $1::bigint ORDER BY id LIMIT $2::integer";
 const std::string kSuppressionsInNamespaceSql =
     kSuppressionColumns + "WHERE namespace = $3 AND id > $1::bigint ORDER BY id LIMIT $2::integer";
 
@@ -58,7 +59,9 @@ LEFT JOIN idempo.operations AS o ON o.state = 'dispatching' AND ($3::text = '' O
 
 std::string sha256Hex(const std::string &text)
 {
-    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256).toHex().toStdString();
+    return QCryptographicHash::hash(QByteArrayView(text), QCryptographicHash::Sha256)
+        .toHex()
+        .toStdString();
 }
 
 std::optional<std::string> errorClassText(const std::optional<ErrorClass> &errorClass)
@@ -85,7 +88,8 @@ PgParams transitionParams(const TransitionRequest &request)
         .optionalText(request.errorDetail)
         .optionalInteger(request.retryDelayMs)
         .optionalInteger(request.leaseMs)
-        .optionalInteger(request.extraAttempts ? std::optional<std::int64_t>(*request.extraAttempts) : std::nullopt)
+        .optionalInteger(request.extraAttempts ? std::optional<std::int64_t>(*request.extraAttempts)
+                                               : std::nullopt)
         .integer(request.retentionMs);
     return params;
 }
@@ -101,9 +105,9 @@ Error newerSchema(const std::string &ledger, int version, int latest)
 /// schema_migrations on the search path; empty when there is none (an uninitialised ledger).
 std::string migrationsTable(PgConnection &c)
 {
-    const PgResult r = c.exec("read schema version",
-                              "SELECT coalesce(to_regclass('idempo.schema_migrations'), "
-                              "to_regclass('schema_migrations'))::text");
+    const PgResult r =
+        c.exec("read schema version", "SELECT coalesce(to_regclass('idempo.schema_migrations'), "
+                                      "to_regclass('schema_migrations'))::text");
     return r.isNull(0, 0) ? std::string() : r.text(0, 0);
 }
 
@@ -115,7 +119,8 @@ int readSchemaVersion(PgConnection &c)
         return 0;
     // `table` is the catalog's own quoted name of the table, not input.
     return static_cast<int>(
-        c.exec("read schema version", "SELECT coalesce(max(version), 0) FROM " + table).integer(0, 0));
+        c.exec("read schema version", "SELECT coalesce(max(version), 0) FROM " + table)
+            .integer(0, 0));
 }
 
 /// Idle connections per connection string, left by threads that ended: the next new thread
@@ -270,7 +275,8 @@ void PostgresLedgerStore::migrate()
         // One script, not statement by statement: DO blocks span lines that end in ';'.
         c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
         // Version 6 moves the table into schema idempo: record where it is now.
-        c.exec("record migration", "INSERT INTO " + migrationsTable(c) + " (version, name) VALUES ($1::integer, $2)",
+        c.exec("record migration",
+               "INSERT INTO " + migrationsTable(c) + " (version, name) VALUES ($1::integer, $2)",
                PgParams().integer(m.version).text(m.name.toStdString()));
     }
     tx.commit();
@@ -279,7 +285,9 @@ void PostgresLedgerStore::migrate()
 
 std::int64_t PostgresLedgerStore::nowMs()
 {
-    return connection().execPrepared("read clock", "idempo_now", kNowSql, clockParams()).integer(0, 0);
+    return connection()
+        .execPrepared("read clock", "idempo_now", kNowSql, clockParams())
+        .integer(0, 0);
 }
 
 ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
@@ -309,7 +317,8 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         return {ClaimOutcome::PayloadMismatch, readOperation(r, 0, 1), true};
     const auto outcome = parseClaimOutcome(r.text(0, 0));
     if (!outcome)
-        throw Error(ErrorCode::Internal, "claim answered an unknown outcome '" + r.text(0, 0) + "'");
+        throw Error(ErrorCode::Internal,
+                    "claim answered an unknown outcome '" + r.text(0, 0) + "'");
     return {*outcome, readOperation(r, 0, 1)};
 }
 
@@ -318,11 +327,14 @@ Operation PostgresLedgerStore::transition(const TransitionRequest &request)
     requireSchema();
     PgParams params = transitionParams(request);
     appendClock(params);
-    return readOperation(connection().execPrepared("transition", "idempo_transition", kTransitionSql, params), 0, 0);
+    return readOperation(
+        connection().execPrepared("transition", "idempo_transition", kTransitionSql, params), 0, 0);
 }
 
-OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                                   const std::string &messageJson, const std::string &headersJson)
+OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &request,
+                                                   const std::string &queue,
+                                                   const std::string &messageJson,
+                                                   const std::string &headersJson)
 {
     requireSchema();
     const QueueName name(queue);
@@ -334,8 +346,10 @@ OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &requ
     appendClock(params);
     const PgResult r = connection().execPrepared(
         "transition and send", "idempo_transition_and_send",
-        "SELECT (r.operation).*, r.msg_id FROM idempo.transition_and_send($1, $2, $3, $4::bigint, $5, $16, $17, $18, "
-        "$6, $7, $8, $9, $10, $11, $12::bigint, $13::bigint, $14::integer, $15::bigint, $19::bigint, $20::bigint) AS r",
+        "SELECT (r.operation).*, r.msg_id FROM idempo.transition_and_send($1, $2, $3, $4::bigint, "
+        "$5, $16, $17, $18, "
+        "$6, $7, $8, $9, $10, $11, $12::bigint, $13::bigint, $14::integer, $15::bigint, "
+        "$19::bigint, $20::bigint) AS r",
         params);
     return {readOperation(r, 0, 0), r.integer(0, kOperationColumnCount)};
 }
@@ -343,13 +357,15 @@ OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &requ
 std::optional<Operation> PostgresLedgerStore::find(const std::string &ns, const std::string &key)
 {
     requireSchema();
-    const PgResult r = connection().execPrepared("read operation", "idempo_find", kFindSql, PgParams().text(ns).text(key));
+    const PgResult r = connection().execPrepared("read operation", "idempo_find", kFindSql,
+                                                 PgParams().text(ns).text(key));
     if (r.rows() == 0)
         return std::nullopt;
     return readOperation(r, 0, 0);
 }
 
-std::vector<OperationEvent> PostgresLedgerStore::history(const std::string &ns, const std::string &key)
+std::vector<OperationEvent> PostgresLedgerStore::history(const std::string &ns,
+                                                         const std::string &key)
 {
     requireSchema();
     return readHistory(connection(), ns, key);
@@ -362,7 +378,8 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     // turns the key prefix into an index range.
     const bool byValue = filter.order == ListOrder::ValueDescending;
     const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
-    const std::string select = "SELECT " + std::string(kOperationColumns) + " FROM idempo.operations WHERE ";
+    const std::string select =
+        "SELECT " + std::string(kOperationColumns) + " FROM idempo.operations WHERE ";
     std::string statement = select + "id > $1::bigint";
     PgParams params;
     params.integer(filter.afterId);
@@ -372,8 +389,8 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement = select + "id > 0";
         params.integer(*filter.afterValueMinor);
         const std::string after = next();
-        statement += " AND (" + value + " < " + after + "::bigint OR (" + value + " = " + after
-                     + "::bigint AND id > $1::bigint))";
+        statement += " AND (" + value + " < " + after + "::bigint OR (" + value + " = " + after +
+                     "::bigint AND id > $1::bigint))";
     }
     if (!filter.ns.empty()) {
         params.text(filter.ns);
@@ -402,8 +419,8 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement += " AND updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    statement += (byValue ? " ORDER BY " + value + " DESC, id" : std::string(" ORDER BY id")) + " LIMIT " + next()
-                 + "::integer";
+    statement += (byValue ? " ORDER BY " + value + " DESC, id" : std::string(" ORDER BY id")) +
+                 " LIMIT " + next() + "::integer";
     const PgResult r = connection().exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));
@@ -412,16 +429,17 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     return ops;
 }
 
-std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns, std::int64_t afterId, int limit)
+std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns,
+                                                           std::int64_t afterId, int limit)
 {
     requireSchema();
     PgParams params;
     params.integer(afterId).integer(limit);
     PgConnection &c = connection();
-    const PgResult r = ns.empty()
-                           ? c.execPrepared("list suppressions", "idempo_suppressions", kSuppressionsSql, params)
-                           : c.execPrepared("list suppressions", "idempo_suppressions_ns", kSuppressionsInNamespaceSql,
-                                            params.text(ns));
+    const PgResult r = ns.empty() ? c.execPrepared("list suppressions", "idempo_suppressions",
+                                                   kSuppressionsSql, params)
+                                  : c.execPrepared("list suppressions", "idempo_suppressions_ns",
+                                                   kSuppressionsInNamespaceSql, params.text(ns));
     std::vector<Suppression> rows;
     rows.reserve(static_cast<std::size_t>(r.rows()));
     for (int row = 0; row < r.rows(); ++row) {
@@ -446,7 +464,8 @@ std::int64_t PostgresLedgerStore::purgeExpired(const std::string &ns)
     params.text(ns);
     appendClock(params);
     return connection()
-        .execPrepared("purge", "idempo_purge", "SELECT idempo.purge_expired($1, $2::bigint, $3::bigint)", params)
+        .execPrepared("purge", "idempo_purge",
+                      "SELECT idempo.purge_expired($1, $2::bigint, $3::bigint)", params)
         .integer(0, 0);
 }
 
@@ -455,24 +474,24 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
     requireSchema();
     PgConnection &c = connection();
     LedgerMetrics m;
-    const PgResult states =
-        c.execPrepared("metrics", "idempo_metrics_states",
-                       "SELECT state, count(*) FROM idempo.operations WHERE $1::text = '' OR namespace = $1::text "
-                       "GROUP BY state",
-                       PgParams().text(ns));
+    const PgResult states = c.execPrepared(
+        "metrics", "idempo_metrics_states",
+        "SELECT state, count(*) FROM idempo.operations WHERE $1::text = '' OR namespace = $1::text "
+        "GROUP BY state",
+        PgParams().text(ns));
     for (int row = 0; row < states.rows(); ++row)
         if (const auto s = parseState(states.text(row, 0)))
             m.byState.emplace_back(*s, states.integer(row, 1));
-    const PgResult outcomes =
-        c.execPrepared("metrics", "idempo_metrics_outcomes",
-                       "SELECT outcome, count(*) FROM idempo.suppressions WHERE $1::text = '' OR namespace = $1::text "
-                       "GROUP BY outcome",
-                       PgParams().text(ns));
+    const PgResult outcomes = c.execPrepared("metrics", "idempo_metrics_outcomes",
+                                             "SELECT outcome, count(*) FROM idempo.suppressions "
+                                             "WHERE $1::text = '' OR namespace = $1::text "
+                                             "GROUP BY outcome",
+                                             PgParams().text(ns));
     for (int row = 0; row < outcomes.rows(); ++row)
         if (const auto o = parseClaimOutcome(outcomes.text(row, 0)))
             m.suppressionsByOutcome.emplace_back(*o, outcomes.integer(row, 1));
-    const PgResult leases =
-        c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql, clockParams().text(ns));
+    const PgResult leases = c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql,
+                                           clockParams().text(ns));
     m.leasesLive = leases.integer(0, 0);
     m.leasesLapsed = leases.integer(0, 1);
     m.oldestPendingConfirmationMs = leases.optionalInteger(0, 2);
@@ -485,11 +504,12 @@ std::unique_ptr<PgChangeFeed> PostgresLedgerStore::listen() const
     return std::make_unique<PgChangeFeed>(m_conninfo, std::string(), m_options.connectTimeoutS);
 }
 
-PostgresLedgerStore::PgbenchCycle PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim,
-                                                                    const TransitionRequest &completion)
+PostgresLedgerStore::PgbenchCycle
+PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion)
 {
     if (completion.to != OperationState::Succeeded || completion.errorClass)
-        throw Error(ErrorCode::InvalidArgument, "the pgbench cycle's transition is a completion: to succeeded, no error");
+        throw Error(ErrorCode::InvalidArgument,
+                    "the pgbench cycle's transition is a completion: to succeeded, no error");
     PgbenchCycle cycle;
     // pgbench binds variables as text, like PgParams, but cannot define an empty one.
     const auto text = [&cycle](const char *name, std::string_view value) -> std::string {
@@ -542,11 +562,13 @@ PostgresLedgerStore::PgbenchCycle PostgresLedgerStore::pgbenchCycle(const ClaimR
     };
     const std::string claimStatement = pgbenchStatement(kClaimSql, claimArgs);
     cycle.defines.push_back("cycle=0");
-    cycle.script = "\\set cycle :cycle + 1\n"
-                   "\\set key :client_id * 1000000000 + :cycle\n"
-                   + pgbenchStatement("SELECT fencing_token AS token FROM (" + std::string(kClaimSql) + ") AS c",
-                                      claimArgs)
-                   + " \\gset\n" + pgbenchStatement(kTransitionSql, transitionArgs) + ";\n" + claimStatement + ";\n";
+    cycle.script =
+        "\\set cycle :cycle + 1\n"
+        "\\set key :client_id * 1000000000 + :cycle\n" +
+        pgbenchStatement("SELECT fencing_token AS token FROM (" + std::string(kClaimSql) + ") AS c",
+                         claimArgs) +
+        " \\gset\n" + pgbenchStatement(kTransitionSql, transitionArgs) + ";\n" + claimStatement +
+        ";\n";
     return cycle;
 }
 

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "ledgerstore.h"
-#include "pgconnection.h"
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -11,6 +8,9 @@
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "ledgerstore.h"
+#include "pgconnection.h"
 
 namespace idempo {
 
@@ -76,7 +76,8 @@ public:
     std::int64_t nowMs() override;
     /// The outbox in one transaction, to a queue of this ledger (idempo.transition_and_send).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                  const std::string &messageJson, const std::string &headersJson) override;
+                                  const std::string &messageJson,
+                                  const std::string &headersJson) override;
 
     /// `current_user` and the first idempo group it acts through (owner, admin, approver,
     /// operator, worker, viewer).
@@ -113,7 +114,8 @@ public:
     /// (NULL, the empty string). Clock unpinned, no offset. The key is a number unique per client
     /// and cycle, in place of `claim.key`, so the namespace `claim.ns` must hold no such keys
     /// yet. Throws Error(InvalidArgument) unless `completion` goes to succeeded without an error.
-    static PgbenchCycle pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion);
+    static PgbenchCycle pgbenchCycle(const ClaimRequest &claim,
+                                     const TransitionRequest &completion);
 
     /// This thread's connection, opened on first use; shared with the ledger's queues
     /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "postgresmessagequeue.h"
 
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
 #include "canonicaljson.h"
 #include "error.h"
 #include "pgconnection.h"
 #include "queuename.h"
 #include "queuerules.h"
-
-#include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace idempo {
 namespace {
@@ -30,8 +30,9 @@ std::string ms(const std::string &timestamp)
 /// A message's columns by name, in readMessage() order, as the tables hold them.
 std::string tableColumns()
 {
-    return "msg_id, read_ct, " + ms("enqueued_at") + " AS enqueued_at_ms, " + ms("last_read_at") + " AS last_read_at_ms, "
-           + ms("vt") + " AS vt_ms, message::text AS message, headers::text AS headers";
+    return "msg_id, read_ct, " + ms("enqueued_at") + " AS enqueued_at_ms, " + ms("last_read_at") +
+           " AS last_read_at_ms, " + ms("vt") +
+           " AS vt_ms, message::text AS message, headers::text AS headers";
 }
 
 /// The same columns of an idempo.queue_message the functions answer.
@@ -48,8 +49,8 @@ std::string statementName(const char *statement, const QueueName &name)
 
 std::string browseSql(const std::string &table)
 {
-    return "SELECT " + tableColumns() + " FROM " + qualified(table)
-           + " WHERE msg_id > $1::bigint ORDER BY msg_id LIMIT $2::integer";
+    return "SELECT " + tableColumns() + " FROM " + qualified(table) +
+           " WHERE msg_id > $1::bigint ORDER BY msg_id LIMIT $2::integer";
 }
 
 // pgmq's metrics(): total_messages is the msg_id sequence's last value. $3 names the table for
@@ -61,9 +62,9 @@ std::string metricsSql(const QueueName &name)
            "SELECT clock.now_ms, s.length, s.visible, s.newest, s.oldest, "
            "coalesce(pg_sequence_last_value(pg_get_serial_sequence($3, 'msg_id')::regclass), 0) "
            "FROM clock CROSS JOIN LATERAL (SELECT count(*) AS length, count(*) FILTER (WHERE vt <= "
-           "idempo.ms_at(clock.now_ms)) AS visible, "
-           + ms("max(enqueued_at)") + " AS newest, " + ms("min(enqueued_at)") + " AS oldest FROM "
-           + qualified(name.queueTable()) + ") AS s";
+           "idempo.ms_at(clock.now_ms)) AS visible, " +
+           ms("max(enqueued_at)") + " AS newest, " + ms("min(enqueued_at)") + " AS oldest FROM " +
+           qualified(name.queueTable()) + ") AS s";
 }
 
 /// jsonb's text (members reordered, spaces added) in the canonical form send() was given. A
@@ -87,7 +88,8 @@ QueueMessage readMessage(const PgResult &r, int row, int column0)
     m.enqueuedAtMs = r.integer(row, column0 + 2);
     m.lastReadAtMs = r.optionalInteger(row, column0 + 3);
     m.vtMs = r.integer(row, column0 + 4);
-    m.message = r.isNull(row, column0 + 5) ? std::string("null") : canonicalText(r.text(row, column0 + 5));
+    m.message =
+        r.isNull(row, column0 + 5) ? std::string("null") : canonicalText(r.text(row, column0 + 5));
     if (!r.isNull(row, column0 + 6))
         m.headers = canonicalText(r.text(row, column0 + 6));
     return m;
@@ -102,7 +104,8 @@ std::vector<QueueMessage> readMessages(const PgResult &r)
     return messages;
 }
 
-constexpr std::string_view kRegistryColumns = "queue_name, max_reads, dead_letter_queue, created_at_ms";
+constexpr std::string_view kRegistryColumns =
+    "queue_name, max_reads, dead_letter_queue, created_at_ms";
 
 QueueInfo readQueueInfo(const PgResult &r, int row)
 {
@@ -119,8 +122,8 @@ QueueInfo readQueueInfo(const PgResult &r, int row)
 std::optional<QueueInfo> selectQueue(PgConnection &c, const QueueName &name)
 {
     const PgResult r = c.execPrepared("read queue registry", "iq_registry_find",
-                                      "SELECT " + std::string(kRegistryColumns)
-                                          + " FROM idempo.queue_registry WHERE queue_name = $1",
+                                      "SELECT " + std::string(kRegistryColumns) +
+                                          " FROM idempo.queue_registry WHERE queue_name = $1",
                                       PgParams().text(name.str()));
     if (r.rows() == 0)
         return std::nullopt;
@@ -141,13 +144,14 @@ std::optional<std::string> optionalHeaders(const OutgoingMessage &message)
 
 std::string PostgresMessageQueue::sendSql(const std::string &queue)
 {
-    return "SELECT idempo.queue_send('" + QueueName(queue).str() + "', $4, $5, $3::bigint, $1::bigint, $2::bigint)";
+    return "SELECT idempo.queue_send('" + QueueName(queue).str() +
+           "', $4, $5, $3::bigint, $1::bigint, $2::bigint)";
 }
 
 std::string PostgresMessageQueue::readSql(const std::string &queue)
 {
-    return "SELECT " + std::string(kMessageColumns) + " FROM idempo.queue_read('" + QueueName(queue).str()
-           + "', $4::bigint, $5::integer, NULL, $1::bigint, $2::bigint)";
+    return "SELECT " + std::string(kMessageColumns) + " FROM idempo.queue_read('" +
+           QueueName(queue).str() + "', $4::bigint, $5::integer, NULL, $1::bigint, $2::bigint)";
 }
 
 std::string PostgresMessageQueue::deleteSql(const std::string &queue)
@@ -155,13 +159,20 @@ std::string PostgresMessageQueue::deleteSql(const std::string &queue)
     return "SELECT idempo.queue_delete('" + QueueName(queue).str() + "', $1::bigint)";
 }
 
-PostgresMessageQueue::PostgresMessageQueue(std::shared_ptr<PostgresLedgerStore> ledger) : m_ledger(std::move(ledger))
+PostgresMessageQueue::PostgresMessageQueue(std::shared_ptr<PostgresLedgerStore> ledger)
+    : m_ledger(std::move(ledger))
 {
 }
 
-std::string PostgresMessageQueue::describe() const { return m_ledger->describe(); }
+std::string PostgresMessageQueue::describe() const
+{
+    return m_ledger->describe();
+}
 
-std::int64_t PostgresMessageQueue::nowMs() { return m_ledger->nowMs(); }
+std::int64_t PostgresMessageQueue::nowMs()
+{
+    return m_ledger->nowMs();
+}
 
 QueueInfo PostgresMessageQueue::requireQueue(PgConnection &c, const std::string &queue)
 {
@@ -185,22 +196,26 @@ QueueInfo PostgresMessageQueue::createQueue(const std::string &queue, const Queu
     const QueueName name(queue);
     name.deadLetterQueue(); // refuses a reserved or too long name with its own message
     if (options.maxReads < 1)
-        throw Error(ErrorCode::InvalidArgument, "max reads must be at least 1, not " + std::to_string(options.maxReads));
+        throw Error(ErrorCode::InvalidArgument,
+                    "max reads must be at least 1, not " + std::to_string(options.maxReads));
     m_ledger->requireSchema();
     PgParams params;
     params.text(name.str()).integer(options.maxReads);
     m_ledger->appendClock(params);
     const PgResult r = m_ledger->connection().execPrepared(
-        "create queue", "iq_create", "SELECT * FROM idempo.queue_create($1, $2::integer, $3::bigint, $4::bigint)", params);
+        "create queue", "iq_create",
+        "SELECT * FROM idempo.queue_create($1, $2::integer, $3::bigint, $4::bigint)", params);
     return readQueueInfo(r, 0);
 }
 
 std::vector<QueueInfo> PostgresMessageQueue::listQueues()
 {
     m_ledger->requireSchema();
-    const PgResult r = m_ledger->connection().execPrepared(
-        "list queues", "iq_registry_list",
-        "SELECT " + std::string(kRegistryColumns) + " FROM idempo.queue_registry ORDER BY queue_name", {});
+    const PgResult r =
+        m_ledger->connection().execPrepared("list queues", "iq_registry_list",
+                                            "SELECT " + std::string(kRegistryColumns) +
+                                                " FROM idempo.queue_registry ORDER BY queue_name",
+                                            {});
     std::vector<QueueInfo> queues;
     queues.reserve(static_cast<std::size_t>(r.rows()));
     for (int row = 0; row < r.rows(); ++row)
@@ -217,21 +232,28 @@ std::int64_t PostgresMessageQueue::send(const std::string &queue, const std::str
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     PgParams params;
-    params.text(name.str()).text(message.message).optionalText(optionalHeaders(message)).integer(delayMs);
+    params.text(name.str())
+        .text(message.message)
+        .optionalText(optionalHeaders(message))
+        .integer(delayMs);
     m_ledger->appendClock(params);
-    return c.execPrepared("send message", "iq_send",
-                          "SELECT idempo.queue_send($1, $2, $3, $4::bigint, $5::bigint, $6::bigint)", params)
+    return c
+        .execPrepared("send message", "iq_send",
+                      "SELECT idempo.queue_send($1, $2, $3, $4::bigint, $5::bigint, $6::bigint)",
+                      params)
         .integer(0, 0);
 }
 
-std::vector<QueueMessage> PostgresMessageQueue::read(const std::string &queue, std::int64_t visibilityTimeoutMs,
-                                                     int quantity)
+std::vector<QueueMessage> PostgresMessageQueue::read(const std::string &queue,
+                                                     std::int64_t visibilityTimeoutMs, int quantity)
 {
     return readAndAck(queue, visibilityTimeoutMs, quantity, {});
 }
 
-std::vector<QueueMessage> PostgresMessageQueue::readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs,
-                                                           int quantity, const std::vector<ReadReceipt> &acks)
+std::vector<QueueMessage> PostgresMessageQueue::readAndAck(const std::string &queue,
+                                                           std::int64_t visibilityTimeoutMs,
+                                                           int quantity,
+                                                           const std::vector<ReadReceipt> &acks)
 {
     const QueueName name(queue);
     checkDuration(visibilityTimeoutMs, "visibility timeout");
@@ -248,11 +270,12 @@ std::vector<QueueMessage> PostgresMessageQueue::readAndAck(const std::string &qu
     PgParams params;
     params.text(name.str()).integer(visibilityTimeoutMs).integer(quantity).optionalText(ack);
     m_ledger->appendClock(params);
-    return readMessages(c.execPrepared("read messages", "iq_read",
-                                       "SELECT " + std::string(kMessageColumns)
-                                           + " FROM idempo.queue_read($1, $2::bigint, $3::integer, $4, $5::bigint, "
-                                             "$6::bigint)",
-                                       params));
+    return readMessages(
+        c.execPrepared("read messages", "iq_read",
+                       "SELECT " + std::string(kMessageColumns) +
+                           " FROM idempo.queue_read($1, $2::bigint, $3::integer, $4, $5::bigint, "
+                           "$6::bigint)",
+                       params));
 }
 
 std::string PostgresMessageQueue::ack(const std::string &queue, const ReadReceipt &receipt)
@@ -263,12 +286,15 @@ std::string PostgresMessageQueue::ack(const std::string &queue, const ReadReceip
     PgParams params;
     params.text(name.str()).integer(receipt.msgId).integer(receipt.readCount);
     m_ledger->appendClock(params);
-    return c.execPrepared("acknowledge message", "iq_ack",
-                          "SELECT idempo.queue_ack($1, $2::bigint, $3::integer, $4::bigint, $5::bigint)", params)
+    return c
+        .execPrepared(
+            "acknowledge message", "iq_ack",
+            "SELECT idempo.queue_ack($1, $2::bigint, $3::integer, $4::bigint, $5::bigint)", params)
         .text(0, 0);
 }
 
-QueueMessage PostgresMessageQueue::setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs)
+QueueMessage PostgresMessageQueue::setVt(const std::string &queue, std::int64_t msgId,
+                                         std::int64_t vtOffsetMs)
 {
     const QueueName name(queue);
     checkDuration(vtOffsetMs, "visibility offset");
@@ -277,11 +303,13 @@ QueueMessage PostgresMessageQueue::setVt(const std::string &queue, std::int64_t 
     PgParams params;
     params.text(name.str()).integer(msgId).integer(vtOffsetMs);
     m_ledger->appendClock(params);
-    return readMessage(c.execPrepared("set visibility", "iq_setvt",
-                                      "SELECT " + std::string(kMessageColumns)
-                                          + " FROM idempo.queue_set_vt($1, $2::bigint, $3::bigint, $4::bigint, $5::bigint)",
-                                      params),
-                       0, 0);
+    return readMessage(
+        c.execPrepared(
+            "set visibility", "iq_setvt",
+            "SELECT " + std::string(kMessageColumns) +
+                " FROM idempo.queue_set_vt($1, $2::bigint, $3::bigint, $4::bigint, $5::bigint)",
+            params),
+        0, 0);
 }
 
 bool PostgresMessageQueue::deleteMessage(const std::string &queue, std::int64_t msgId)
@@ -289,10 +317,10 @@ bool PostgresMessageQueue::deleteMessage(const std::string &queue, std::int64_t 
     const QueueName name(queue);
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
-    return c.execPrepared("delete message", "iq_delete", "SELECT idempo.queue_delete($1, $2::bigint)",
+    return c.execPrepared("delete message", "iq_delete",
+                          "SELECT idempo.queue_delete($1, $2::bigint)",
                           PgParams().text(name.str()).integer(msgId))
-               .text(0, 0)
-           == "t";
+               .text(0, 0) == "t";
 }
 
 bool PostgresMessageQueue::archive(const std::string &queue, std::int64_t msgId)
@@ -304,41 +332,51 @@ bool PostgresMessageQueue::archive(const std::string &queue, std::int64_t msgId)
     params.text(name.str()).integer(msgId);
     m_ledger->appendClock(params);
     return c.execPrepared("archive message", "iq_archive",
-                          "SELECT idempo.queue_archive($1, $2::bigint, $3::bigint, $4::bigint)", params)
-               .text(0, 0)
-           == "t";
+                          "SELECT idempo.queue_archive($1, $2::bigint, $3::bigint, $4::bigint)",
+                          params)
+               .text(0, 0) == "t";
 }
 
-QueueMessage PostgresMessageQueue::nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
-                                        const std::string &detail, std::int64_t retryDelayMs)
+QueueMessage PostgresMessageQueue::nack(const std::string &queue, std::int64_t msgId,
+                                        ErrorClass errorClass, const std::string &detail,
+                                        std::int64_t retryDelayMs)
 {
     const QueueName name(queue);
     checkDuration(retryDelayMs, "retry delay");
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     PgParams params;
-    params.text(name.str()).integer(msgId).text(errorClassName(errorClass)).text(detail).integer(retryDelayMs).null();
+    params.text(name.str())
+        .integer(msgId)
+        .text(errorClassName(errorClass))
+        .text(detail)
+        .integer(retryDelayMs)
+        .null();
     m_ledger->appendClock(params);
-    return readMessage(c.execPrepared("nack message", "iq_nack",
-                                      "SELECT " + std::string(kMessageColumns)
-                                          + " FROM idempo.queue_nack($1, $2::bigint, $3, $4, $5::bigint, $6::integer, "
-                                            "$7::bigint, $8::bigint)",
-                                      params),
-                       0, 0);
+    return readMessage(
+        c.execPrepared(
+            "nack message", "iq_nack",
+            "SELECT " + std::string(kMessageColumns) +
+                " FROM idempo.queue_nack($1, $2::bigint, $3, $4, $5::bigint, $6::integer, "
+                "$7::bigint, $8::bigint)",
+            params),
+        0, 0);
 }
 
-std::vector<QueueMessage> PostgresMessageQueue::browse(const std::string &queue, std::int64_t afterMsgId, int limit)
+std::vector<QueueMessage> PostgresMessageQueue::browse(const std::string &queue,
+                                                       std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     return readMessages(c.execPrepared("browse messages", statementName("browse", name),
-                                       browseSql(name.queueTable()), PgParams().integer(afterMsgId).integer(limit)));
+                                       browseSql(name.queueTable()),
+                                       PgParams().integer(afterMsgId).integer(limit)));
 }
 
-std::vector<ArchivedMessage> PostgresMessageQueue::browseArchive(const std::string &queue, std::int64_t afterMsgId,
-                                                                 int limit)
+std::vector<ArchivedMessage> PostgresMessageQueue::browseArchive(const std::string &queue,
+                                                                 std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
@@ -346,8 +384,9 @@ std::vector<ArchivedMessage> PostgresMessageQueue::browseArchive(const std::stri
     requireQueue(c, queue);
     const PgResult r =
         c.execPrepared("browse archive", statementName("abrowse", name),
-                       "SELECT " + tableColumns() + ", " + ms("archived_at") + " FROM " + qualified(name.archiveTable())
-                           + " WHERE msg_id > $1::bigint ORDER BY msg_id LIMIT $2::integer",
+                       "SELECT " + tableColumns() + ", " + ms("archived_at") + " FROM " +
+                           qualified(name.archiveTable()) +
+                           " WHERE msg_id > $1::bigint ORDER BY msg_id LIMIT $2::integer",
                        PgParams().integer(afterMsgId).integer(limit));
     std::vector<ArchivedMessage> archived;
     archived.reserve(static_cast<std::size_t>(r.rows()));
@@ -363,7 +402,8 @@ QueueMetrics PostgresMessageQueue::metrics(const std::string &queue)
     requireQueue(c, queue);
     PgParams params = m_ledger->clockParams();
     params.text(qualified(name.queueTable()));
-    const PgResult r = c.execPrepared("queue metrics", statementName("metrics", name), metricsSql(name), params);
+    const PgResult r =
+        c.execPrepared("queue metrics", statementName("metrics", name), metricsSql(name), params);
     QueueMetrics m;
     m.queue = name.str();
     m.scrapeTimeMs = r.integer(0, 0);
@@ -377,7 +417,8 @@ QueueMetrics PostgresMessageQueue::metrics(const std::string &queue)
     return m;
 }
 
-std::vector<DeadLetter> PostgresMessageQueue::deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit)
+std::vector<DeadLetter> PostgresMessageQueue::deadLetters(const std::string &queue,
+                                                          std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     const QueueName dlq = name.deadLetterQueue();
@@ -385,37 +426,44 @@ std::vector<DeadLetter> PostgresMessageQueue::deadLetters(const std::string &que
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     std::vector<DeadLetter> letters;
-    for (QueueMessage &m : readMessages(c.execPrepared("list dead letters", statementName("browse", dlq),
-                                                       browseSql(dlq.queueTable()),
-                                                       PgParams().integer(afterMsgId).integer(limit))))
+    for (QueueMessage &m : readMessages(c.execPrepared(
+             "list dead letters", statementName("browse", dlq), browseSql(dlq.queueTable()),
+             PgParams().integer(afterMsgId).integer(limit))))
         letters.push_back(deadLetterFrom(std::move(m)));
     return letters;
 }
 
-std::optional<std::int64_t> PostgresMessageQueue::requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+std::optional<std::int64_t> PostgresMessageQueue::requeueDeadLetter(const std::string &queue,
+                                                                    std::int64_t msgId,
                                                                     const std::string &headersJson)
 {
     const QueueName name(queue);
     PgConnection &c = m_ledger->connection();
     const QueueInfo info = requireQueue(c, queue);
     if (info.deadLetterQueue.empty())
-        throw Error(ErrorCode::InvalidArgument, "'" + queue + "' is a dead-letter queue: replay to its source queue");
+        throw Error(ErrorCode::InvalidArgument,
+                    "'" + queue + "' is a dead-letter queue: replay to its source queue");
     const OutgoingMessage headers = prepareMessage("null", headersJson);
     // A replay's requeue names the replay it belongs to (DlqReplayCommand's "replay" header):
     // the database lets a login requeue only the dead letters of a replay it opened.
     std::optional<std::string> replayId;
     if (!headers.headers.empty()) {
         const nlohmann::json h = nlohmann::json::parse(headers.headers);
-        if (const auto it = h.find("replay"); it != h.end() && it->is_object() && it->contains("replay_id")
-                                              && it->at("replay_id").is_string())
+        if (const auto it = h.find("replay"); it != h.end() && it->is_object() &&
+                                              it->contains("replay_id") &&
+                                              it->at("replay_id").is_string())
             replayId = it->at("replay_id").get<std::string>();
     }
     PgParams params;
-    params.text(name.str()).integer(msgId).optionalText(optionalHeaders(headers)).optionalText(replayId);
+    params.text(name.str())
+        .integer(msgId)
+        .optionalText(optionalHeaders(headers))
+        .optionalText(replayId);
     m_ledger->appendClock(params);
-    const PgResult r =
-        c.execPrepared("requeue dead letter", "iq_requeue",
-                       "SELECT idempo.queue_requeue_dead_letter($1, $2::bigint, $3, $4, $5::bigint, $6::bigint)", params);
+    const PgResult r = c.execPrepared(
+        "requeue dead letter", "iq_requeue",
+        "SELECT idempo.queue_requeue_dead_letter($1, $2::bigint, $3, $4, $5::bigint, $6::bigint)",
+        params);
     return r.optionalInteger(0, 0);
 }
 

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "messagequeue.h"
-#include "postgresledgerstore.h"
-
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +8,9 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "messagequeue.h"
+#include "postgresledgerstore.h"
 
 namespace idempo {
 
@@ -59,26 +59,31 @@ public:
     std::string describe() const override;
     QueueInfo createQueue(const std::string &name, const QueueOptions &options) override;
     std::vector<QueueInfo> listQueues() override;
-    std::int64_t send(const std::string &queue, const std::string &messageJson, const std::string &headersJson,
-                      std::int64_t delayMs) override;
-    std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs, int quantity) override;
-    QueueMessage setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs) override;
+    std::int64_t send(const std::string &queue, const std::string &messageJson,
+                      const std::string &headersJson, std::int64_t delayMs) override;
+    std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                   int quantity) override;
+    QueueMessage setVt(const std::string &queue, std::int64_t msgId,
+                       std::int64_t vtOffsetMs) override;
     bool deleteMessage(const std::string &queue, std::int64_t msgId) override;
     bool archive(const std::string &queue, std::int64_t msgId) override;
-    QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass, const std::string &detail,
-                      std::int64_t retryDelayMs) override;
-    std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId, int limit) override;
-    std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
+                      const std::string &detail, std::int64_t retryDelayMs) override;
+    std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId,
+                                     int limit) override;
+    std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId,
+                                               int limit) override;
     QueueMetrics metrics(const std::string &queue) override;
-    std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId,
+                                        int limit) override;
     std::int64_t nowMs() override;
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;
 
     /// read() that first acknowledges `acks` (idempo.queue_read's p_ack), in the same
     /// transaction: a consumer's "done with these, give me the next". Throws like ack() and read().
-    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs, int quantity,
-                                         const std::vector<ReadReceipt> &acks);
+    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                         int quantity, const std::vector<ReadReceipt> &acks);
 
     /// Acknowledges one delivery: deletes the message if `receipt` is its latest read, and
     /// answers "done" also when that same read was acknowledged before (a retried ack). Throws

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqlitechangefeed.h"
 
-#include "error.h"
-#include "sqliteledgerstore.h"
-
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QVariant>
+
+#include "error.h"
+#include "sqliteledgerstore.h"
 
 namespace idempo {
 

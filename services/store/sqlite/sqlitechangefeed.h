@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "changefeed.h"
-
 #include <cstdint>
+
+#include "changefeed.h"
 
 namespace idempo {
 

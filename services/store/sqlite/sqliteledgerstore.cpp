@@ -1,29 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqliteledgerstore.h"
 
-#include "actiontransaction.h"
-#include "keyprefix.h"
-#include "auditchain.h"
-#include "ledgerrules.h"
-#include "error.h"
-#include "migrations.h"
-#include "sqliteoutbox.h"
-#include "sqlitesupport.h"
-#include "transitiontable.h"
-
 #include <atomic>
-
-#include <pwd.h>
-#include <unistd.h>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QSqlRecord>
 #include <QVariant>
+
+#include "actiontransaction.h"
+#include "auditchain.h"
+#include "error.h"
+#include "keyprefix.h"
+#include "ledgerrules.h"
+#include "migrations.h"
+#include "sqliteoutbox.h"
+#include "sqlitesupport.h"
+#include "transitiontable.h"
 
 namespace idempo {
 namespace {
@@ -38,10 +37,16 @@ const QString kOperationColumns = QStringLiteral(
     "receipt, created_at_ms, updated_at_ms, retention_expires_at_ms, operation_version, "
     "schema_version, value_minor, value_currency");
 
-QVariant text(const std::string &s) { return QString::fromStdString(s); }
+QVariant text(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
 
 /// Bytes bound as a blob and cast to TEXT in SQL: compared byte for byte, never re-encoded.
-QVariant bytes(const std::string &s) { return QByteArray(s.data(), static_cast<qsizetype>(s.size())); }
+QVariant bytes(const std::string &s)
+{
+    return QByteArray(s.data(), static_cast<qsizetype>(s.size()));
+}
 
 /// Below this many matching keys a key-prefix listing walks the key index and sorts by id.
 constexpr int kRarePrefixRows = 2000;
@@ -58,7 +63,10 @@ std::optional<std::int64_t> toOptionalInt(const QVariant &v)
     return v.toLongLong();
 }
 
-std::string toStd(const QVariant &v) { return v.toString().toStdString(); }
+std::string toStd(const QVariant &v)
+{
+    return v.toString().toStdString();
+}
 
 Operation readOperation(const QSqlQuery &q)
 {
@@ -73,7 +81,8 @@ Operation readOperation(const QSqlQuery &q)
     op.state = parseState(toStd(q.value(7))).value_or(OperationState::Received);
     op.payload = toStd(q.value(8));
     op.fingerprint = toStd(q.value(9));
-    op.fingerprintFields = nlohmann::json::parse(toStd(q.value(10))).get<std::vector<std::string>>();
+    op.fingerprintFields =
+        nlohmann::json::parse(toStd(q.value(10))).get<std::vector<std::string>>();
     op.attempt = q.value(11).toInt();
     op.maxAttempts = q.value(12).toInt();
     op.leaseOwner = toStd(q.value(13));
@@ -95,25 +104,29 @@ Operation readOperation(const QSqlQuery &q)
     return op;
 }
 
-std::optional<Operation> selectOperation(SqliteConnection &db, const std::string &ns, const std::string &key)
+std::optional<Operation> selectOperation(SqliteConnection &db, const std::string &ns,
+                                         const std::string &key)
 {
-    Statement q = run(db,
-                      QStringLiteral("SELECT ") + kOperationColumns
-                          + QStringLiteral(" FROM operations WHERE namespace = ? AND operation_key = ?"),
-                      {text(ns), text(key)}, "read operation");
+    Statement q =
+        run(db,
+            QStringLiteral("SELECT ") + kOperationColumns +
+                QStringLiteral(" FROM operations WHERE namespace = ? AND operation_key = ?"),
+            {text(ns), text(key)}, "read operation");
     if (!q->next())
         return std::nullopt;
     return readOperation(*q);
 }
 
-std::vector<OperationEvent> selectHistory(SqliteConnection &db, const std::string &ns, const std::string &key)
+std::vector<OperationEvent> selectHistory(SqliteConnection &db, const std::string &ns,
+                                          const std::string &key)
 {
-    Statement q = run(db,
-                      QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
-                                     "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
-                                     "JOIN operations o ON o.id = e.operation_id "
-                                     "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
-                      {text(ns), text(key)}, "read history");
+    Statement q =
+        run(db,
+            QStringLiteral("SELECT e.id, e.at_ms, e.from_state, e.to_state, e.fencing_token, "
+                           "e.attempt, e.actor, e.error_class, e.detail FROM operation_events e "
+                           "JOIN operations o ON o.id = e.operation_id "
+                           "WHERE o.namespace = ? AND o.operation_key = ? ORDER BY e.id"),
+            {text(ns), text(key)}, "read history");
     std::vector<OperationEvent> events;
     while (q->next()) {
         OperationEvent e;
@@ -149,12 +162,15 @@ void appendEvent(SqliteConnection &db, const Operation &op, std::optional<Operat
                  const std::string &actor, const std::string &detail)
 {
     run(db,
-        QStringLiteral("INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
-                       "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"),
+        QStringLiteral(
+            "INSERT INTO operation_events (operation_id, at_ms, from_state, to_state, "
+            "fencing_token, attempt, actor, error_class, detail) VALUES (?,?,?,?,?,?,?,?,?)"),
         {static_cast<qlonglong>(op.id), static_cast<qlonglong>(op.updatedAtMs),
-         from ? text(std::string(stateName(*from))) : QVariant(), text(std::string(stateName(op.state))),
-         static_cast<qlonglong>(op.fencingToken), op.attempt, text(actor),
-         op.errorClass ? text(std::string(errorClassName(*op.errorClass))) : QVariant(), text(detail)},
+         from ? text(std::string(stateName(*from))) : QVariant(),
+         text(std::string(stateName(op.state))), static_cast<qlonglong>(op.fencingToken),
+         op.attempt, text(actor),
+         op.errorClass ? text(std::string(errorClassName(*op.errorClass))) : QVariant(),
+         text(detail)},
         "append history");
 }
 
@@ -166,15 +182,17 @@ void updateOperation(SqliteConnection &db, const Operation &op, std::int64_t exp
         QStringLiteral(
             "UPDATE operations SET state = ?, attempt = ?, max_attempts = ?, lease_owner = ?, "
             "lease_expires_at_ms = ?, fencing_token = ?, next_attempt_at_ms = ?, error_class = ?, "
-            "error_detail = ?, result = ?, receipt = ?, updated_at_ms = ?, retention_expires_at_ms = ?, "
+            "error_detail = ?, result = ?, receipt = ?, updated_at_ms = ?, retention_expires_at_ms "
+            "= ?, "
             "operation_version = ?, schema_version = ? WHERE id = ? AND operation_version = ?"),
         {text(std::string(stateName(op.state))), op.attempt, op.maxAttempts, text(op.leaseOwner),
          optionalInt(op.leaseExpiresAtMs), static_cast<qlonglong>(op.fencingToken),
          optionalInt(op.nextAttemptAtMs),
          op.errorClass ? text(std::string(errorClassName(*op.errorClass))) : QVariant(),
-         text(op.errorDetail), text(op.result), text(op.receipt), static_cast<qlonglong>(op.updatedAtMs),
-         optionalInt(op.retentionExpiresAtMs), static_cast<qlonglong>(op.version), op.schemaVersion,
-         static_cast<qlonglong>(op.id), static_cast<qlonglong>(expectedVersion)},
+         text(op.errorDetail), text(op.result), text(op.receipt),
+         static_cast<qlonglong>(op.updatedAtMs), optionalInt(op.retentionExpiresAtMs),
+         static_cast<qlonglong>(op.version), op.schemaVersion, static_cast<qlonglong>(op.id),
+         static_cast<qlonglong>(expectedVersion)},
         "update operation");
     if (q->numRowsAffected() != 1)
         throw Error(ErrorCode::Internal, "operation changed inside its own write transaction");
@@ -190,12 +208,25 @@ std::int64_t insertOperation(SqliteConnection &db, const Operation &op)
             "lease_owner, lease_expires_at_ms, fencing_token, created_at_ms, updated_at_ms, "
             "operation_version, schema_version, value_minor, value_currency) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
-        {text(op.ns), text(op.key), text(op.runId), text(op.stepId), text(op.target),
-         text(std::string(toolKindName(op.kind))), text(std::string(stateName(op.state))),
-         text(op.payload), text(op.fingerprint), text(nlohmann::json(op.fingerprintFields).dump()),
-         op.attempt, op.maxAttempts, text(op.leaseOwner), optionalInt(op.leaseExpiresAtMs),
-         static_cast<qlonglong>(op.fencingToken), static_cast<qlonglong>(op.createdAtMs),
-         static_cast<qlonglong>(op.updatedAtMs), static_cast<qlonglong>(op.version), op.schemaVersion,
+        {text(op.ns),
+         text(op.key),
+         text(op.runId),
+         text(op.stepId),
+         text(op.target),
+         text(std::string(toolKindName(op.kind))),
+         text(std::string(stateName(op.state))),
+         text(op.payload),
+         text(op.fingerprint),
+         text(nlohmann::json(op.fingerprintFields).dump()),
+         op.attempt,
+         op.maxAttempts,
+         text(op.leaseOwner),
+         optionalInt(op.leaseExpiresAtMs),
+         static_cast<qlonglong>(op.fencingToken),
+         static_cast<qlonglong>(op.createdAtMs),
+         static_cast<qlonglong>(op.updatedAtMs),
+         static_cast<qlonglong>(op.version),
+         op.schemaVersion,
          op.value ? QVariant(static_cast<qlonglong>(op.value->minorUnits)) : QVariant(),
          op.value ? text(op.value->currency) : QVariant()},
         "insert operation");
@@ -223,7 +254,8 @@ void recordSuppression(SqliteConnection &db, const ClaimRequest &request, ClaimO
 }
 
 /// The compare-and-set of transition(), inside the caller's write transaction.
-Operation writeTransition(SqliteConnection &db, const TransitionRequest &request, std::int64_t nowMs)
+Operation writeTransition(SqliteConnection &db, const TransitionRequest &request,
+                          std::int64_t nowMs)
 {
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     checkTransition(existing ? &*existing : nullptr, request);
@@ -258,13 +290,15 @@ ApprovalRecord readApproval(const QSqlQuery &q)
     return a;
 }
 
-std::vector<ApprovalRecord> selectApprovals(SqliteConnection &db, const std::string &ns, const std::string &key)
+std::vector<ApprovalRecord> selectApprovals(SqliteConnection &db, const std::string &ns,
+                                            const std::string &key)
 {
-    Statement q = run(db,
-                      QStringLiteral("SELECT ") + kApprovalColumns
-                          + QStringLiteral(" FROM approvals WHERE namespace = ? AND operation_key = ? "
-                                           "ORDER BY created_at_ms, rowid"),
-                      {text(ns), text(key)}, "read approvals");
+    Statement q =
+        run(db,
+            QStringLiteral("SELECT ") + kApprovalColumns +
+                QStringLiteral(" FROM approvals WHERE namespace = ? AND operation_key = ? "
+                               "ORDER BY created_at_ms, rowid"),
+            {text(ns), text(key)}, "read approvals");
     std::vector<ApprovalRecord> rows;
     while (q->next())
         rows.push_back(readApproval(*q));
@@ -273,7 +307,9 @@ std::vector<ApprovalRecord> selectApprovals(SqliteConnection &db, const std::str
 
 std::optional<ApprovalRecord> selectApproval(SqliteConnection &db, const std::string &approvalId)
 {
-    Statement q = run(db, QStringLiteral("SELECT ") + kApprovalColumns + QStringLiteral(" FROM approvals WHERE approval_id = ?"),
+    Statement q = run(db,
+                      QStringLiteral("SELECT ") + kApprovalColumns +
+                          QStringLiteral(" FROM approvals WHERE approval_id = ?"),
                       {text(approvalId)}, "read approval");
     if (!q->next())
         return std::nullopt;
@@ -283,11 +319,11 @@ std::optional<ApprovalRecord> selectApproval(SqliteConnection &db, const std::st
 void insertApproval(SqliteConnection &db, const ApprovalRecord &a, std::int64_t nowMs)
 {
     run(db,
-        QStringLiteral("INSERT INTO approvals (") + kApprovalColumns
-            + QStringLiteral(") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        QStringLiteral("INSERT INTO approvals (") + kApprovalColumns +
+            QStringLiteral(") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         {text(a.approvalId), text(a.ns), text(a.key), a.revision, text(a.decision), text(a.reason),
-         text(a.operatorName), text(a.role), text(a.externalReference), text(a.proposal), text(a.status),
-         static_cast<qlonglong>(a.operationVersion), static_cast<qlonglong>(nowMs)},
+         text(a.operatorName), text(a.role), text(a.externalReference), text(a.proposal),
+         text(a.status), static_cast<qlonglong>(a.operationVersion), static_cast<qlonglong>(nowMs)},
         "record approval");
 }
 
@@ -296,8 +332,9 @@ AuditRecord appendAudit(SqliteConnection &db, const AuditEntry &entry, std::int6
     std::int64_t lastSeq = 0;
     std::string lastHash = AuditGenesisHash;
     {
-        Statement q = run(db, QStringLiteral("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"), {},
-                          "read audit chain");
+        Statement q =
+            run(db, QStringLiteral("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"), {},
+                "read audit chain");
         if (q->next()) {
             lastSeq = q->value(0).toLongLong();
             lastHash = toStd(q->value(1));
@@ -305,26 +342,31 @@ AuditRecord appendAudit(SqliteConnection &db, const AuditEntry &entry, std::int6
     }
     const AuditRecord r = chainAuditEntry(entry, lastSeq + 1, nowMs, lastHash);
     run(db,
-        QStringLiteral("INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, "
-                       "after_state, approval_id, detail, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
-        {static_cast<qlonglong>(r.seq), static_cast<qlonglong>(r.atMs), text(entry.who), text(entry.role),
-         text(entry.action), text(entry.target), text(entry.reason), text(entry.beforeState),
-         text(entry.afterState), text(entry.approvalId), text(entry.detail), text(r.prevHash), text(r.hash)},
+        QStringLiteral(
+            "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, "
+            "after_state, approval_id, detail, prev_hash, hash) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        {static_cast<qlonglong>(r.seq), static_cast<qlonglong>(r.atMs), text(entry.who),
+         text(entry.role), text(entry.action), text(entry.target), text(entry.reason),
+         text(entry.beforeState), text(entry.afterState), text(entry.approvalId),
+         text(entry.detail), text(r.prevHash), text(r.hash)},
         "append audit record");
     return r;
 }
 
 int readSchemaVersion(SqliteConnection &db)
 {
-    Statement q = run(db,
-                      QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                                     "'schema_migrations'"),
-                      {}, "read schema version");
+    Statement q =
+        run(db,
+            QStringLiteral("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                           "'schema_migrations'"),
+            {}, "read schema version");
     q->next();
     if (q->value(0).toInt() == 0)
         return 0;
     Statement version =
-        run(db, QStringLiteral("SELECT coalesce(max(version), 0) FROM schema_migrations"), {}, "read schema version");
+        run(db, QStringLiteral("SELECT coalesce(max(version), 0) FROM schema_migrations"), {},
+            "read schema version");
     version->next();
     return version->value(0).toInt();
 }
@@ -336,8 +378,10 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
 {
 }
 
-SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock, Options options)
-    : m_path(path), m_clock(std::move(clock)), m_options(std::move(options)), m_serial(++g_storeSerial)
+SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const Clock> clock,
+                                     Options options)
+    : m_path(path), m_clock(std::move(clock)), m_options(std::move(options)),
+      m_serial(++g_storeSerial)
 {
     // migrate() upgrades an older schema and refuses a newer one; a read-only open changes nothing.
     const int current = schemaVersion();
@@ -350,13 +394,16 @@ SqliteLedgerStore::SqliteLedgerStore(const QString &path, std::shared_ptr<const 
     }
     const std::string ledger = "ledger " + describe();
     if (current == 0)
-        throw Error(ErrorCode::SchemaMismatch, ledger + " holds no Idempo schema; create it with 'idempo init'");
-    throw Error(ErrorCode::SchemaMismatch,
-                ledger + " has schema version " + std::to_string(current)
-                    + (current < latest ? ", older than this build's " + std::to_string(latest)
-                                              + "; this command only reads, so it opens the ledger read-only and does "
-                                                "not upgrade it: run 'idempo init' on it where it is writable"
-                                        : ", newer than this build's " + std::to_string(latest) + "; upgrade idempo"));
+        throw Error(ErrorCode::SchemaMismatch,
+                    ledger + " holds no Idempo schema; create it with 'idempo init'");
+    throw Error(
+        ErrorCode::SchemaMismatch,
+        ledger + " has schema version " + std::to_string(current) +
+            (current < latest
+                 ? ", older than this build's " + std::to_string(latest) +
+                       "; this command only reads, so it opens the ledger read-only and does "
+                       "not upgrade it: run 'idempo init' on it where it is writable"
+                 : ", newer than this build's " + std::to_string(latest) + "; upgrade idempo"));
 }
 
 SqliteLedgerStore::~SqliteLedgerStore()
@@ -400,7 +447,10 @@ SqliteConnection &SqliteLedgerStore::connection()
     return *raw;
 }
 
-std::string SqliteLedgerStore::describe() const { return "sqlite:" + m_path.toStdString(); }
+std::string SqliteLedgerStore::describe() const
+{
+    return "sqlite:" + m_path.toStdString();
+}
 
 int SqliteLedgerStore::schemaVersion()
 {
@@ -413,28 +463,34 @@ void SqliteLedgerStore::migrate()
     const QString dialect = QStringLiteral("sqlite");
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
-    run(db, QStringLiteral("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                           "name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"),
+    run(db,
+        QStringLiteral("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                       "name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"),
         {}, "create schema_migrations");
     const int current = readSchemaVersion(db);
     const int latest = latestSchemaVersion(dialect);
     if (current > latest) {
-        throw Error(ErrorCode::SchemaMismatch, "ledger " + describe() + " has schema version "
-                                                   + std::to_string(current) + ", newer than this build's "
-                                                   + std::to_string(latest) + "; upgrade idempo");
+        throw Error(ErrorCode::SchemaMismatch,
+                    "ledger " + describe() + " has schema version " + std::to_string(current) +
+                        ", newer than this build's " + std::to_string(latest) + "; upgrade idempo");
     }
     for (const Migration &m : migrations(dialect)) {
         if (m.version <= current)
             continue;
         for (const QString &statement : m.statements)
             run(db, statement, {}, "migrate");
-        run(db, QStringLiteral("INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?,?,?)"),
+        run(db,
+            QStringLiteral(
+                "INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?,?,?)"),
             {m.version, m.name, static_cast<qlonglong>(m_clock->nowMs())}, "record migration");
     }
     tx.commit();
 }
 
-std::int64_t SqliteLedgerStore::nowMs() { return m_clock->nowMs(); }
+std::int64_t SqliteLedgerStore::nowMs()
+{
+    return m_clock->nowMs();
+}
 
 ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
 {
@@ -466,8 +522,9 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
         Operation op = *existing;
         std::string detail;
         if (plan.write == ClaimWrite::Dispatch) {
-            detail = op.state == OperationState::Dispatching ? "lease of " + op.leaseOwner + " lapsed; taken over"
-                                                              : std::string("claimed");
+            detail = op.state == OperationState::Dispatching
+                         ? "lease of " + op.leaseOwner + " lapsed; taken over"
+                         : std::string("claimed");
             startDispatch(op, request.owner, request.leaseMs, now, nextFencingToken(db));
         } else {
             revokeLease(op, now, nextFencingToken(db));
@@ -495,8 +552,10 @@ Operation SqliteLedgerStore::transition(const TransitionRequest &request)
     return op;
 }
 
-OutboxWrite SqliteLedgerStore::transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                                 const std::string &messageJson, const std::string &headersJson)
+OutboxWrite SqliteLedgerStore::transitionAndSend(const TransitionRequest &request,
+                                                 const std::string &queue,
+                                                 const std::string &messageJson,
+                                                 const std::string &headersJson)
 {
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
@@ -514,7 +573,8 @@ std::optional<Operation> SqliteLedgerStore::find(const std::string &ns, const st
     return selectOperation(db, ns, key);
 }
 
-std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns, const std::string &key)
+std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns,
+                                                       const std::string &key)
 {
     return selectHistory(connection(), ns, key);
 }
@@ -524,11 +584,13 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     SqliteConnection &db = connection();
     const bool byValue = filter.order == ListOrder::ValueDescending;
     const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
-    QString sql = QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
+    QString sql =
+        QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;
     if (byValue && filter.afterValueMinor) {
         sql += QStringLiteral("(%1 < ? OR (%1 = ? AND id > ?))").arg(value);
-        binds << static_cast<qlonglong>(*filter.afterValueMinor) << static_cast<qlonglong>(*filter.afterValueMinor)
+        binds << static_cast<qlonglong>(*filter.afterValueMinor)
+              << static_cast<qlonglong>(*filter.afterValueMinor)
               << static_cast<qlonglong>(filter.afterId);
     } else {
         sql += QStringLiteral("id > ?");
@@ -561,21 +623,26 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         }
         QVariantList probeBinds = rangeBinds;
         probeBinds << kRarePrefixRows;
-        Statement probe = run(db,
-                              QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations WHERE") + range
-                                  + QStringLiteral(" LIMIT ?)"),
-                              probeBinds, "list operations");
+        Statement probe =
+            run(db,
+                QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations WHERE") + range +
+                    QStringLiteral(" LIMIT ?)"),
+                probeBinds, "list operations");
         const bool rare = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
         if (rare)
-            sql.replace(QStringLiteral(" FROM operations WHERE"), QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
-        sql += QStringLiteral(" AND") + (rare ? range : range.replace(QStringLiteral("operation_key"), QStringLiteral("+operation_key")));
+            sql.replace(QStringLiteral(" FROM operations WHERE"),
+                        QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
+        sql += QStringLiteral(" AND") + (rare ? range
+                                              : range.replace(QStringLiteral("operation_key"),
+                                                              QStringLiteral("+operation_key")));
         binds << rangeBinds;
     }
     if (filter.updatedBeforeMs) {
         sql += QStringLiteral(" AND updated_at_ms < ?");
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
-    sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value) : QStringLiteral(" ORDER BY id LIMIT ?");
+    sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value)
+                   : QStringLiteral(" ORDER BY id LIMIT ?");
     binds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;
@@ -584,14 +651,16 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     return ops;
 }
 
-std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns, std::int64_t afterId, int limit)
+std::vector<Suppression> SqliteLedgerStore::suppressions(const std::string &ns,
+                                                         std::int64_t afterId, int limit)
 {
     SqliteConnection &db = connection();
-    Statement q = run(db,
-                      QStringLiteral("SELECT id, namespace, operation_key, at_ms, outcome, state, source, "
-                                     "fingerprint FROM suppressions WHERE id > ? AND (? = '' OR namespace = ?) "
-                                     "ORDER BY id LIMIT ?"),
-                      {static_cast<qlonglong>(afterId), text(ns), text(ns), limit}, "list suppressions");
+    Statement q = run(
+        db,
+        QStringLiteral("SELECT id, namespace, operation_key, at_ms, outcome, state, source, "
+                       "fingerprint FROM suppressions WHERE id > ? AND (? = '' OR namespace = ?) "
+                       "ORDER BY id LIMIT ?"),
+        {static_cast<qlonglong>(afterId), text(ns), text(ns), limit}, "list suppressions");
     std::vector<Suppression> rows;
     while (q->next()) {
         Suppression s;
@@ -613,12 +682,15 @@ std::int64_t SqliteLedgerStore::purgeExpired(const std::string &ns)
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
     const QVariantList binds{static_cast<qlonglong>(m_clock->nowMs()), text(ns), text(ns)};
-    const QString expired = QStringLiteral("retention_expires_at_ms <= ? AND (? = '' OR namespace = ?)");
+    const QString expired =
+        QStringLiteral("retention_expires_at_ms <= ? AND (? = '' OR namespace = ?)");
     run(db,
-        QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM operations WHERE ")
-            + expired + QLatin1Char(')'),
+        QStringLiteral("DELETE FROM operation_events WHERE operation_id IN (SELECT id FROM "
+                       "operations WHERE ") +
+            expired + QLatin1Char(')'),
         binds, "purge history");
-    Statement q = run(db, QStringLiteral("DELETE FROM operations WHERE ") + expired, binds, "purge operations");
+    Statement q = run(db, QStringLiteral("DELETE FROM operations WHERE ") + expired, binds,
+                      "purge operations");
     const std::int64_t removed = q->numRowsAffected();
     tx.commit();
     return removed;
@@ -632,30 +704,38 @@ LedgerMetrics SqliteLedgerStore::metrics(const std::string &ns)
     const QString where = QStringLiteral(" (? = '' OR namespace = ?) ");
     LedgerMetrics m;
     {
-        Statement q = run(db, QStringLiteral("SELECT state, count(*) FROM operations WHERE") + where
-                                  + QStringLiteral("GROUP BY state"),
+        Statement q = run(db,
+                          QStringLiteral("SELECT state, count(*) FROM operations WHERE") + where +
+                              QStringLiteral("GROUP BY state"),
                           inNs, "metrics");
         while (q->next())
             if (auto s = parseState(toStd(q->value(0))))
                 m.byState.emplace_back(*s, q->value(1).toLongLong());
     }
     {
-        Statement q = run(db, QStringLiteral("SELECT outcome, count(*) FROM suppressions WHERE") + where
-                                  + QStringLiteral("GROUP BY outcome"),
+        Statement q = run(db,
+                          QStringLiteral("SELECT outcome, count(*) FROM suppressions WHERE") +
+                              where + QStringLiteral("GROUP BY outcome"),
                           inNs, "metrics");
         while (q->next())
             if (auto o = parseClaimOutcome(toStd(q->value(0))))
                 m.suppressionsByOutcome.emplace_back(*o, q->value(1).toLongLong());
     }
-    Statement q = run(db,
-                      QStringLiteral("SELECT coalesce(sum(lease_expires_at_ms > ?), 0), "
-                                     "coalesce(sum(lease_expires_at_ms <= ?), 0), "
-                                     "(SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required' "
-                                     "AND") + where + QStringLiteral("), "
-                                     "(SELECT count(*) FROM operation_events e JOIN operations eo ON eo.id = e.operation_id "
-                                     "WHERE ? = '' OR eo.namespace = ?) "
-                                     "FROM operations WHERE state = 'dispatching' AND") + where,
-                      {now, now, text(ns), text(ns), text(ns), text(ns), text(ns), text(ns)}, "metrics");
+    Statement q =
+        run(db,
+            QStringLiteral(
+                "SELECT coalesce(sum(lease_expires_at_ms > ?), 0), "
+                "coalesce(sum(lease_expires_at_ms <= ?), 0), "
+                "(SELECT min(created_at_ms) FROM operations WHERE state = 'confirmation_required' "
+                "AND") +
+                where +
+                QStringLiteral("), "
+                               "(SELECT count(*) FROM operation_events e JOIN operations eo ON "
+                               "eo.id = e.operation_id "
+                               "WHERE ? = '' OR eo.namespace = ?) "
+                               "FROM operations WHERE state = 'dispatching' AND") +
+                where,
+            {now, now, text(ns), text(ns), text(ns), text(ns), text(ns), text(ns)}, "metrics");
     q->next();
     m.leasesLive = q->value(0).toLongLong();
     m.leasesLapsed = q->value(1).toLongLong();
@@ -701,20 +781,24 @@ public:
     }
     void secondApproval(const std::string &approvalId) override
     {
-        run(m_db, QStringLiteral("UPDATE approvals SET status = 'seconded' WHERE approval_id = ? AND status = 'pending'"),
+        run(m_db,
+            QStringLiteral("UPDATE approvals SET status = 'seconded' WHERE approval_id = ? AND "
+                           "status = 'pending'"),
             {text(approvalId)}, "second approval");
     }
     void storeSetting(const std::string &name, const std::string &value) override
     {
-        run(m_db, QStringLiteral("INSERT INTO guard_settings (name, value) VALUES (?, ?) "
-                                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+        run(m_db,
+            QStringLiteral("INSERT INTO guard_settings (name, value) VALUES (?, ?) "
+                           "ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
             {text(name), text(value)}, "store setting");
     }
     AuditRecord appendAudit(const AuditEntry &entry, std::int64_t nowMs) override
     {
         return idempo::appendAudit(m_db, entry, nowMs);
     }
-    void writeTransition(const Operation &before, const Operation &after, const TransitionRequest &request) override
+    void writeTransition(const Operation &before, const Operation &after,
+                         const TransitionRequest &request) override
     {
         updateOperation(m_db, after, before.version);
         appendEvent(m_db, after, before.state, request.actor, request.detail);
@@ -730,7 +814,8 @@ private:
 ActorIdentity SqliteLedgerStore::actor()
 {
     const passwd *pw = getpwuid(geteuid());
-    return {pw && pw->pw_name ? std::string(pw->pw_name) : "uid:" + std::to_string(geteuid()), "owner"};
+    return {pw && pw->pw_name ? std::string(pw->pw_name) : "uid:" + std::to_string(geteuid()),
+            "owner"};
 }
 
 ActionResult SqliteLedgerStore::applyAction(const ActionTarget &target, const ActionDecider &decide)
@@ -746,19 +831,21 @@ ActionResult SqliteLedgerStore::applyAction(const ActionTarget &target, const Ac
 std::vector<AuditRecord> SqliteLedgerStore::auditLog(std::int64_t afterSeq, int limit)
 {
     SqliteConnection &db = connection();
-    Statement q = run(db,
-                      QStringLiteral("SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-                                     "approval_id, detail, prev_hash, hash FROM audit_log WHERE seq > ? "
-                                     "ORDER BY seq LIMIT ?"),
-                      {static_cast<qlonglong>(afterSeq), limit}, "read audit log");
+    Statement q =
+        run(db,
+            QStringLiteral(
+                "SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, "
+                "approval_id, detail, prev_hash, hash FROM audit_log WHERE seq > ? "
+                "ORDER BY seq LIMIT ?"),
+            {static_cast<qlonglong>(afterSeq), limit}, "read audit log");
     std::vector<AuditRecord> rows;
     while (q->next()) {
         AuditRecord r;
         r.seq = q->value(0).toLongLong();
         r.atMs = q->value(1).toLongLong();
-        r.entry = {toStd(q->value(2)), toStd(q->value(3)), toStd(q->value(4)), toStd(q->value(5)),
-                   toStd(q->value(6)), toStd(q->value(7)), toStd(q->value(8)), toStd(q->value(9)),
-                   toStd(q->value(10))};
+        r.entry = {toStd(q->value(2)), toStd(q->value(3)), toStd(q->value(4)),
+                   toStd(q->value(5)), toStd(q->value(6)), toStd(q->value(7)),
+                   toStd(q->value(8)), toStd(q->value(9)), toStd(q->value(10))};
         r.prevHash = toStd(q->value(11));
         r.hash = toStd(q->value(12));
         rows.push_back(std::move(r));
@@ -766,15 +853,17 @@ std::vector<AuditRecord> SqliteLedgerStore::auditLog(std::int64_t afterSeq, int 
     return rows;
 }
 
-std::vector<ApprovalRecord> SqliteLedgerStore::approvals(const std::string &ns, const std::string &key)
+std::vector<ApprovalRecord> SqliteLedgerStore::approvals(const std::string &ns,
+                                                         const std::string &key)
 {
     return selectApprovals(connection(), ns, key);
 }
 
 std::optional<std::string> SqliteLedgerStore::guardSetting(const std::string &name)
 {
-    Statement q = run(connection(), QStringLiteral("SELECT value FROM guard_settings WHERE name = ?"), {text(name)},
-                      "read setting");
+    Statement q =
+        run(connection(), QStringLiteral("SELECT value FROM guard_settings WHERE name = ?"),
+            {text(name)}, "read setting");
     if (!q->next())
         return std::nullopt;
     return toStd(q->value(0));

@@ -1,21 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "clock.h"
-#include "ledgerstore.h"
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include <QString>
 
-#include <memory>
-#include <mutex>
-#include <vector>
-
+#include "clock.h"
+#include "ledgerstore.h"
 #include "sqlitesupport.h"
 
-#include <unordered_map>
-
 namespace idempo {
-
 
 /// The embedded ledger: one SQLite file through Qt Sql, in WAL mode. Every write runs in a
 /// `BEGIN IMMEDIATE` transaction, so a claim's read and write cannot interleave with another
@@ -49,14 +46,16 @@ public:
     std::optional<Operation> find(const std::string &ns, const std::string &key) override;
     std::vector<OperationEvent> history(const std::string &ns, const std::string &key) override;
     std::vector<Operation> list(const ListFilter &filter) override;
-    std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId, int limit) override;
+    std::vector<Suppression> suppressions(const std::string &ns, std::int64_t afterId,
+                                          int limit) override;
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
     std::int64_t nowMs() override;
 
     /// The outbox in one BEGIN IMMEDIATE transaction, to a queue of this file (sqliteoutbox.h).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,
-                                  const std::string &messageJson, const std::string &headersJson) override;
+                                  const std::string &messageJson,
+                                  const std::string &headersJson) override;
 
     /// The OS user running this process, role "owner".
     ActorIdentity actor() override;

@@ -1,13 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqlitemessagequeue.h"
 
-#include "error.h"
-#include "queuename.h"
-#include "queuerules.h"
-#include "sqliteledgerstore.h"
-#include "sqliteoutbox.h"
-#include "sqlitesupport.h"
-
 #include <spdlog/spdlog.h>
 
 #include <QSqlDatabase>
@@ -15,19 +8,36 @@
 #include <QSqlQuery>
 #include <QVariant>
 
+#include "error.h"
+#include "queuename.h"
+#include "queuerules.h"
+#include "sqliteledgerstore.h"
+#include "sqliteoutbox.h"
+#include "sqlitesupport.h"
+
 namespace idempo {
 namespace {
 
 const QString kMessageColumns =
     QStringLiteral("msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers");
-const QString kRegistryColumns = QStringLiteral("queue_name, max_reads, dead_letter_queue, created_at");
+const QString kRegistryColumns =
+    QStringLiteral("queue_name, max_reads, dead_letter_queue, created_at");
 
-QVariant text(const std::string &s) { return QString::fromStdString(s); }
-QVariant integer(std::int64_t v) { return static_cast<qlonglong>(v); }
+QVariant text(const std::string &s)
+{
+    return QString::fromStdString(s);
+}
+QVariant integer(std::int64_t v)
+{
+    return static_cast<qlonglong>(v);
+}
 
 /// An identifier for SQL text. Only ever given names derived from a QueueName, whose
 /// characters ([a-z0-9_]) need no escaping; the quotes keep them from reading as keywords.
-QString identifier(const std::string &name) { return QLatin1Char('"') + QString::fromStdString(name) + QLatin1Char('"'); }
+QString identifier(const std::string &name)
+{
+    return QLatin1Char('"') + QString::fromStdString(name) + QLatin1Char('"');
+}
 
 QueueMessage readMessage(const QSqlQuery &q)
 {
@@ -65,8 +75,8 @@ QueueInfo readQueueInfo(const QSqlQuery &q)
 std::optional<QueueInfo> selectQueue(SqliteConnection &db, const QueueName &name)
 {
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kRegistryColumns
-                          + QStringLiteral(" FROM queue_registry WHERE queue_name = ?"),
+                      QStringLiteral("SELECT ") + kRegistryColumns +
+                          QStringLiteral(" FROM queue_registry WHERE queue_name = ?"),
                       {text(name.str())}, "read queue registry");
     if (!q->next())
         return std::nullopt;
@@ -88,34 +98,39 @@ void createTables(SqliteConnection &db, const QueueName &name)
     // AUTOINCREMENT: msg_id must never be reused, or an archived or dead-lettered message's
     // id, and its last error, would be handed to a new message.
     run(db,
-        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + queue
-            + QStringLiteral(" (msg_id INTEGER PRIMARY KEY AUTOINCREMENT, read_ct INTEGER NOT NULL DEFAULT 0, "
-                             "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, vt INTEGER NOT NULL, "
-                             "message TEXT NOT NULL, headers TEXT)"),
+        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + queue +
+            QStringLiteral(
+                " (msg_id INTEGER PRIMARY KEY AUTOINCREMENT, read_ct INTEGER NOT NULL DEFAULT 0, "
+                "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, vt INTEGER NOT NULL, "
+                "message TEXT NOT NULL, headers TEXT)"),
         {}, "create queue table");
     run(db,
-        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier(name.queueTable() + "_vt_idx")
-            + QStringLiteral(" ON ") + queue + QStringLiteral(" (vt)"),
+        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier(name.queueTable() + "_vt_idx") +
+            QStringLiteral(" ON ") + queue + QStringLiteral(" (vt)"),
         {}, "create queue index");
     run(db,
-        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + archive
-            + QStringLiteral(" (msg_id INTEGER PRIMARY KEY, read_ct INTEGER NOT NULL DEFAULT 0, "
-                             "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, archived_at INTEGER NOT NULL, "
-                             "vt INTEGER NOT NULL, message TEXT NOT NULL, headers TEXT)"),
+        QStringLiteral("CREATE TABLE IF NOT EXISTS ") + archive +
+            QStringLiteral(
+                " (msg_id INTEGER PRIMARY KEY, read_ct INTEGER NOT NULL DEFAULT 0, "
+                "enqueued_at INTEGER NOT NULL, last_read_at INTEGER, archived_at INTEGER NOT NULL, "
+                "vt INTEGER NOT NULL, message TEXT NOT NULL, headers TEXT)"),
         {}, "create archive table");
     run(db,
-        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier("archived_at_idx_" + name.str())
-            + QStringLiteral(" ON ") + archive + QStringLiteral(" (archived_at)"),
+        QStringLiteral("CREATE INDEX IF NOT EXISTS ") +
+            identifier("archived_at_idx_" + name.str()) + QStringLiteral(" ON ") + archive +
+            QStringLiteral(" (archived_at)"),
         {}, "create archive index");
 }
 
 void registerQueue(SqliteConnection &db, const QueueInfo &info)
 {
     run(db,
-        QStringLiteral("INSERT INTO queue_registry (queue_name, max_reads, dead_letter_queue, created_at) "
-                       "VALUES (?,?,?,?)"),
+        QStringLiteral(
+            "INSERT INTO queue_registry (queue_name, max_reads, dead_letter_queue, created_at) "
+            "VALUES (?,?,?,?)"),
         {text(info.name), info.maxReads ? QVariant(*info.maxReads) : QVariant(),
-         info.deadLetterQueue.empty() ? QVariant() : text(info.deadLetterQueue), integer(info.createdAtMs)},
+         info.deadLetterQueue.empty() ? QVariant() : text(info.deadLetterQueue),
+         integer(info.createdAtMs)},
         "register queue");
 }
 
@@ -126,25 +141,31 @@ void forgetError(SqliteConnection &db, const QueueName &name, std::int64_t msgId
 }
 
 /// Moves `m` to the queue's dead-letter queue with its provenance in the copy's headers.
-void deadLetter(SqliteConnection &db, const QueueName &name, const QueueInfo &info, const QueueMessage &m,
-                std::int64_t nowMs)
+void deadLetter(SqliteConnection &db, const QueueName &name, const QueueInfo &info,
+                const QueueMessage &m, std::int64_t nowMs)
 {
-    DeadLetterProvenance provenance{.sourceQueue = name.str(), .sourceMsgId = m.msgId, .readCount = m.readCount,
+    DeadLetterProvenance provenance{.sourceQueue = name.str(),
+                                    .sourceMsgId = m.msgId,
+                                    .readCount = m.readCount,
                                     .deadLetteredAtMs = nowMs};
-    Statement error = run(db, QStringLiteral("SELECT error_class, error_detail FROM queue_errors "
-                                             "WHERE queue_name = ? AND msg_id = ?"),
+    Statement error = run(db,
+                          QStringLiteral("SELECT error_class, error_detail FROM queue_errors "
+                                         "WHERE queue_name = ? AND msg_id = ?"),
                           {text(name.str()), integer(m.msgId)}, "read message error");
     if (error->next()) {
         provenance.lastErrorClass = parseErrorClass(error->value(0).toString().toStdString());
         provenance.lastErrorDetail = error->value(1).toString().toStdString();
     }
     const QueueName dlq(info.deadLetterQueue);
-    const std::int64_t copyId = insertMessage(db, dlq, {m.message, deadLetterHeaders(m.headers, provenance)}, 0, nowMs);
-    run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+    const std::int64_t copyId =
+        insertMessage(db, dlq, {m.message, deadLetterHeaders(m.headers, provenance)}, 0, nowMs);
+    run(db,
+        QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
+            QStringLiteral(" WHERE msg_id = ?"),
         {integer(m.msgId)}, "dead-letter message");
     forgetError(db, name, m.msgId);
-    spdlog::warn("queue {}: message {} moved to {} as message {} after {} reads", name.str(), m.msgId, dlq.str(),
-                 copyId, m.readCount);
+    spdlog::warn("queue {}: message {} moved to {} as message {} after {} reads", name.str(),
+                 m.msgId, dlq.str(), copyId, m.readCount);
 }
 
 std::string noMessage(const QueueName &name, std::int64_t msgId)
@@ -154,26 +175,37 @@ std::string noMessage(const QueueName &name, std::int64_t msgId)
 
 } // namespace
 
-SqliteMessageQueue::SqliteMessageQueue(std::shared_ptr<SqliteLedgerStore> ledger) : m_ledger(std::move(ledger)) {}
+SqliteMessageQueue::SqliteMessageQueue(std::shared_ptr<SqliteLedgerStore> ledger)
+    : m_ledger(std::move(ledger))
+{
+}
 
-std::string SqliteMessageQueue::describe() const { return m_ledger->describe(); }
+std::string SqliteMessageQueue::describe() const
+{
+    return m_ledger->describe();
+}
 
-std::int64_t SqliteMessageQueue::nowMs() { return m_ledger->nowMs(); }
+std::int64_t SqliteMessageQueue::nowMs()
+{
+    return m_ledger->nowMs();
+}
 
 QueueInfo SqliteMessageQueue::createQueue(const std::string &queue, const QueueOptions &options)
 {
     const QueueName name(queue);
     const QueueName dlq = name.deadLetterQueue();
     if (options.maxReads < 1)
-        throw Error(ErrorCode::InvalidArgument, "max reads must be at least 1, not " + std::to_string(options.maxReads));
+        throw Error(ErrorCode::InvalidArgument,
+                    "max reads must be at least 1, not " + std::to_string(options.maxReads));
 
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     if (std::optional<QueueInfo> existing = selectQueue(db, name)) {
         if (existing->maxReads != options.maxReads) {
-            throw Error(ErrorCode::InvalidArgument, "queue '" + name.str() + "' already exists with max reads "
-                                                        + std::to_string(existing->maxReads.value_or(0)) + ", not "
-                                                        + std::to_string(options.maxReads));
+            throw Error(ErrorCode::InvalidArgument,
+                        "queue '" + name.str() + "' already exists with max reads " +
+                            std::to_string(existing->maxReads.value_or(0)) + ", not " +
+                            std::to_string(options.maxReads));
         }
         return *existing;
     }
@@ -181,11 +213,14 @@ QueueInfo SqliteMessageQueue::createQueue(const std::string &queue, const QueueO
     createTables(db, name);
     createTables(db, dlq);
     registerQueue(db, {.name = dlq.str(), .createdAtMs = now});
-    const QueueInfo info{.name = name.str(), .maxReads = options.maxReads, .deadLetterQueue = dlq.str(),
+    const QueueInfo info{.name = name.str(),
+                         .maxReads = options.maxReads,
+                         .deadLetterQueue = dlq.str(),
                          .createdAtMs = now};
     registerQueue(db, info);
     tx.commit();
-    spdlog::info("queue {} created (max reads {}, dead letters to {})", name.str(), options.maxReads, dlq.str());
+    spdlog::info("queue {} created (max reads {}, dead letters to {})", name.str(),
+                 options.maxReads, dlq.str());
     return info;
 }
 
@@ -193,8 +228,8 @@ std::vector<QueueInfo> SqliteMessageQueue::listQueues()
 {
     SqliteConnection &db = m_ledger->connection();
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kRegistryColumns
-                          + QStringLiteral(" FROM queue_registry ORDER BY queue_name"),
+                      QStringLiteral("SELECT ") + kRegistryColumns +
+                          QStringLiteral(" FROM queue_registry ORDER BY queue_name"),
                       {}, "list queues");
     std::vector<QueueInfo> queues;
     while (q->next())
@@ -207,13 +242,14 @@ std::int64_t SqliteMessageQueue::send(const std::string &queue, const std::strin
 {
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
-    const std::int64_t msgId = sendInTransaction(db, queue, messageJson, headersJson, delayMs, m_ledger->nowMs());
+    const std::int64_t msgId =
+        sendInTransaction(db, queue, messageJson, headersJson, delayMs, m_ledger->nowMs());
     tx.commit();
     return msgId;
 }
 
-std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std::int64_t visibilityTimeoutMs,
-                                                   int quantity)
+std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue,
+                                                   std::int64_t visibilityTimeoutMs, int quantity)
 {
     const QueueName name(queue);
     checkDuration(visibilityTimeoutMs, "visibility timeout");
@@ -231,10 +267,11 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std
     std::int64_t afterId = 0;
     while (static_cast<int>(delivered.size()) < quantity) {
         const int wanted = quantity - static_cast<int>(delivered.size());
-        Statement q = run(db,
-                          QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") + table
-                              + QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
-                          {integer(now), integer(afterId), wanted}, "read messages");
+        Statement q =
+            run(db,
+                QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") + table +
+                    QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
+                {integer(now), integer(afterId), wanted}, "read messages");
         std::vector<QueueMessage> candidates = readMessages(*q);
         for (QueueMessage &m : candidates) {
             afterId = m.msgId;
@@ -246,9 +283,10 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std
             m.vtMs = now + visibilityTimeoutMs;
             m.lastReadAtMs = now;
             run(db,
-                QStringLiteral("UPDATE ") + table
-                    + QStringLiteral(" SET vt = ?, read_ct = ?, last_read_at = ? WHERE msg_id = ?"),
-                {integer(m.vtMs), m.readCount, integer(now), integer(m.msgId)}, "mark message read");
+                QStringLiteral("UPDATE ") + table +
+                    QStringLiteral(" SET vt = ?, read_ct = ?, last_read_at = ? WHERE msg_id = ?"),
+                {integer(m.vtMs), m.readCount, integer(now), integer(m.msgId)},
+                "mark message read");
             delivered.push_back(std::move(m));
         }
         if (static_cast<int>(candidates.size()) < wanted)
@@ -258,17 +296,19 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue, std
     return delivered;
 }
 
-QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs)
+QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t msgId,
+                                       std::int64_t vtOffsetMs)
 {
     const QueueName name(queue);
     checkDuration(vtOffsetMs, "visibility offset");
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    Statement q = run(db,
-                      QStringLiteral("UPDATE ") + identifier(name.queueTable())
-                          + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
-                      {integer(m_ledger->nowMs() + vtOffsetMs), integer(msgId)}, "set visibility");
+    Statement q =
+        run(db,
+            QStringLiteral("UPDATE ") + identifier(name.queueTable()) +
+                QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
+            {integer(m_ledger->nowMs() + vtOffsetMs), integer(msgId)}, "set visibility");
     if (!q->next())
         throw Error(ErrorCode::NotFound, noMessage(name, msgId));
     QueueMessage m = readMessage(*q);
@@ -283,7 +323,9 @@ bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t ms
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    Statement q = run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+    Statement q = run(db,
+                      QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
+                          QStringLiteral(" WHERE msg_id = ?"),
                       {integer(msgId)}, "delete message");
     const bool deleted = q->numRowsAffected() == 1;
     forgetError(db, name, msgId);
@@ -297,24 +339,29 @@ bool SqliteMessageQueue::archive(const std::string &queue, std::int64_t msgId)
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    Statement q = run(db,
-                      QStringLiteral("INSERT INTO ") + identifier(name.archiveTable())
-                          + QStringLiteral(" (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, "
-                                           "headers) SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, "
-                                           "message, headers FROM ")
-                          + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
-                      {integer(m_ledger->nowMs()), integer(msgId)}, "archive message");
+    Statement q =
+        run(db,
+            QStringLiteral("INSERT INTO ") + identifier(name.archiveTable()) +
+                QStringLiteral(
+                    " (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, "
+                    "headers) SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, "
+                    "message, headers FROM ") +
+                identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+            {integer(m_ledger->nowMs()), integer(msgId)}, "archive message");
     if (q->numRowsAffected() != 1)
         return false;
-    run(db, QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+    run(db,
+        QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
+            QStringLiteral(" WHERE msg_id = ?"),
         {integer(msgId)}, "archive message");
     forgetError(db, name, msgId);
     tx.commit();
     return true;
 }
 
-QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
-                                      const std::string &detail, std::int64_t retryDelayMs)
+QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msgId,
+                                      ErrorClass errorClass, const std::string &detail,
+                                      std::int64_t retryDelayMs)
 {
     const QueueName name(queue);
     checkDuration(retryDelayMs, "retry delay");
@@ -322,48 +369,54 @@ QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msg
     WriteTransaction tx(db);
     requireQueue(db, name);
     const std::int64_t now = m_ledger->nowMs();
-    Statement q = run(db,
-                      QStringLiteral("UPDATE ") + identifier(name.queueTable())
-                          + QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
-                      {integer(now + retryDelayMs), integer(msgId)}, "nack message");
+    Statement q =
+        run(db,
+            QStringLiteral("UPDATE ") + identifier(name.queueTable()) +
+                QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
+            {integer(now + retryDelayMs), integer(msgId)}, "nack message");
     if (!q->next())
         throw Error(ErrorCode::NotFound, noMessage(name, msgId));
     QueueMessage m = readMessage(*q);
     q->finish();
     run(db,
-        QStringLiteral("INSERT INTO queue_errors (queue_name, msg_id, error_class, error_detail, recorded_at) "
-                       "VALUES (?,?,?,?,?) ON CONFLICT (queue_name, msg_id) DO UPDATE SET "
-                       "error_class = excluded.error_class, error_detail = excluded.error_detail, "
-                       "recorded_at = excluded.recorded_at"),
-        {text(name.str()), integer(msgId), text(std::string(errorClassName(errorClass))), text(detail), integer(now)},
+        QStringLiteral(
+            "INSERT INTO queue_errors (queue_name, msg_id, error_class, error_detail, recorded_at) "
+            "VALUES (?,?,?,?,?) ON CONFLICT (queue_name, msg_id) DO UPDATE SET "
+            "error_class = excluded.error_class, error_detail = excluded.error_detail, "
+            "recorded_at = excluded.recorded_at"),
+        {text(name.str()), integer(msgId), text(std::string(errorClassName(errorClass))),
+         text(detail), integer(now)},
         "record message error");
     tx.commit();
     return m;
 }
 
-std::vector<QueueMessage> SqliteMessageQueue::browse(const std::string &queue, std::int64_t afterMsgId, int limit)
+std::vector<QueueMessage> SqliteMessageQueue::browse(const std::string &queue,
+                                                     std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
-                          + identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") +
+                          identifier(name.queueTable()) +
+                          QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "browse messages");
     return readMessages(*q);
 }
 
-std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string &queue, std::int64_t afterMsgId,
-                                                               int limit)
+std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string &queue,
+                                                               std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     checkBatch(limit, "limit");
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(", archived_at FROM ")
-                          + identifier(name.archiveTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      QStringLiteral("SELECT ") + kMessageColumns +
+                          QStringLiteral(", archived_at FROM ") + identifier(name.archiveTable()) +
+                          QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "browse archive");
     std::vector<ArchivedMessage> archived;
     while (q->next())
@@ -380,8 +433,9 @@ QueueMetrics SqliteMessageQueue::metrics(const std::string &queue)
     m.queue = name.str();
     m.scrapeTimeMs = m_ledger->nowMs();
     Statement q = run(db,
-                      QStringLiteral("SELECT count(*), coalesce(sum(vt <= ?), 0), max(enqueued_at), min(enqueued_at) FROM ")
-                          + identifier(name.queueTable()),
+                      QStringLiteral("SELECT count(*), coalesce(sum(vt <= ?), 0), "
+                                     "max(enqueued_at), min(enqueued_at) FROM ") +
+                          identifier(name.queueTable()),
                       {integer(m.scrapeTimeMs)}, "queue metrics");
     q->next();
     m.length = q->value(0).toLongLong();
@@ -399,7 +453,8 @@ QueueMetrics SqliteMessageQueue::metrics(const std::string &queue)
     return m;
 }
 
-std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit)
+std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue,
+                                                        std::int64_t afterMsgId, int limit)
 {
     const QueueName name(queue);
     const QueueName dlq = name.deadLetterQueue();
@@ -407,8 +462,9 @@ std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ")
-                          + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") +
+                          identifier(dlq.queueTable()) +
+                          QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "list dead letters");
     std::vector<DeadLetter> letters;
     for (QueueMessage &m : readMessages(*q))
@@ -416,7 +472,8 @@ std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue
     return letters;
 }
 
-std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::string &queue, std::int64_t msgId,
+std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::string &queue,
+                                                                  std::int64_t msgId,
                                                                   const std::string &headersJson)
 {
     const QueueName name(queue);
@@ -424,12 +481,14 @@ std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::str
     WriteTransaction tx(db);
     const QueueInfo info = requireQueue(db, name);
     if (info.deadLetterQueue.empty())
-        throw Error(ErrorCode::InvalidArgument, "'" + queue + "' is a dead-letter queue: replay to its source queue");
+        throw Error(ErrorCode::InvalidArgument,
+                    "'" + queue + "' is a dead-letter queue: replay to its source queue");
     const QueueName dlq(info.deadLetterQueue);
     std::string body;
     {
-        Statement q = run(db, QStringLiteral("SELECT message FROM ") + identifier(dlq.queueTable())
-                                  + QStringLiteral(" WHERE msg_id = ?"),
+        Statement q = run(db,
+                          QStringLiteral("SELECT message FROM ") + identifier(dlq.queueTable()) +
+                              QStringLiteral(" WHERE msg_id = ?"),
                           {integer(msgId)}, "read dead letter");
         if (!q->next())
             return std::nullopt;
@@ -437,12 +496,16 @@ std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::str
     }
     const std::int64_t now = m_ledger->nowMs();
     run(db,
-        QStringLiteral("INSERT INTO ") + identifier(dlq.archiveTable())
-            + QStringLiteral(" (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, headers) "
-                             "SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, message, headers FROM ")
-            + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+        QStringLiteral("INSERT INTO ") + identifier(dlq.archiveTable()) +
+            QStringLiteral(
+                " (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, headers) "
+                "SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, message, headers "
+                "FROM ") +
+            identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
         {integer(now), integer(msgId)}, "archive dead letter");
-    run(db, QStringLiteral("DELETE FROM ") + identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+    run(db,
+        QStringLiteral("DELETE FROM ") + identifier(dlq.queueTable()) +
+            QStringLiteral(" WHERE msg_id = ?"),
         {integer(msgId)}, "archive dead letter");
     forgetError(db, dlq, msgId);
     const std::int64_t sent = sendInTransaction(db, queue, body, headersJson, 0, now);

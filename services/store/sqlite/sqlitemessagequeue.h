@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "messagequeue.h"
-#include "sqlitesupport.h"
-#include "sqliteledgerstore.h"
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "messagequeue.h"
+#include "sqliteledgerstore.h"
+#include "sqlitesupport.h"
 
 namespace idempo {
 
@@ -30,18 +29,23 @@ public:
     std::string describe() const override;
     QueueInfo createQueue(const std::string &name, const QueueOptions &options) override;
     std::vector<QueueInfo> listQueues() override;
-    std::int64_t send(const std::string &queue, const std::string &messageJson, const std::string &headersJson,
-                      std::int64_t delayMs) override;
-    std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs, int quantity) override;
-    QueueMessage setVt(const std::string &queue, std::int64_t msgId, std::int64_t vtOffsetMs) override;
+    std::int64_t send(const std::string &queue, const std::string &messageJson,
+                      const std::string &headersJson, std::int64_t delayMs) override;
+    std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                   int quantity) override;
+    QueueMessage setVt(const std::string &queue, std::int64_t msgId,
+                       std::int64_t vtOffsetMs) override;
     bool deleteMessage(const std::string &queue, std::int64_t msgId) override;
     bool archive(const std::string &queue, std::int64_t msgId) override;
-    QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass, const std::string &detail,
-                      std::int64_t retryDelayMs) override;
-    std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId, int limit) override;
-    std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
+                      const std::string &detail, std::int64_t retryDelayMs) override;
+    std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId,
+                                     int limit) override;
+    std::vector<ArchivedMessage> browseArchive(const std::string &queue, std::int64_t afterMsgId,
+                                               int limit) override;
     QueueMetrics metrics(const std::string &queue) override;
-    std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId, int limit) override;
+    std::vector<DeadLetter> deadLetters(const std::string &queue, std::int64_t afterMsgId,
+                                        int limit) override;
     std::int64_t nowMs() override;
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqliteoutbox.h"
 
+#include <QVariant>
+
 #include "error.h"
 #include "queuename.h"
 #include "queuerules.h"
-
-#include <QVariant>
 
 namespace idempo {
 

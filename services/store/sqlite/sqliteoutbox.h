@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "sqlitesupport.h"
-
 #include <cstdint>
 #include <string>
+
+#include "sqlitesupport.h"
 
 namespace idempo {
 

@@ -23,11 +23,14 @@ public:
     Performed perform(const Effect &proposed, bool dedupe) override;
     std::optional<Effect> lookup(const std::string &ns, const std::string &provider,
                                  const std::string &receivedKey) override;
-    bool openWindow(const std::string &ns, const std::string &operationKey, std::string_view fault) override;
-    std::pair<std::optional<QueueHolder>, std::int64_t> queueHolder(const std::string &queue) override;
+    bool openWindow(const std::string &ns, const std::string &operationKey,
+                    std::string_view fault) override;
+    std::pair<std::optional<QueueHolder>, std::int64_t>
+    queueHolder(const std::string &queue) override;
     bool takeQueue(const QueueHolder &holder, const std::optional<std::string> &previousInstance,
                    std::int64_t leaseMs) override;
-    bool renewQueue(const std::string &queue, const std::string &instance, std::int64_t leaseMs) override;
+    bool renewQueue(const std::string &queue, const std::string &instance,
+                    std::int64_t leaseMs) override;
     void releaseQueue(const std::string &queue, const std::string &instance) override;
     bool hasRuns(const std::string &ns) override;
     std::vector<RunRecord> runs(const std::string &ns) override;

@@ -15,7 +15,8 @@ namespace {
 
 [[noreturn]] void fail(const SqliteConnection &c, const QSqlQuery &query, const char *what)
 {
-    throw sqliteError(query.lastError(), std::string(what) + " on ledger sqlite:" + c.path.toStdString());
+    throw sqliteError(query.lastError(),
+                      std::string(what) + " on ledger sqlite:" + c.path.toStdString());
 }
 
 /// SQLite's lock bytes (os_unix.c with the default PENDING_BYTE): readers share this range,
@@ -67,17 +68,20 @@ void openLedgerFile(SqliteConnection &c, const QString &path, const SqliteOpenOp
     const auto unavailable = [&](const QSqlError &error) {
         const Error classified = sqliteError(error, "cannot open ledger " + path.toStdString());
         // Whatever SQLite says, a ledger that does not open is unavailable (or busy).
-        return classified.code() == ErrorCode::Internal ? Error(ErrorCode::LedgerUnavailable, classified.what())
-                                                        : classified;
+        return classified.code() == ErrorCode::Internal
+                   ? Error(ErrorCode::LedgerUnavailable, classified.what())
+                   : classified;
     };
     QStringList pragmas;
     if (!options.readOnly) {
         db.setDatabaseName(path);
         db.setConnectOptions(busy);
-        const QString synchronous = options.synchronous.compare(QLatin1String("NORMAL"), Qt::CaseInsensitive) == 0
-                                        ? QStringLiteral("NORMAL")
-                                        : QStringLiteral("FULL");
-        pragmas = {QStringLiteral("PRAGMA journal_mode = WAL"), QStringLiteral("PRAGMA synchronous = ") + synchronous,
+        const QString synchronous =
+            options.synchronous.compare(QLatin1String("NORMAL"), Qt::CaseInsensitive) == 0
+                ? QStringLiteral("NORMAL")
+                : QStringLiteral("FULL");
+        pragmas = {QStringLiteral("PRAGMA journal_mode = WAL"),
+                   QStringLiteral("PRAGMA synchronous = ") + synchronous,
                    QStringLiteral("PRAGMA foreign_keys = ON")};
     } else {
         // A WAL reader creates -wal and -shm beside the file (and cannot remove them again):
@@ -87,15 +91,16 @@ void openLedgerFile(SqliteConnection &c, const QString &path, const SqliteOpenOp
         // checkpointing into it. A writer's burst of checkpointed pages during a long read is
         // the one change such a read would not notice.
         c.readerLock = ReaderLock(path);
-        const bool writer = QFileInfo::exists(path + QStringLiteral("-wal"))
-                            || QFileInfo::exists(path + QStringLiteral("-journal"));
+        const bool writer = QFileInfo::exists(path + QStringLiteral("-wal")) ||
+                            QFileInfo::exists(path + QStringLiteral("-journal"));
         if (writer) {
             db.setDatabaseName(path);
             db.setConnectOptions(busy + QStringLiteral(";QSQLITE_OPEN_READONLY"));
         } else {
-            db.setDatabaseName(QStringLiteral("file:")
-                               + QString::fromLatin1(QUrl::toPercentEncoding(path, QByteArrayLiteral("/")))
-                               + QStringLiteral("?immutable=1"));
+            db.setDatabaseName(
+                QStringLiteral("file:") +
+                QString::fromLatin1(QUrl::toPercentEncoding(path, QByteArrayLiteral("/"))) +
+                QStringLiteral("?immutable=1"));
             db.setConnectOptions(busy + QStringLiteral(";QSQLITE_OPEN_READONLY;QSQLITE_OPEN_URI"));
         }
         pragmas = {QStringLiteral("PRAGMA query_only = ON")};
@@ -121,25 +126,32 @@ Error sqliteError(const QSqlError &error, const std::string &what)
     case 5: // SQLITE_BUSY
     case 6: // SQLITE_LOCKED
         return Error(ErrorCode::LedgerBusy,
-                     message + " (another process held the ledger past the busy timeout; nothing was written: try again)");
+                     message + " (another process held the ledger past the busy timeout; nothing "
+                               "was written: try again)");
     case 13: // SQLITE_FULL
         return Error(ErrorCode::LedgerUnavailable,
-                     message + " (the ledger's disk is full; nothing of this write was kept: free space, then repeat)");
+                     message + " (the ledger's disk is full; nothing of this write was kept: free "
+                               "space, then repeat)");
     case 10: // SQLITE_IOERR
         return Error(ErrorCode::LedgerUnavailable,
-                     message + " (an I/O error on the ledger file; nothing of this write was kept)");
+                     message +
+                         " (an I/O error on the ledger file; nothing of this write was kept)");
     case 3:  // SQLITE_PERM
     case 8:  // SQLITE_READONLY
     case 23: // SQLITE_AUTH
-        return Error(ErrorCode::LedgerUnavailable,
-                     message + " (the ledger file or its folder is not writable for this user; commands that only "
-                               "read, such as show, list and check, open it read-only)");
+        return Error(
+            ErrorCode::LedgerUnavailable,
+            message +
+                " (the ledger file or its folder is not writable for this user; commands that only "
+                "read, such as show, list and check, open it read-only)");
     case 14: // SQLITE_CANTOPEN
         return Error(ErrorCode::LedgerUnavailable,
-                     message + " (cannot open the ledger file, or the -wal and -shm files beside it)");
+                     message +
+                         " (cannot open the ledger file, or the -wal and -shm files beside it)");
     case 11: // SQLITE_CORRUPT
     case 26: // SQLITE_NOTADB
-        return Error(ErrorCode::LedgerUnavailable, message + " (the file is damaged or not an Idempo ledger)");
+        return Error(ErrorCode::LedgerUnavailable,
+                     message + " (the file is damaged or not an Idempo ledger)");
     default:
         return Error(ErrorCode::Internal, message);
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "error.h"
+#include <memory>
+#include <unordered_map>
 
 #include <QSqlDatabase>
 #include <QSqlError>
@@ -9,8 +10,7 @@
 #include <QString>
 #include <QVariantList>
 
-#include <memory>
-#include <unordered_map>
+#include "error.h"
 
 namespace idempo {
 
@@ -58,7 +58,8 @@ struct SqliteOpenOptions
 /// needs to be writable (an auditor's copy); otherwise it is opened read-only beside the
 /// writer's -wal and -shm. Either way `query_only` refuses any write. Throws Error(LedgerBusy)
 /// or Error(LedgerUnavailable) naming `path`.
-void openLedgerFile(SqliteConnection &connection, const QString &path, const SqliteOpenOptions &options);
+void openLedgerFile(SqliteConnection &connection, const QString &path,
+                    const SqliteOpenOptions &options);
 
 /// A cached prepared statement, reset when the borrower is done so that no read snapshot or
 /// lock outlives the call.
@@ -85,7 +86,8 @@ Error sqliteError(const QSqlError &error, const std::string &what);
 
 /// Prepares `sql` once per connection, binds `binds` positionally and executes it.
 /// Throws sqliteError() when SQLite refuses.
-Statement run(SqliteConnection &connection, const QString &sql, const QVariantList &binds, const char *what);
+Statement run(SqliteConnection &connection, const QString &sql, const QVariantList &binds,
+              const char *what);
 
 /// BEGIN IMMEDIATE … COMMIT: takes the write lock up front, so a read-then-write cannot
 /// interleave with another writer's; rolled back when an exception leaves the scope.

@@ -219,10 +219,22 @@ public:
                                     "this login may not create: ") +
                             e.what());
         }
-        m_conninfo = withDatabase(conninfo, m_name);
-        PgConnection(m_conninfo).execScript("load pgmq", sql);
+        try {
+            m_conninfo = withDatabase(conninfo, m_name);
+            PgConnection(m_conninfo).execScript("load pgmq", sql);
+        } catch (...) {
+            drop();
+            throw;
+        }
     }
-    ~PgmqDatabase()
+    ~PgmqDatabase() { drop(); }
+    PgmqDatabase(const PgmqDatabase &) = delete;
+    PgmqDatabase &operator=(const PgmqDatabase &) = delete;
+
+    const std::string &conninfo() const { return m_conninfo; }
+
+private:
+    void drop()
     {
         try {
             m_admin.execScript("drop pgmq's database",
@@ -231,12 +243,7 @@ public:
             spdlog::warn("bench queue: database {} left: {}", m_name, e.what());
         }
     }
-    PgmqDatabase(const PgmqDatabase &) = delete;
-    PgmqDatabase &operator=(const PgmqDatabase &) = delete;
 
-    const std::string &conninfo() const { return m_conninfo; }
-
-private:
     PgConnection &m_admin;
     std::string m_name;
     std::string m_conninfo;
@@ -282,7 +289,7 @@ nlohmann::json benchQueuePostgres(std::shared_ptr<PostgresLedgerStore> store,
             pgmqConnection.exec("create pgmq's queue", "SELECT pgmq.create($1)",
                                 PgParams().text(bq));
             pgmqConnection.exec("fill pgmq's queue",
-                                "SELECT count(pgmq.send($1, $2::jsonb)) FROM generate_series(1, "
+                                "SELECT pgmq.send($1, $2::jsonb) FROM generate_series(1, "
                                 "$3::integer)",
                                 PgParams().text(bq).text(message).integer(kBacklog));
             const double pgmqRate = pgbenchRate(program, pgmq.conninfo(), pgmqCycleScript(bq),

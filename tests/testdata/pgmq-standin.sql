@@ -19,8 +19,10 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION pgmq.read(queue_name text, vt integer, qty integer)
-    RETURNS TABLE (msg_id bigint, read_ct integer, enqueued_at timestamptz, vt timestamptz, message jsonb)
+CREATE TYPE pgmq.message_record AS (msg_id bigint, read_ct integer, enqueued_at timestamptz, vt timestamptz,
+                                    message jsonb);
+
+CREATE FUNCTION pgmq.read(queue_name text, vt integer, qty integer) RETURNS SETOF pgmq.message_record
     LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY EXECUTE format('WITH cte AS (SELECT q.msg_id FROM pgmq.%1$I AS q WHERE q.vt <= clock_timestamp() '

@@ -6,21 +6,14 @@
 #include <utility>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include <QDateTime>
 #include <QElapsedTimer>
-#include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QTemporaryFile>
 #include <QVariant>
 
 #include "error.h"
 #include "messagequeue.h"
-#include "pgbench.h"
-#include "pgconnection.h"
 #include "postgresledgerstore.h"
-#include "postgresmessagequeue.h"
 #include "queuename.h"
 #include "sqliteledgerstore.h"
 #include "sqlitemessagequeue.h"
@@ -31,13 +24,8 @@ namespace {
 
 constexpr int kRounds = 3;
 constexpr std::int64_t kVisibilityMs = 30'000;
-constexpr int kMaxReads = QueueOptions{}.maxReads;
 
-/// What both sides send: the envelope (queueenvelope.h) of a typical step, in canonical form.
-const std::string kMessage =
-    R"({"idempotency_key":"run-1:provision_account","payload":{"amount":1250,"currency":"EUR"},)"
-    R"("produced_at":"2026-11-29T12:00:00Z","run_id":"run-1","source_agent":"planner",)"
-    R"("step_id":"provision_account","target_agent":"provisioner"})";
+const std::string kMessage(QueueBenchMessage);
 
 /// Messages per second of each phase.
 struct Rates
@@ -113,115 +101,6 @@ void checkLeft(MessageQueue &queue, const std::string &name, std::int64_t length
                            std::to_string(m.visibleLength) + " visible) in " + name + ", not " +
                            std::to_string(length) + " (" + std::to_string(visible) + ")");
     }
-}
-
-// ---- PostgreSQL: pgbench on the statements PostgresMessageQueue prepares ----
-
-/// pgbench's rate, without connection time, of `transactions` runs of `script` on one client.
-double runPgbench(const QString &program, const std::string &conninfo, const std::string &script,
-                  const std::vector<std::string> &defines, int transactions)
-{
-    QTemporaryFile file;
-    if (!file.open() || file.write(QByteArray::fromStdString(script)) < 0 || !file.flush())
-        throw benchFailure("cannot write the pgbench script: " + file.errorString().toStdString());
-    return measurePgbench(program, QString::fromStdString(conninfo), file.fileName(), defines, 1,
-                          transactions);
-}
-
-Rates measurePgbench(const QString &program, const std::string &conninfo,
-                     PostgresMessageQueue &queue, const std::string &name, int messages)
-{
-    Rates rates;
-    rates.send = runPgbench(program, conninfo,
-                            pgbenchStatement(PostgresMessageQueue::sendSql(name),
-                                             {"NULL", ":offset", ":delay", ":message", "NULL"}) +
-                                ";\n",
-                            {"offset=0", "delay=0", "message=" + kMessage}, messages);
-    checkLeft(queue, name, messages, messages);
-    rates.read =
-        runPgbench(program, conninfo,
-                   pgbenchStatement(PostgresMessageQueue::readSql(name),
-                                    {"NULL", ":offset", ":maxreads", ":vt", ":qty", ":after"}) +
-                       ";\n",
-                   {"offset=0", "maxreads=" + std::to_string(kMaxReads),
-                    "vt=" + std::to_string(kVisibilityMs), "qty=1", "after=0"},
-                   messages);
-    checkLeft(queue, name, messages, 0);
-    // pgbench keeps a client's variables from one transaction to the next: :id walks the ids.
-    const std::int64_t first = queue.browse(name, 0, 1).front().msgId;
-    rates.remove = runPgbench(
-        program, conninfo,
-        "\\set id :id + 1\n" +
-            pgbenchStatement(PostgresMessageQueue::deleteSql(name), {":id", ":queue"}) + ";\n",
-        {"id=" + std::to_string(first - 1), "queue=" + name}, messages);
-    checkLeft(queue, name, 0, 0);
-    return rates;
-}
-
-/// Drops the queues (and their dead-letter queues) named `prefix`…; returns what happened.
-std::string dropBenchQueues(PgConnection &c, const std::vector<QueueName> &queues,
-                            const std::string &prefix)
-{
-    if (queues.empty())
-        return "no queue to drop";
-    try {
-        PgTransaction tx(c);
-        std::string drop = "DROP TABLE IF EXISTS ";
-        for (const QueueName &q : queues) {
-            for (const QueueName &table : {q, q.deadLetterQueue()}) {
-                for (const std::string &t : {table.queueTable(), table.archiveTable()})
-                    drop += (drop.back() == ' ' ? "" : ", ") + std::string("\"") +
-                            std::string(PostgresMessageQueue::Schema) + "\".\"" + t + "\"";
-            }
-        }
-        c.execScript("drop the benchmark's queues", drop);
-        c.exec("forget the benchmark's queues",
-               "WITH registered AS (DELETE FROM queue_registry WHERE queue_name ^@ $1 RETURNING "
-               "queue_name) "
-               "DELETE FROM queue_errors WHERE queue_name ^@ $1",
-               PgParams().text(prefix));
-        tx.commit();
-        return "dropped " + std::to_string(queues.size() * 2) + " queues " + prefix + "*";
-    } catch (const Error &e) {
-        const std::string left = "queues " + prefix + "* left (" + e.what() + ")";
-        spdlog::warn("bench queue: {}", left);
-        return left;
-    }
-}
-
-nlohmann::json benchPostgres(std::shared_ptr<PostgresLedgerStore> store,
-                             const QueueBenchOptions &options, Results &results)
-{
-    const QString program = QStandardPaths::findExecutable(QStringLiteral("pgbench"));
-    if (program.isEmpty())
-        throw Error(ErrorCode::LedgerUnavailable,
-                    "bench queue on PostgreSQL compares against pgbench, which is not on "
-                    "PATH (Debian: apt install postgresql-client)");
-    // Without its password: pgbench and the admin connection find it as idempo does (.pgpass).
-    const std::string conninfo = store->describe();
-    PgConnection admin(conninfo);
-    PostgresMessageQueue queue(store);
-    const std::string prefix = "bench_" + std::to_string(QDateTime::currentMSecsSinceEpoch()) + "_";
-    std::vector<QueueName> created;
-    try {
-        for (int round = 0; round < kRounds; ++round) {
-            const QueueName rawName(prefix + "raw" + std::to_string(round));
-            const QueueName engineName(prefix + "engine" + std::to_string(round));
-            for (const QueueName &name : {rawName, engineName}) {
-                queue.createQueue(name.str(), {});
-                created.push_back(name);
-            }
-            const Rates r =
-                measurePgbench(program, conninfo, queue, rawName.str(), options.messages);
-            results.add(measureEngine(queue, engineName.str(), options.messages), r);
-        }
-    } catch (...) {
-        dropBenchQueues(admin, created, prefix);
-        throw;
-    }
-    return {{"ledger", conninfo + " (raw SQL: pgbench -M prepared -c 1, same statements)"},
-            {"baseline", "pgbench"},
-            {"cleanup", dropBenchQueues(admin, created, prefix)}};
 }
 
 // ---- SQLite: the statements SqliteMessageQueue issues, through the same statement cache ----
@@ -349,12 +228,11 @@ nlohmann::json benchQueue(std::shared_ptr<LedgerStore> ledger, const QueueBenchO
     Results results;
     nlohmann::json report;
     if (auto postgres = std::dynamic_pointer_cast<PostgresLedgerStore>(ledger))
-        report = benchPostgres(std::move(postgres), options, results);
-    else if (std::dynamic_pointer_cast<SqliteLedgerStore>(ledger))
-        report = benchSqlite(options, results);
-    else
+        return benchQueuePostgres(std::move(postgres), options);
+    if (!std::dynamic_pointer_cast<SqliteLedgerStore>(ledger))
         throw Error(ErrorCode::InvalidArgument,
                     "bench queue needs an sqlite: or postgresql:// ledger");
+    report = benchSqlite(options, results);
     report["messages"] = options.messages;
     report["rounds"] = results.rounds;
     report["send"] = phase(results.engine.send, results.raw.send);
@@ -365,11 +243,30 @@ nlohmann::json benchQueue(std::shared_ptr<LedgerStore> ledger, const QueueBenchO
 
 std::string queueBenchReportText(const nlohmann::json &report)
 {
+    char line[1024]; // room for a long PostgreSQL connection string
+    if (report["baseline"] == "pgmq") {
+        std::snprintf(
+            line, sizeof line,
+            "bench queue on %s\n  %d cycles x 3 rounds, %d worker(s) and pgbench client(s), best "
+            "round of each side\n"
+            "  pgmq send + read + delete:            %8.0f cycles/s\n"
+            "  engine statements (pgbench):          %8.0f cycles/s\n"
+            "  engine send + read + ack:             %8.0f cycles/s  %5.2fx pgmq  %5.2fx "
+            "own statements\n"
+            "  engine send + read carrying the ack:  %8.0f cycles/s  %5.2fx pgmq\n"
+            "  cleanup: %s",
+            report["ledger"].get<std::string>().c_str(), report["cycles"].get<int>(),
+            report["workers"].get<int>(), report["pgmq_cycles_per_s"].get<double>(),
+            report["raw_cycles_per_s"].get<double>(), report["engine_cycles_per_s"].get<double>(),
+            report["ratio"].get<double>(), report["raw_ratio"].get<double>(),
+            report["engine_carried_cycles_per_s"].get<double>(),
+            report["carried_ratio"].get<double>(), report["cleanup"].get<std::string>().c_str());
+        return line;
+    }
     std::string text = "bench queue on " + report["ledger"].get<std::string>() + "\n  " +
                        std::to_string(report["messages"].get<int>()) + " messages x " +
                        std::to_string(report["rounds"].size()) +
                        " rounds, 1 client, best round of each side\n";
-    char line[160];
     std::snprintf(line, sizeof line, "  %-8s %14s %14s %7s\n", "", "engine msg/s", "raw SQL msg/s",
                   "ratio");
     text += line;
@@ -380,8 +277,6 @@ std::string queueBenchReportText(const nlohmann::json &report)
                       p["ratio"].get<double>());
         text += line;
     }
-    if (report.contains("cleanup"))
-        text += "  cleanup: " + report["cleanup"].get<std::string>() + "\n";
     text.pop_back();
     return text;
 }

@@ -32,6 +32,16 @@ std::int64_t messageId(const Context &c)
     return parseWholeNumber("MSG_ID", c.positional(3, "MSG_ID").toStdString(), 1, MaxWholeNumber);
 }
 
+/// --read-ct: the read_ct `queue read` answered, naming the delivery an ack, nack or archive is
+/// of; unset when not given.
+std::optional<int> readCount(const Context &c)
+{
+    if (!c.parser.isSet(QStringLiteral("read-ct")))
+        return std::nullopt;
+    return static_cast<int>(
+        c.integerOption(QStringLiteral("read-ct"), 1, std::numeric_limits<int>::max()));
+}
+
 nlohmann::json queueMessageJson(const QueueMessage &m)
 {
     return {{"msg_id", m.msgId},
@@ -128,11 +138,14 @@ int cmdQueueAck(Context &c)
 {
     const std::string name = queueName(c);
     const std::int64_t msgId = messageId(c);
-    if (!c.queue().deleteMessage(name, msgId))
-        throw Error(ErrorCode::NotFound,
-                    "queue '" + name + "' holds no message " + std::to_string(msgId));
-    c.print({{"queue", name}, {"msg_id", msgId}, {"deleted", true}},
-            "deleted message " + std::to_string(msgId) + " from " + name);
+    const std::optional<int> read = readCount(c);
+    if (!read)
+        throw UsageError{"missing --read-ct N: an ack names the delivery it acknowledges (the "
+                         "read_ct `queue read` answered)"};
+    c.queue().ack(name, {msgId, *read});
+    c.print({{"queue", name}, {"msg_id", msgId}, {"read_ct", *read}, {"acked", true}},
+            "acknowledged read " + std::to_string(*read) + " of message " + std::to_string(msgId) +
+                " of " + name + " (deleted)");
     return ExitOk;
 }
 
@@ -140,10 +153,16 @@ int cmdQueueArchive(Context &c)
 {
     const std::string name = queueName(c);
     const std::int64_t msgId = messageId(c);
-    if (!c.queue().archive(name, msgId))
+    const std::optional<int> read = readCount(c);
+    if (read)
+        c.queue().archive(name, ReadReceipt{msgId, *read});
+    else if (!c.queue().archive(name, msgId))
         throw Error(ErrorCode::NotFound,
                     "queue '" + name + "' holds no message " + std::to_string(msgId));
-    c.print({{"queue", name}, {"msg_id", msgId}, {"archived", true}},
+    c.print({{"queue", name},
+             {"msg_id", msgId},
+             {"read_ct", read ? nlohmann::json(*read) : nlohmann::json()},
+             {"archived", true}},
             "archived message " + std::to_string(msgId) + " of " + name);
     return ExitOk;
 }
@@ -163,7 +182,10 @@ int cmdQueueNack(Context &c)
     const std::int64_t retryMs = c.parser.isSet(QStringLiteral("retry-after"))
                                      ? c.secondsOption(QStringLiteral("retry-after"), 0, MaxSeconds)
                                      : 0;
-    const QueueMessage m = c.queue().nack(name, msgId, *errorClass, detail, retryMs);
+    const std::optional<int> read = readCount(c);
+    const QueueMessage m =
+        read ? c.queue().nack(name, ReadReceipt{msgId, *read}, *errorClass, detail, retryMs)
+             : c.queue().nack(name, msgId, *errorClass, detail, retryMs);
     c.print({{"queue", name},
              {"message", queueMessageJson(m)},
              {"error_class", errorClassName(*errorClass)},
@@ -233,11 +255,12 @@ int cmdQueue(Context &c)
             QStringLiteral("envelope")},
            cmdQueueSend}},
          {QStringLiteral("read"), {1, {QStringLiteral("vt"), QStringLiteral("qty")}, cmdQueueRead}},
-         {QStringLiteral("ack"), {2, {}, cmdQueueAck}},
-         {QStringLiteral("archive"), {2, {}, cmdQueueArchive}},
+         {QStringLiteral("ack"), {2, {QStringLiteral("read-ct")}, cmdQueueAck}},
+         {QStringLiteral("archive"), {2, {QStringLiteral("read-ct")}, cmdQueueArchive}},
          {QStringLiteral("nack"),
           {2,
-           {QStringLiteral("class"), QStringLiteral("detail"), QStringLiteral("retry-after")},
+           {QStringLiteral("class"), QStringLiteral("detail"), QStringLiteral("retry-after"),
+            QStringLiteral("read-ct")},
            cmdQueueNack}},
          {QStringLiteral("list"),
           {1, {QStringLiteral("after"), QStringLiteral("limit")}, cmdQueueList}},
@@ -392,9 +415,11 @@ void addQueueCommands(std::map<QString, Command> &table)
           "  create NAME [--max-reads N]        create NAME and NAME_dlq (idempotent)\n"
           "  send NAME --message JSON|@FILE [--headers JSON] [--delay S] [--envelope]\n"
           "  read NAME [--vt S] [--qty N]       deliver visible messages, hidden for S seconds\n"
-          "  ack NAME MSG_ID                    delete a processed message\n"
-          "  archive NAME MSG_ID                move a message to the archive a_NAME\n"
-          "  nack NAME MSG_ID --class C [--detail T] [--retry-after S]\n"
+          "  ack NAME MSG_ID --read-ct N        delete a processed message (that delivery only;\n"
+          "                                     repeated, done again; after a later read, "
+          "refused)\n"
+          "  archive NAME MSG_ID [--read-ct N]  move a message to the archive a_NAME\n"
+          "  nack NAME MSG_ID --class C [--detail T] [--retry-after S] [--read-ct N]\n"
           "                                     record a failure; visible again after S seconds\n"
           "  list NAME [--after ID] [--limit N] browse without counting as a read\n"
           "  metrics NAME                       lengths, ages and totals",
@@ -413,6 +438,10 @@ void addQueueCommands(std::map<QString, Command> &table)
            opt("detail", "nack: what went wrong.", "TEXT"),
            opt("retry-after", "nack: seconds before the message is visible again (default 0).",
                "S"),
+           opt("read-ct",
+               "ack, archive, nack: the read_ct `queue read` answered: acts on that delivery "
+               "only, and refuses (stale_lease) once the message has been read again.",
+               "N"),
            opt("after", "list: continue after this msg_id (the previous page's next_after).", "ID"),
            opt("limit", "list: page size (default 50).", "N")},
           cmdQueue}},

@@ -11,6 +11,7 @@
 #include <QDateTime>
 
 #include "bench.h"
+#include "conninfo.h"
 #include "context.h"
 #include "driverlease.h"
 #include "error.h"
@@ -238,15 +239,25 @@ int cmdWorker(Context &c)
     return ExitOk;
 }
 
-/// `idempo bench queue`: send, read and delete throughput beside the same raw statements.
+/// `idempo bench queue`: on PostgreSQL the engine's send + read + ack cycle beside pgmq's own
+/// functions; on SQLite send, read and delete beside the same raw statements.
 int cmdBenchQueue(Context &c)
 {
-    for (const QString &other : {QStringLiteral("cycles"), QStringLiteral("workers")})
-        if (c.parser.isSet(other))
-            throw UsageError{"--" + other.toStdString() + " does not apply to 'bench queue'"};
+    if (c.parser.isSet(QStringLiteral("cycles")))
+        throw UsageError{"--cycles does not apply to 'bench queue' (--messages does)"};
     QueueBenchOptions options;
     options.messages = static_cast<int>(
         c.integerOption(QStringLiteral("messages"), 1, 1'000'000, options.messages));
+    options.workers =
+        static_cast<int>(c.integerOption(QStringLiteral("workers"), 1, 64, options.workers));
+    options.pgmqSql = c.parser.value(QStringLiteral("pgmq")).toStdString();
+    if (!isPostgresAddress(c.ledgerUrl().toStdString())) {
+        if (c.parser.isSet(QStringLiteral("workers")) || c.parser.isSet(QStringLiteral("pgmq")))
+            throw UsageError{"--workers and --pgmq apply to 'bench queue' on a PostgreSQL ledger"};
+    } else if (options.pgmqSql.empty()) {
+        throw UsageError{"bench queue on PostgreSQL runs beside pgmq's own functions: give "
+                         "--pgmq FILE (pgmq's pgmq.sql, e.g. shared/baselines/pgmq.sql)"};
+    }
     const nlohmann::json report =
         benchQueue(openLedger(c.ledgerUrl(), nullptr, c.openMode()), options);
     c.print(report, queueBenchReportText(report));
@@ -360,11 +371,18 @@ void addSandboxCommands(std::map<QString, Command> &table)
           "bench claim|queue [OPTIONS]",
           "Throughput beside the same raw SQL statements, measured in the same run:\n"
           "  claim [--cycles N] [--workers W]  claim/complete/duplicate-claim cycles\n"
-          "  queue [--messages N]              queue send, read and delete, one client",
+          "  queue [--messages N]              queue send, read and delete, one client (SQLite)\n"
+          "  queue --pgmq FILE [--messages N] [--workers W]\n"
+          "                                    send/read/ack cycles beside pgmq's own functions "
+          "(PostgreSQL)",
           {opt("cycles", "claim: claim/complete cycles per run (default 2000).", "N"),
-           opt("workers", "claim: concurrent workers (default 1).", "W"),
-           opt("messages", "queue: messages sent, read and deleted per round (default 2000).",
-               "N")},
+           opt("workers", "claim, queue on PostgreSQL: concurrent workers (default 1).", "W"),
+           opt("messages",
+               "queue: messages (cycles on PostgreSQL) per side and round (default 2000).", "N"),
+           opt("pgmq",
+               "queue on PostgreSQL: pgmq's own SQL (pgmq.sql), loaded into a database of its "
+               "own for the run.",
+               "FILE")},
           cmdBench}},
     });
 }

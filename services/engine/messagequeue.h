@@ -23,6 +23,17 @@ struct QueueMessage
     std::string headers;   ///< a JSON object; empty when the message has none
 };
 
+/// Names one delivery of a message: its msg_id and the read_ct that read() answered with it.
+/// Every read raises read_ct by one in the read's own transaction, so the pair is one delivery
+/// and no other; ack(), nack() and archive() given it refuse to act on a later delivery.
+struct ReadReceipt
+{
+    std::int64_t msgId = 0;
+    int readCount = 0;
+
+    static ReadReceipt of(const QueueMessage &m) { return {m.msgId, m.readCount}; }
+};
+
 /// A message in pgmq's archive `a_<name>`.
 struct ArchivedMessage
 {
@@ -123,6 +134,23 @@ public:
     virtual std::vector<QueueMessage> read(const std::string &queue,
                                            std::int64_t visibilityTimeoutMs, int quantity) = 0;
 
+    /// read() that first acknowledges the deliveries `acks` (as ack() would, with its refusals),
+    /// in the same transaction: a consumer's "done with these, give me the next", one commit
+    /// where ack() and read() take two. A refused ack refuses the read too: nothing is written.
+    virtual std::vector<QueueMessage> readAndAck(const std::string &queue,
+                                                 std::int64_t visibilityTimeoutMs, int quantity,
+                                                 const std::vector<ReadReceipt> &acks) = 0;
+
+    /// Acknowledges one delivery: deletes the message when `receipt` is its latest read, and
+    /// keeps a receipt (a day) so that the same ack repeated after a lost answer is done again
+    /// rather than not found. Throws Error(StaleLease), naming the message and the read that
+    /// came after, when the message was read again since (its visibility timeout lapsed and
+    /// another consumer has it, or had it and acknowledged it): nothing is deleted then.
+    /// Throws Error(NotFound) when the queue holds no such message and acknowledged none
+    /// (deleted, archived or dead-lettered), Error(InvalidArgument) for a read the message has
+    /// not had (read_ct below `receipt.readCount`, or readCount < 1).
+    virtual void ack(const std::string &queue, const ReadReceipt &receipt) = 0;
+
     /// Makes the message visible `vtOffsetMs` (>= 0) milliseconds from now, whatever its vt
     /// was. Returns it. Throws Error(NotFound) when the queue holds no such message.
     virtual QueueMessage setVt(const std::string &queue, std::int64_t msgId,
@@ -136,12 +164,25 @@ public:
     /// when the queue holds no such message.
     virtual bool archive(const std::string &queue, std::int64_t msgId) = 0;
 
+    /// archive() of one delivery: moves the message when `receipt` is its latest read, and is
+    /// done again when the archive already holds it under that read (a retry after a lost
+    /// answer). Throws like ack(): Error(StaleLease) when the message was read again since,
+    /// Error(NotFound) when neither the queue nor its archive holds it.
+    virtual void archive(const std::string &queue, const ReadReceipt &receipt) = 0;
+
     /// A failed processing attempt: keeps `errorClass` and `detail` as the message's last
     /// error (carried into the dead-letter queue should it end there) and makes it visible
     /// again `retryDelayMs` (>= 0) milliseconds from now. Returns the message. Throws
     /// Error(NotFound) when the queue holds no such message.
     virtual QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
                               const std::string &detail, std::int64_t retryDelayMs) = 0;
+
+    /// nack() of one delivery: throws Error(StaleLease), naming the message and the later read,
+    /// when the message was read again since, and changes nothing then. Repeated after a lost
+    /// answer it records the same error and delay again.
+    virtual QueueMessage nack(const std::string &queue, const ReadReceipt &receipt,
+                              ErrorClass errorClass, const std::string &detail,
+                              std::int64_t retryDelayMs) = 0;
 
     /// Messages with msg_id > afterMsgId, oldest first, at most `limit` (1..10000), visible or
     /// not. Never counts as a read: read_ct, vt and last_read_at stay as they are.

@@ -53,6 +53,48 @@ void checkBatch(int count, const char *what)
     }
 }
 
+ReadStanding readStanding(int receiptReadCount, int currentReadCount)
+{
+    if (currentReadCount == receiptReadCount)
+        return ReadStanding::Latest;
+    return currentReadCount > receiptReadCount ? ReadStanding::ReadAgain : ReadStanding::NotYetRead;
+}
+
+void checkReceipt(const ReadReceipt &receipt)
+{
+    if (receipt.msgId < 1 || receipt.readCount < 1)
+        throw Error(ErrorCode::InvalidArgument,
+                    "a delivery is named by its msg_id and the read_ct its read answered (1 or "
+                    "more), not msg_id " +
+                        std::to_string(receipt.msgId) + " read_ct " +
+                        std::to_string(receipt.readCount));
+}
+
+Error readAgain(const std::string &queue, const ReadReceipt &receipt, int currentReadCount,
+                const char *action)
+{
+    return Error(ErrorCode::StaleLease,
+                 "message " + std::to_string(receipt.msgId) + " of queue '" + queue +
+                     "' was read again (read " + std::to_string(currentReadCount) +
+                     ") after read " + std::to_string(receipt.readCount) +
+                     ": its visibility timeout lapsed and another consumer has it; the " + action +
+                     " is refused");
+}
+
+Error notYetRead(const std::string &queue, const ReadReceipt &receipt, int currentReadCount)
+{
+    return Error(ErrorCode::InvalidArgument,
+                 "message " + std::to_string(receipt.msgId) + " of queue '" + queue +
+                     "' has not been read " + std::to_string(receipt.readCount) +
+                     " times (read_ct " + std::to_string(currentReadCount) + ")");
+}
+
+Error noSuchMessage(const std::string &queue, std::int64_t msgId)
+{
+    return Error(ErrorCode::NotFound,
+                 "queue '" + queue + "' holds no message " + std::to_string(msgId));
+}
+
 std::string deadLetterHeaders(const std::string &headers, const DeadLetterProvenance &provenance)
 {
     nlohmann::json merged =

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "error.h"
 #include "messagequeue.h"
 
 namespace idempo {
@@ -34,6 +35,34 @@ void checkDuration(std::int64_t ms, const char *what);
 
 /// Throws Error(InvalidArgument) unless 1 <= `count` <= MaxQueueBatch; `what` names the argument.
 void checkBatch(int count, const char *what);
+
+/// How a delivery (ReadReceipt) stands against the message's read_ct now, for ack(), nack()
+/// and archive(): `currentReadCount` unset when the queue no longer holds the message.
+enum class ReadStanding
+{
+    Latest,     ///< the receipt's read is the message's latest: act on it
+    ReadAgain,  ///< read since: another consumer has it (or had it)
+    NotYetRead, ///< the message has not been read that often
+};
+
+/// Compares a receipt's read with the message's current read_ct.
+ReadStanding readStanding(int receiptReadCount, int currentReadCount);
+
+/// Throws Error(InvalidArgument) unless `receipt` names a delivery (msg_id and read_ct >= 1).
+void checkReceipt(const ReadReceipt &receipt);
+
+/// The refusal of `action` ("ack", "nack", "archive") of read `receipt` of a message of `queue`
+/// that was read again since (read `currentReadCount`): Error(StaleLease), in the words the
+/// PostgreSQL functions raise (ID006).
+Error readAgain(const std::string &queue, const ReadReceipt &receipt, int currentReadCount,
+                const char *action);
+
+/// Error(InvalidArgument) for a receipt of a read the message has not had (read_ct
+/// `currentReadCount` below the receipt's).
+Error notYetRead(const std::string &queue, const ReadReceipt &receipt, int currentReadCount);
+
+/// Error(NotFound): `queue` holds no message `msgId`.
+Error noSuchMessage(const std::string &queue, std::int64_t msgId);
 
 /// The headers of a message's dead-letter copy: `headers` (a canonical JSON object, or empty)
 /// with member "dlq" set to {"source_queue", "source_msg_id", "read_ct", "last_error_class",

@@ -318,8 +318,9 @@ private Q_SLOTS:
         QVERIFY2(QJsonDocument(dead[0].toObject()).toJson().contains("503 from provider"),
                  dlq.out.constData());
 
-        const Run ack = idempo({QStringLiteral("--json"), QStringLiteral("queue"),
-                                QStringLiteral("ack"), QStringLiteral("steps"), id});
+        const Run ack =
+            idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("ack"),
+                    QStringLiteral("steps"), id, QStringLiteral("--read-ct"), QStringLiteral("2")});
         QCOMPARE(ack.exitCode, 65); // already moved to the dead-letter queue
         const Run badName =
             idempo({QStringLiteral("--json"), QStringLiteral("queue"), QStringLiteral("create"),

@@ -78,6 +78,17 @@ void QueueFixture::advanceMs(std::int64_t ms)
         m_postgres->advanceClockMs(ms);
 }
 
+void QueueFixture::execAsOwner(const std::string &sql)
+{
+    if (m_postgres) {
+        adminConnection().execScript("test statement", sql);
+        return;
+    }
+    QSqlQuery q(m_sqlite->connection().db);
+    if (!q.exec(QString::fromStdString(sql)))
+        qFatal("cannot run %s: %s", sql.c_str(), qPrintable(q.lastError().text()));
+}
+
 QStringList QueueFixture::queueTables()
 {
     QStringList tables;

@@ -39,6 +39,10 @@ public:
     /// Moves the store's clock forward by `ms` milliseconds.
     void advanceMs(std::int64_t ms);
 
+    /// Runs `sql` (one statement) on the ledger as its owner, beside the store: how a test
+    /// breaks the ledger on purpose (a trigger that fails a write, say).
+    void execAsOwner(const std::string &sql);
+
     /// The per-queue tables the store holds (names starting with q_ or a_), sorted bytewise.
     QStringList queueTables();
 

@@ -293,48 +293,6 @@ private Q_SLOTS:
         QCOMPARE(std::set<std::int64_t>(sources.begin(), sources.end()), sent);
     }
 
-    /// An ack names the read it acknowledges: repeated after a lost answer it is done again; by a
-    /// consumer whose visibility timeout lapsed and whose message was read again it is refused.
-    /// A read can acknowledge the previous one in its own transaction.
-    void acksNameTheirRead()
-    {
-        QueueFixture f;
-        auto queue = runningClockQueue();
-        queue->createQueue("acks", {.maxReads = 5});
-        queue->send("acks", R"({"n":1})", "", 0);
-        const QueueMessage first =
-            queue->read("acks", 0, 1).front(); // visible again at once: a lapsed timeout
-        const QueueMessage second = queue->read("acks", 60'000, 1).front();
-        QCOMPARE(second.msgId, first.msgId);
-        QCOMPARE(second.readCount, 2);
-        QCOMPARE(errorOf([&] {
-                     queue->ack("acks", {first.msgId, first.readCount});
-                 }),
-                 ErrorCode::StaleLease);
-        QCOMPARE(queue->ack("acks", {second.msgId, second.readCount}), std::string("done"));
-        QCOMPARE(queue->ack("acks", {second.msgId, second.readCount}),
-                 std::string("done")); // a retried ack
-        QCOMPARE(errorOf([&] {
-                     queue->ack("acks", {first.msgId, first.readCount});
-                 }),
-                 ErrorCode::StaleLease);
-        QCOMPARE(errorOf([&] {
-                     queue->ack("acks", {second.msgId + 100, 1});
-                 }),
-                 ErrorCode::NotFound);
-        QVERIFY(queue->browse("acks", 0, 10).empty());
-
-        queue->send("acks", R"({"n":2})", "", 0);
-        queue->send("acks", R"({"n":3})", "", 0);
-        const QueueMessage a = queue->read("acks", 60'000, 1).front();
-        const QueueMessage b =
-            queue->readAndAck("acks", 60'000, 1, {{a.msgId, a.readCount}}).front();
-        QVERIFY(b.msgId != a.msgId);
-        const auto left = queue->browse("acks", 0, 10);
-        QCOMPARE(left.size(), std::size_t(1));
-        QCOMPARE(left.front().msgId, b.msgId);
-    }
-
     /// Workers use queues the schema owner created; viewers browse them but never take a message.
     void rolesGrantLeastPrivilege()
     {

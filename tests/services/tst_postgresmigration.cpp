@@ -282,7 +282,8 @@ private Q_SLOTS:
         QCOMPARE(queue.deadLetters("old", 0, 10).size(), std::size_t(2));
         QCOMPARE(queue.deadLetters("old", 0, 10).back().provenance.lastErrorDetail,
                  std::string("503"));
-        QCOMPARE(queue.ack("old", {read[0].msgId, read[0].readCount}), std::string("done"));
+        queue.ack("old", ReadReceipt::of(read[0]));
+        queue.ack("old", ReadReceipt::of(read[0])); // retried: done again
 
         const AuditVerify::Result after = AuditVerify(*store).run(verified.lastHash);
         QVERIFY2(after.ok, after.problem.c_str());

@@ -181,6 +181,15 @@ private Q_SLOTS:
              "pgmq.q_sec_jobs_dlq), NULL, 'rp-none')"},
             {"guard setting changed directly",
              "UPDATE idempo.guard_settings SET value = '999999999'"},
+            // A delivery whose timeout lapsed and whose message was read again (read_ct 2).
+            {"stale ack of a message read again",
+             "SELECT idempo.queue_ack('sec_acks', (SELECT min(msg_id) FROM pgmq.q_sec_acks), 1)"},
+            {"stale archive of a message read again",
+             "SELECT idempo.queue_archive('sec_acks', (SELECT min(msg_id) FROM "
+             "pgmq.q_sec_acks), 1)"},
+            {"stale nack of a message read again",
+             "SELECT * FROM idempo.queue_nack('sec_acks', (SELECT min(msg_id) FROM "
+             "pgmq.q_sec_acks), 'transient', 'x', 0, 1)"},
         };
         for (const auto &[login, groups] : kLogins)
             for (const auto &[what, script] : everyone)
@@ -192,10 +201,14 @@ private Q_SLOTS:
                 << QString::fromLatin1(login) << QString::fromStdString(script);
         };
         for (const char *login :
-             {"sec_viewer", "sec_approver", "sec_operator", "sec_admin", "sec_nobody"})
+             {"sec_viewer", "sec_approver", "sec_operator", "sec_admin", "sec_nobody"}) {
             only(login, "queue message deleted by a non-worker",
                  "SELECT idempo.queue_delete('sec_jobs', (SELECT min(msg_id) FROM "
                  "pgmq.q_sec_jobs))");
+            only(login, "queue message archived by a non-worker",
+                 "SELECT idempo.queue_archive('sec_acks', (SELECT min(msg_id) FROM "
+                 "pgmq.q_sec_acks), 2)");
+        }
         for (const char *login :
              {"sec_worker", "sec_viewer", "sec_approver", "sec_operator", "sec_dual", "sec_nobody"})
             only(login, "four-eyes threshold changed by a non-admin",
@@ -400,6 +413,10 @@ private:
         worker.exec("seed", "SELECT * FROM idempo.queue_read('sec_jobs', 0, 1)");
         worker.exec("seed",
                     "SELECT * FROM idempo.queue_read('sec_jobs', 0, 1)"); // dead-letters the first
+        owner.exec("seed queue", "SELECT * FROM idempo.queue_create('sec_acks', 5)");
+        worker.exec("seed", "SELECT idempo.queue_send('sec_acks', '{}')");
+        for (int read = 1; read <= 2; ++read) // a lapsed timeout: read again
+            worker.exec("seed", "SELECT * FROM idempo.queue_read('sec_acks', 0, 1)");
         PostgresLedgerStore store(testUrl());
         const AuditVerify::Result chain = AuditVerify(store).run();
         QVERIFY2(chain.ok && chain.records == 2, chain.problem.c_str());

@@ -142,23 +142,6 @@ std::optional<std::string> optionalHeaders(const OutgoingMessage &message)
 
 } // namespace
 
-std::string PostgresMessageQueue::sendSql(const std::string &queue)
-{
-    return "SELECT idempo.queue_send('" + QueueName(queue).str() +
-           "', $4, $5, $3::bigint, $1::bigint, $2::bigint)";
-}
-
-std::string PostgresMessageQueue::readSql(const std::string &queue)
-{
-    return "SELECT " + std::string(kMessageColumns) + " FROM idempo.queue_read('" +
-           QueueName(queue).str() + "', $4::bigint, $5::integer, NULL, $1::bigint, $2::bigint)";
-}
-
-std::string PostgresMessageQueue::deleteSql(const std::string &queue)
-{
-    return "SELECT idempo.queue_delete('" + QueueName(queue).str() + "', $1::bigint)";
-}
-
 PostgresMessageQueue::PostgresMessageQueue(std::shared_ptr<PostgresLedgerStore> ledger)
     : m_ledger(std::move(ledger))
 {
@@ -237,11 +220,7 @@ std::int64_t PostgresMessageQueue::send(const std::string &queue, const std::str
         .optionalText(optionalHeaders(message))
         .integer(delayMs);
     m_ledger->appendClock(params);
-    return c
-        .execPrepared("send message", "iq_send",
-                      "SELECT idempo.queue_send($1, $2, $3, $4::bigint, $5::bigint, $6::bigint)",
-                      params)
-        .integer(0, 0);
+    return c.execPrepared("send message", "iq_send", SendSql, params).integer(0, 0);
 }
 
 std::vector<QueueMessage> PostgresMessageQueue::read(const std::string &queue,
@@ -258,6 +237,8 @@ std::vector<QueueMessage> PostgresMessageQueue::readAndAck(const std::string &qu
     const QueueName name(queue);
     checkDuration(visibilityTimeoutMs, "visibility timeout");
     checkBatch(quantity, "quantity");
+    for (const ReadReceipt &receipt : acks)
+        checkReceipt(receipt);
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     std::optional<std::string> ack;
@@ -270,27 +251,19 @@ std::vector<QueueMessage> PostgresMessageQueue::readAndAck(const std::string &qu
     PgParams params;
     params.text(name.str()).integer(visibilityTimeoutMs).integer(quantity).optionalText(ack);
     m_ledger->appendClock(params);
-    return readMessages(
-        c.execPrepared("read messages", "iq_read",
-                       "SELECT " + std::string(kMessageColumns) +
-                           " FROM idempo.queue_read($1, $2::bigint, $3::integer, $4, $5::bigint, "
-                           "$6::bigint)",
-                       params));
+    return readMessages(c.execPrepared("read messages", "iq_read", ReadSql, params));
 }
 
-std::string PostgresMessageQueue::ack(const std::string &queue, const ReadReceipt &receipt)
+void PostgresMessageQueue::ack(const std::string &queue, const ReadReceipt &receipt)
 {
     const QueueName name(queue);
+    checkReceipt(receipt);
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     PgParams params;
     params.text(name.str()).integer(receipt.msgId).integer(receipt.readCount);
     m_ledger->appendClock(params);
-    return c
-        .execPrepared(
-            "acknowledge message", "iq_ack",
-            "SELECT idempo.queue_ack($1, $2::bigint, $3::integer, $4::bigint, $5::bigint)", params)
-        .text(0, 0);
+    c.execPrepared("acknowledge message", "iq_ack", AckSql, params);
 }
 
 QueueMessage PostgresMessageQueue::setVt(const std::string &queue, std::int64_t msgId,
@@ -325,21 +298,53 @@ bool PostgresMessageQueue::deleteMessage(const std::string &queue, std::int64_t 
 
 bool PostgresMessageQueue::archive(const std::string &queue, std::int64_t msgId)
 {
+    return archiveRead(queue, msgId, std::nullopt);
+}
+
+void PostgresMessageQueue::archive(const std::string &queue, const ReadReceipt &receipt)
+{
+    checkReceipt(receipt);
+    archiveRead(queue, receipt.msgId, receipt.readCount);
+}
+
+bool PostgresMessageQueue::archiveRead(const std::string &queue, std::int64_t msgId,
+                                       std::optional<int> readCount)
+{
     const QueueName name(queue);
     PgConnection &c = m_ledger->connection();
     requireQueue(c, queue);
     PgParams params;
     params.text(name.str()).integer(msgId);
+    if (readCount)
+        params.integer(*readCount);
+    else
+        params.null();
     m_ledger->appendClock(params);
-    return c.execPrepared("archive message", "iq_archive",
-                          "SELECT idempo.queue_archive($1, $2::bigint, $3::bigint, $4::bigint)",
-                          params)
+    return c.execPrepared(
+                "archive message", "iq_archive",
+                "SELECT idempo.queue_archive($1, $2::bigint, $3::integer, $4::bigint, $5::bigint)",
+                params)
                .text(0, 0) == "t";
 }
 
 QueueMessage PostgresMessageQueue::nack(const std::string &queue, std::int64_t msgId,
                                         ErrorClass errorClass, const std::string &detail,
                                         std::int64_t retryDelayMs)
+{
+    return nackRead(queue, msgId, std::nullopt, errorClass, detail, retryDelayMs);
+}
+
+QueueMessage PostgresMessageQueue::nack(const std::string &queue, const ReadReceipt &receipt,
+                                        ErrorClass errorClass, const std::string &detail,
+                                        std::int64_t retryDelayMs)
+{
+    checkReceipt(receipt);
+    return nackRead(queue, receipt.msgId, receipt.readCount, errorClass, detail, retryDelayMs);
+}
+
+QueueMessage PostgresMessageQueue::nackRead(const std::string &queue, std::int64_t msgId,
+                                            std::optional<int> readCount, ErrorClass errorClass,
+                                            const std::string &detail, std::int64_t retryDelayMs)
 {
     const QueueName name(queue);
     checkDuration(retryDelayMs, "retry delay");
@@ -350,8 +355,11 @@ QueueMessage PostgresMessageQueue::nack(const std::string &queue, std::int64_t m
         .integer(msgId)
         .text(errorClassName(errorClass))
         .text(detail)
-        .integer(retryDelayMs)
-        .null();
+        .integer(retryDelayMs);
+    if (readCount)
+        params.integer(*readCount);
+    else
+        params.null();
     m_ledger->appendClock(params);
     return readMessage(
         c.execPrepared(

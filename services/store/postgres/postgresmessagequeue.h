@@ -16,13 +16,6 @@ namespace idempo {
 
 class PgConnection;
 
-/// Names one delivery of a message: the msg_id and the read_ct that read() answered.
-struct ReadReceipt
-{
-    std::int64_t msgId = 0;
-    int readCount = 0;
-};
-
 /// The queues of the shared ledger, in pgmq's own tables: per queue `pgmq.q_<name>` (msg_id
 /// bigint identity, read_ct, enqueued_at, last_read_at, vt, message jsonb, headers jsonb) and
 /// the archive `pgmq.a_<name>` (the same plus archived_at), with pgmq's indexes. Columns are
@@ -30,7 +23,8 @@ struct ReadReceipt
 /// on its name adopts it (keeps its messages, adds the last_read_at and headers columns older
 /// pgmq versions did not have) and gives it a dead-letter queue.
 ///
-/// Every write is one call of a function of schema idempo (0008_queue_functions.sql): a read
+/// Every write is one call of a function of schema idempo (0008_queue_functions.sql,
+/// 0011_queue_deliveries.sql): a read
 /// picks the oldest visible messages `FOR UPDATE SKIP LOCKED`, hides them for the visibility
 /// timeout and moves those past the queue's max reads to `<name>_dlq` in the same transaction,
 /// with their provenance and last error in the copy's headers (queuerules.h). Roles read the
@@ -63,11 +57,18 @@ public:
                       const std::string &headersJson, std::int64_t delayMs) override;
     std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs,
                                    int quantity) override;
+    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                         int quantity,
+                                         const std::vector<ReadReceipt> &acks) override;
+    void ack(const std::string &queue, const ReadReceipt &receipt) override;
     QueueMessage setVt(const std::string &queue, std::int64_t msgId,
                        std::int64_t vtOffsetMs) override;
     bool deleteMessage(const std::string &queue, std::int64_t msgId) override;
     bool archive(const std::string &queue, std::int64_t msgId) override;
+    void archive(const std::string &queue, const ReadReceipt &receipt) override;
     QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
+                      const std::string &detail, std::int64_t retryDelayMs) override;
+    QueueMessage nack(const std::string &queue, const ReadReceipt &receipt, ErrorClass errorClass,
                       const std::string &detail, std::int64_t retryDelayMs) override;
     std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId,
                                      int limit) override;
@@ -80,26 +81,26 @@ public:
     std::optional<std::int64_t> requeueDeadLetter(const std::string &queue, std::int64_t msgId,
                                                   const std::string &headersJson) override;
 
-    /// read() that first acknowledges `acks` (idempo.queue_read's p_ack), in the same
-    /// transaction: a consumer's "done with these, give me the next". Throws like ack() and read().
-    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs,
-                                         int quantity, const std::vector<ReadReceipt> &acks);
-
-    /// Acknowledges one delivery: deletes the message if `receipt` is its latest read, and
-    /// answers "done" also when that same read was acknowledged before (a retried ack). Throws
-    /// Error(StaleLease) when the message was read again since (its visibility timeout lapsed),
-    /// Error(NotFound) when the queue never held it.
-    std::string ack(const std::string &queue, const ReadReceipt &receipt);
-
-    /// The SQL text of the calls a benchmark's own-statement baseline runs (queuebench.cpp), for
-    /// queue `queue` (a valid name): the function calls send(), read() and deleteMessage() make.
-    /// Parameters: send $1 pinned clock, $2 offset, $3 delay ms, $4 message, $5 headers;
-    /// read $1, $2, $4 visibility timeout ms, $5 quantity ($3 and $6 unused); delete $1 msg_id.
-    static std::string sendSql(const std::string &queue);
-    static std::string readSql(const std::string &queue);
-    static std::string deleteSql(const std::string &queue);
+    /// The statements send(), read() / readAndAck() and ack() prepare, for a benchmark's
+    /// own-statement baseline (queuebenchpostgres.cpp). Parameters: send $1 queue, $2 message,
+    /// $3 headers, $4 delay ms, $5 $6 clock; read $1 queue, $2 visibility timeout ms, $3
+    /// quantity, $4 acks (JSON), $5 $6 clock; ack $1 queue, $2 msg_id, $3 read_ct, $4 $5 clock.
+    static constexpr const char *SendSql =
+        "SELECT idempo.queue_send($1, $2, $3, $4::bigint, $5::bigint, $6::bigint)";
+    static constexpr const char *ReadSql =
+        "SELECT msg_id, read_ct, enqueued_at_ms, last_read_at_ms, vt_ms, message::text, "
+        "headers::text FROM idempo.queue_read($1, $2::bigint, $3::integer, $4, $5::bigint, "
+        "$6::bigint)";
+    static constexpr const char *AckSql =
+        "SELECT idempo.queue_ack($1, $2::bigint, $3::integer, $4::bigint, $5::bigint)";
 
 private:
+    /// archive() and nack() of any read (`readCount` unset) or of one.
+    bool archiveRead(const std::string &queue, std::int64_t msgId, std::optional<int> readCount);
+    QueueMessage nackRead(const std::string &queue, std::int64_t msgId,
+                          std::optional<int> readCount, ErrorClass errorClass,
+                          const std::string &detail, std::int64_t retryDelayMs);
+
     /// The registry row of `queue`, cached once seen. Throws Error(NotFound) when there is none.
     QueueInfo requireQueue(PgConnection &connection, const std::string &queue);
 

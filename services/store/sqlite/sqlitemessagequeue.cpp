@@ -13,13 +13,12 @@
 #include "queuerules.h"
 #include "sqliteledgerstore.h"
 #include "sqliteoutbox.h"
+#include "sqlitequeuerows.h"
 #include "sqlitesupport.h"
 
 namespace idempo {
 namespace {
 
-const QString kMessageColumns =
-    QStringLiteral("msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers");
 const QString kRegistryColumns =
     QStringLiteral("queue_name, max_reads, dead_letter_queue, created_at");
 
@@ -30,35 +29,6 @@ QVariant text(const std::string &s)
 QVariant integer(std::int64_t v)
 {
     return static_cast<qlonglong>(v);
-}
-
-/// An identifier for SQL text. Only ever given names derived from a QueueName, whose
-/// characters ([a-z0-9_]) need no escaping; the quotes keep them from reading as keywords.
-QString identifier(const std::string &name)
-{
-    return QLatin1Char('"') + QString::fromStdString(name) + QLatin1Char('"');
-}
-
-QueueMessage readMessage(const QSqlQuery &q)
-{
-    QueueMessage m;
-    m.msgId = q.value(0).toLongLong();
-    m.readCount = q.value(1).toInt();
-    m.enqueuedAtMs = q.value(2).toLongLong();
-    if (!q.value(3).isNull())
-        m.lastReadAtMs = q.value(3).toLongLong();
-    m.vtMs = q.value(4).toLongLong();
-    m.message = q.value(5).toString().toStdString();
-    m.headers = q.value(6).toString().toStdString();
-    return m;
-}
-
-std::vector<QueueMessage> readMessages(QSqlQuery &q)
-{
-    std::vector<QueueMessage> messages;
-    while (q.next())
-        messages.push_back(readMessage(q));
-    return messages;
 }
 
 QueueInfo readQueueInfo(const QSqlQuery &q)
@@ -93,8 +63,8 @@ QueueInfo requireQueue(SqliteConnection &db, const QueueName &name)
 
 void createTables(SqliteConnection &db, const QueueName &name)
 {
-    const QString queue = identifier(name.queueTable());
-    const QString archive = identifier(name.archiveTable());
+    const QString queue = queueIdentifier(name.queueTable());
+    const QString archive = queueIdentifier(name.archiveTable());
     // AUTOINCREMENT: msg_id must never be reused, or an archived or dead-lettered message's
     // id, and its last error, would be handed to a new message.
     run(db,
@@ -105,8 +75,9 @@ void createTables(SqliteConnection &db, const QueueName &name)
                 "message TEXT NOT NULL, headers TEXT)"),
         {}, "create queue table");
     run(db,
-        QStringLiteral("CREATE INDEX IF NOT EXISTS ") + identifier(name.queueTable() + "_vt_idx") +
-            QStringLiteral(" ON ") + queue + QStringLiteral(" (vt)"),
+        QStringLiteral("CREATE INDEX IF NOT EXISTS ") +
+            queueIdentifier(name.queueTable() + "_vt_idx") + QStringLiteral(" ON ") + queue +
+            QStringLiteral(" (vt)"),
         {}, "create queue index");
     run(db,
         QStringLiteral("CREATE TABLE IF NOT EXISTS ") + archive +
@@ -117,7 +88,7 @@ void createTables(SqliteConnection &db, const QueueName &name)
         {}, "create archive table");
     run(db,
         QStringLiteral("CREATE INDEX IF NOT EXISTS ") +
-            identifier("archived_at_idx_" + name.str()) + QStringLiteral(" ON ") + archive +
+            queueIdentifier("archived_at_idx_" + name.str()) + QStringLiteral(" ON ") + archive +
             QStringLiteral(" (archived_at)"),
         {}, "create archive index");
 }
@@ -132,12 +103,6 @@ void registerQueue(SqliteConnection &db, const QueueInfo &info)
          info.deadLetterQueue.empty() ? QVariant() : text(info.deadLetterQueue),
          integer(info.createdAtMs)},
         "register queue");
-}
-
-void forgetError(SqliteConnection &db, const QueueName &name, std::int64_t msgId)
-{
-    run(db, QStringLiteral("DELETE FROM queue_errors WHERE queue_name = ? AND msg_id = ?"),
-        {text(name.str()), integer(msgId)}, "forget message error");
 }
 
 /// Moves `m` to the queue's dead-letter queue with its provenance in the copy's headers.
@@ -160,17 +125,12 @@ void deadLetter(SqliteConnection &db, const QueueName &name, const QueueInfo &in
     const std::int64_t copyId =
         insertMessage(db, dlq, {m.message, deadLetterHeaders(m.headers, provenance)}, 0, nowMs);
     run(db,
-        QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
+        QStringLiteral("DELETE FROM ") + queueIdentifier(name.queueTable()) +
             QStringLiteral(" WHERE msg_id = ?"),
         {integer(m.msgId)}, "dead-letter message");
-    forgetError(db, name, m.msgId);
+    forgetMessageError(db, name, m.msgId);
     spdlog::warn("queue {}: message {} moved to {} as message {} after {} reads", name.str(),
                  m.msgId, dlq.str(), copyId, m.readCount);
-}
-
-std::string noMessage(const QueueName &name, std::int64_t msgId)
-{
-    return "queue '" + name.str() + "' holds no message " + std::to_string(msgId);
 }
 
 } // namespace
@@ -251,15 +211,27 @@ std::int64_t SqliteMessageQueue::send(const std::string &queue, const std::strin
 std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue,
                                                    std::int64_t visibilityTimeoutMs, int quantity)
 {
+    return readAndAck(queue, visibilityTimeoutMs, quantity, {});
+}
+
+std::vector<QueueMessage> SqliteMessageQueue::readAndAck(const std::string &queue,
+                                                         std::int64_t visibilityTimeoutMs,
+                                                         int quantity,
+                                                         const std::vector<ReadReceipt> &acks)
+{
     const QueueName name(queue);
     checkDuration(visibilityTimeoutMs, "visibility timeout");
     checkBatch(quantity, "quantity");
+    for (const ReadReceipt &receipt : acks)
+        checkReceipt(receipt);
 
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     const QueueInfo info = requireQueue(db, name);
     const std::int64_t now = m_ledger->nowMs();
-    const QString table = identifier(name.queueTable());
+    for (const ReadReceipt &receipt : acks)
+        acknowledgeRead(db, name, receipt, now);
+    const QString table = queueIdentifier(name.queueTable());
     std::vector<QueueMessage> delivered;
     // Keyset over msg_id: a dead-lettered candidate frees its slot, and the next round fills
     // it from the messages after the last one seen (those delivered may still be visible when
@@ -269,10 +241,10 @@ std::vector<QueueMessage> SqliteMessageQueue::read(const std::string &queue,
         const int wanted = quantity - static_cast<int>(delivered.size());
         Statement q =
             run(db,
-                QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") + table +
-                    QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
+                QStringLiteral("SELECT ") + kQueueMessageColumns + QStringLiteral(" FROM ") +
+                    table + QStringLiteral(" WHERE vt <= ? AND msg_id > ? ORDER BY msg_id LIMIT ?"),
                 {integer(now), integer(afterId), wanted}, "read messages");
-        std::vector<QueueMessage> candidates = readMessages(*q);
+        std::vector<QueueMessage> candidates = readQueueMessages(*q);
         for (QueueMessage &m : candidates) {
             afterId = m.msgId;
             if (info.maxReads && m.readCount >= *info.maxReads) {
@@ -306,15 +278,26 @@ QueueMessage SqliteMessageQueue::setVt(const std::string &queue, std::int64_t ms
     requireQueue(db, name);
     Statement q =
         run(db,
-            QStringLiteral("UPDATE ") + identifier(name.queueTable()) +
-                QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
+            QStringLiteral("UPDATE ") + queueIdentifier(name.queueTable()) +
+                QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kQueueMessageColumns,
             {integer(m_ledger->nowMs() + vtOffsetMs), integer(msgId)}, "set visibility");
     if (!q->next())
-        throw Error(ErrorCode::NotFound, noMessage(name, msgId));
-    QueueMessage m = readMessage(*q);
+        throw noSuchMessage(name.str(), msgId);
+    QueueMessage m = readQueueMessage(*q);
     q->finish();
     tx.commit();
     return m;
+}
+
+void SqliteMessageQueue::ack(const std::string &queue, const ReadReceipt &receipt)
+{
+    const QueueName name(queue);
+    checkReceipt(receipt);
+    SqliteConnection &db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    acknowledgeRead(db, name, receipt, m_ledger->nowMs());
+    tx.commit();
 }
 
 bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t msgId)
@@ -324,11 +307,11 @@ bool SqliteMessageQueue::deleteMessage(const std::string &queue, std::int64_t ms
     WriteTransaction tx(db);
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
+                      QStringLiteral("DELETE FROM ") + queueIdentifier(name.queueTable()) +
                           QStringLiteral(" WHERE msg_id = ?"),
                       {integer(msgId)}, "delete message");
     const bool deleted = q->numRowsAffected() == 1;
-    forgetError(db, name, msgId);
+    forgetMessageError(db, name, msgId);
     tx.commit();
     return deleted;
 }
@@ -339,24 +322,32 @@ bool SqliteMessageQueue::archive(const std::string &queue, std::int64_t msgId)
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    Statement q =
-        run(db,
-            QStringLiteral("INSERT INTO ") + identifier(name.archiveTable()) +
-                QStringLiteral(
-                    " (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, "
-                    "headers) SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, "
-                    "message, headers FROM ") +
-                identifier(name.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
-            {integer(m_ledger->nowMs()), integer(msgId)}, "archive message");
-    if (q->numRowsAffected() != 1)
+    if (!archiveMessage(db, name, msgId, m_ledger->nowMs()))
         return false;
-    run(db,
-        QStringLiteral("DELETE FROM ") + identifier(name.queueTable()) +
-            QStringLiteral(" WHERE msg_id = ?"),
-        {integer(msgId)}, "archive message");
-    forgetError(db, name, msgId);
     tx.commit();
     return true;
+}
+
+void SqliteMessageQueue::archive(const std::string &queue, const ReadReceipt &receipt)
+{
+    const QueueName name(queue);
+    checkReceipt(receipt);
+    SqliteConnection &db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    if (const std::optional<int> current = readCountIn(db, name.queueTable(), receipt.msgId)) {
+        if (*current != receipt.readCount)
+            refuseRead(name, receipt, *current, "archive");
+        archiveMessage(db, name, receipt.msgId, m_ledger->nowMs());
+        tx.commit();
+        return;
+    }
+    // Not in the queue: done when the archive holds it under this read (a retried archive).
+    const std::optional<int> archived = readCountIn(db, name.archiveTable(), receipt.msgId);
+    if (!archived)
+        throw noSuchMessage(name.str(), receipt.msgId);
+    if (*archived != receipt.readCount)
+        refuseRead(name, receipt, *archived, "archive");
 }
 
 QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msgId,
@@ -368,25 +359,24 @@ QueueMessage SqliteMessageQueue::nack(const std::string &queue, std::int64_t msg
     SqliteConnection &db = m_ledger->connection();
     WriteTransaction tx(db);
     requireQueue(db, name);
-    const std::int64_t now = m_ledger->nowMs();
-    Statement q =
-        run(db,
-            QStringLiteral("UPDATE ") + identifier(name.queueTable()) +
-                QStringLiteral(" SET vt = ? WHERE msg_id = ? RETURNING ") + kMessageColumns,
-            {integer(now + retryDelayMs), integer(msgId)}, "nack message");
-    if (!q->next())
-        throw Error(ErrorCode::NotFound, noMessage(name, msgId));
-    QueueMessage m = readMessage(*q);
-    q->finish();
-    run(db,
-        QStringLiteral(
-            "INSERT INTO queue_errors (queue_name, msg_id, error_class, error_detail, recorded_at) "
-            "VALUES (?,?,?,?,?) ON CONFLICT (queue_name, msg_id) DO UPDATE SET "
-            "error_class = excluded.error_class, error_detail = excluded.error_detail, "
-            "recorded_at = excluded.recorded_at"),
-        {text(name.str()), integer(msgId), text(std::string(errorClassName(errorClass))),
-         text(detail), integer(now)},
-        "record message error");
+    QueueMessage m = nackMessage(db, name, msgId, std::nullopt, errorClass, detail, retryDelayMs,
+                                 m_ledger->nowMs());
+    tx.commit();
+    return m;
+}
+
+QueueMessage SqliteMessageQueue::nack(const std::string &queue, const ReadReceipt &receipt,
+                                      ErrorClass errorClass, const std::string &detail,
+                                      std::int64_t retryDelayMs)
+{
+    const QueueName name(queue);
+    checkReceipt(receipt);
+    checkDuration(retryDelayMs, "retry delay");
+    SqliteConnection &db = m_ledger->connection();
+    WriteTransaction tx(db);
+    requireQueue(db, name);
+    QueueMessage m = nackMessage(db, name, receipt.msgId, receipt.readCount, errorClass, detail,
+                                 retryDelayMs, m_ledger->nowMs());
     tx.commit();
     return m;
 }
@@ -399,11 +389,11 @@ std::vector<QueueMessage> SqliteMessageQueue::browse(const std::string &queue,
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") +
-                          identifier(name.queueTable()) +
+                      QStringLiteral("SELECT ") + kQueueMessageColumns + QStringLiteral(" FROM ") +
+                          queueIdentifier(name.queueTable()) +
                           QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "browse messages");
-    return readMessages(*q);
+    return readQueueMessages(*q);
 }
 
 std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string &queue,
@@ -413,14 +403,15 @@ std::vector<ArchivedMessage> SqliteMessageQueue::browseArchive(const std::string
     checkBatch(limit, "limit");
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
-    Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns +
-                          QStringLiteral(", archived_at FROM ") + identifier(name.archiveTable()) +
-                          QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
-                      {integer(afterMsgId), limit}, "browse archive");
+    Statement q =
+        run(db,
+            QStringLiteral("SELECT ") + kQueueMessageColumns +
+                QStringLiteral(", archived_at FROM ") + queueIdentifier(name.archiveTable()) +
+                QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
+            {integer(afterMsgId), limit}, "browse archive");
     std::vector<ArchivedMessage> archived;
     while (q->next())
-        archived.push_back({readMessage(*q), q->value(7).toLongLong()});
+        archived.push_back({readQueueMessage(*q), q->value(7).toLongLong()});
     return archived;
 }
 
@@ -435,7 +426,7 @@ QueueMetrics SqliteMessageQueue::metrics(const std::string &queue)
     Statement q = run(db,
                       QStringLiteral("SELECT count(*), coalesce(sum(vt <= ?), 0), "
                                      "max(enqueued_at), min(enqueued_at) FROM ") +
-                          identifier(name.queueTable()),
+                          queueIdentifier(name.queueTable()),
                       {integer(m.scrapeTimeMs)}, "queue metrics");
     q->next();
     m.length = q->value(0).toLongLong();
@@ -462,12 +453,12 @@ std::vector<DeadLetter> SqliteMessageQueue::deadLetters(const std::string &queue
     SqliteConnection &db = m_ledger->connection();
     requireQueue(db, name);
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kMessageColumns + QStringLiteral(" FROM ") +
-                          identifier(dlq.queueTable()) +
+                      QStringLiteral("SELECT ") + kQueueMessageColumns + QStringLiteral(" FROM ") +
+                          queueIdentifier(dlq.queueTable()) +
                           QStringLiteral(" WHERE msg_id > ? ORDER BY msg_id LIMIT ?"),
                       {integer(afterMsgId), limit}, "list dead letters");
     std::vector<DeadLetter> letters;
-    for (QueueMessage &m : readMessages(*q))
+    for (QueueMessage &m : readQueueMessages(*q))
         letters.push_back(deadLetterFrom(std::move(m)));
     return letters;
 }
@@ -486,28 +477,29 @@ std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::str
     const QueueName dlq(info.deadLetterQueue);
     std::string body;
     {
-        Statement q = run(db,
-                          QStringLiteral("SELECT message FROM ") + identifier(dlq.queueTable()) +
-                              QStringLiteral(" WHERE msg_id = ?"),
-                          {integer(msgId)}, "read dead letter");
+        Statement q =
+            run(db,
+                QStringLiteral("SELECT message FROM ") + queueIdentifier(dlq.queueTable()) +
+                    QStringLiteral(" WHERE msg_id = ?"),
+                {integer(msgId)}, "read dead letter");
         if (!q->next())
             return std::nullopt;
         body = q->value(0).toString().toStdString();
     }
     const std::int64_t now = m_ledger->nowMs();
     run(db,
-        QStringLiteral("INSERT INTO ") + identifier(dlq.archiveTable()) +
+        QStringLiteral("INSERT INTO ") + queueIdentifier(dlq.archiveTable()) +
             QStringLiteral(
                 " (msg_id, read_ct, enqueued_at, last_read_at, archived_at, vt, message, headers) "
                 "SELECT msg_id, read_ct, enqueued_at, last_read_at, ?, vt, message, headers "
                 "FROM ") +
-            identifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
+            queueIdentifier(dlq.queueTable()) + QStringLiteral(" WHERE msg_id = ?"),
         {integer(now), integer(msgId)}, "archive dead letter");
     run(db,
-        QStringLiteral("DELETE FROM ") + identifier(dlq.queueTable()) +
+        QStringLiteral("DELETE FROM ") + queueIdentifier(dlq.queueTable()) +
             QStringLiteral(" WHERE msg_id = ?"),
         {integer(msgId)}, "archive dead letter");
-    forgetError(db, dlq, msgId);
+    forgetMessageError(db, dlq, msgId);
     const std::int64_t sent = sendInTransaction(db, queue, body, headersJson, 0, now);
     tx.commit();
     return sent;

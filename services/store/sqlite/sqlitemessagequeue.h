@@ -18,7 +18,8 @@ namespace idempo {
 /// Every write runs in `BEGIN IMMEDIATE`, which takes SQLite's single write lock before the
 /// first read, so one reader's select-then-update cannot interleave with another's: what
 /// FOR UPDATE SKIP LOCKED achieves on PostgreSQL. The registry and last errors live in the
-/// tables of migration 0002_queue.sql. Every message enters a queue through sqliteoutbox.h,
+/// tables of migration 0002_queue.sql, the receipts of acknowledged deliveries that of
+/// 0008_queue_acks.sql. Every message enters a queue through sqliteoutbox.h,
 /// which the ledger's outbox shares.
 class SqliteMessageQueue final : public MessageQueue
 {
@@ -33,11 +34,18 @@ public:
                       const std::string &headersJson, std::int64_t delayMs) override;
     std::vector<QueueMessage> read(const std::string &queue, std::int64_t visibilityTimeoutMs,
                                    int quantity) override;
+    std::vector<QueueMessage> readAndAck(const std::string &queue, std::int64_t visibilityTimeoutMs,
+                                         int quantity,
+                                         const std::vector<ReadReceipt> &acks) override;
+    void ack(const std::string &queue, const ReadReceipt &receipt) override;
     QueueMessage setVt(const std::string &queue, std::int64_t msgId,
                        std::int64_t vtOffsetMs) override;
     bool deleteMessage(const std::string &queue, std::int64_t msgId) override;
     bool archive(const std::string &queue, std::int64_t msgId) override;
+    void archive(const std::string &queue, const ReadReceipt &receipt) override;
     QueueMessage nack(const std::string &queue, std::int64_t msgId, ErrorClass errorClass,
+                      const std::string &detail, std::int64_t retryDelayMs) override;
+    QueueMessage nack(const std::string &queue, const ReadReceipt &receipt, ErrorClass errorClass,
                       const std::string &detail, std::int64_t retryDelayMs) override;
     std::vector<QueueMessage> browse(const std::string &queue, std::int64_t afterMsgId,
                                      int limit) override;

@@ -1,0 +1,2 @@
+\set id random(1, 1000000000)
+SELECT idempo.queue_delete('bq', :id);

@@ -1,0 +1,1 @@
+SELECT idempo.queue_send('bq', :m);

@@ -1,0 +1,1 @@
+SELECT msg_id FROM pgmq.read('bq', 30, 1);

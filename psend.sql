@@ -1,0 +1,1 @@
+SELECT pgmq.send('bq', CAST(:m AS jsonb));

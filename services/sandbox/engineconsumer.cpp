@@ -307,8 +307,15 @@ void EngineConsumer::resume(int thread, RunState &run, const ParkedWorker &parke
 
 void EngineConsumer::ack(int thread, const QueueMessage &message)
 {
-    timed(m_ctx.slot(thread).queueNs,
-          [&] { return m_ctx.queue().deleteMessage(m_ctx.queueName(), message.msgId); });
+    // By this delivery only: once its visibility timeout lapsed and another consumer read the
+    // message, that consumer owns it and this ack must not delete it.
+    try {
+        timed(m_ctx.slot(thread).queueNs,
+              [&] { m_ctx.queue().ack(m_ctx.queueName(), ReadReceipt::of(message)); });
+    } catch (const Error &e) {
+        if (e.code() != ErrorCode::StaleLease && e.code() != ErrorCode::NotFound)
+            throw;
+    }
 }
 
 void EngineConsumer::redeliverAt(int thread, const QueueMessage &message,

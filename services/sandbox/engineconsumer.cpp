@@ -73,7 +73,9 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
         return;
     case ClaimOutcome::ReconcileRequired:
     case ClaimOutcome::PayloadMismatch:
-        // The reconciler owns an unknown outcome; a mismatch is a conflict that nothing retries.
+    case ClaimOutcome::BudgetExhausted:
+        // The reconciler owns an unknown outcome; a mismatch is a conflict that nothing retries;
+        // a halted run waits for a person.
         ack(thread, message);
         return;
     }

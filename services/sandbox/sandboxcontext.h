@@ -76,7 +76,7 @@ struct Counters
     std::atomic<std::int64_t> reconciledFound{0};
     std::atomic<std::int64_t> reconciledNoEffect{0};
     std::atomic<std::int64_t> reconciledToConfirmation{0};
-    std::array<std::atomic<std::int64_t>, 6> claimOutcomes{};
+    std::array<std::atomic<std::int64_t>, 7> claimOutcomes{};
     std::array<std::atomic<std::int64_t>, FaultCount> faults{};
 
     /// {"deliveries", "crashes", "fenced_writes", "retries", "model_calls",

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "actionrecords.h"
 #include "operation.h"
 #include "pgconnection.h"
 
@@ -24,6 +26,24 @@ inline constexpr int kOperationColumnCount = 28;
 
 /// The operation in columns column0 … column0 + 27 of `row`.
 Operation readOperation(const PgResult &r, int row, int column0);
+
+/// The budget_exhausted figures in columns column0 … column0 + 5 of `row` (budget, used, limit,
+/// requested, currency, detail: idempo.budget_answer), unset when the budget column is NULL.
+std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0);
+
+/// The columns of a run in readRun() order (idempo.runs, 0012_run_budgets.sql).
+inline constexpr const char *kRunColumns =
+    "namespace, run_id, state, failed_dispatch_limit, no_progress_ms, spend_limit_minor, "
+    "token_limit, currency, failed_dispatches, spent_minor, tokens_used, last_progress_at_ms, "
+    "created_at_ms, updated_at_ms, halted_at_ms, halt_budget, halt_detail, run_version";
+
+/// The run in columns 0 … 17 of `row`.
+RunRecord readRun(const PgResult &r, int row);
+
+/// The requests of guarded run actions of (ns, runId), oldest first; the one under `requestId`.
+std::vector<RunActionRecord> selectRunRequests(PgConnection &c, const std::string &ns,
+                                               const std::string &runId);
+std::optional<RunActionRecord> selectRunRequest(PgConnection &c, const std::string &requestId);
 
 /// The history of (ns, key) on `c`, oldest first.
 std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,

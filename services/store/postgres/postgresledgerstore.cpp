@@ -26,7 +26,8 @@ namespace {
 // round trip; the clock's two arguments (pinned instant, offset) come last.
 constexpr const char *kClaimSql = "SELECT * FROM idempo.claim($1, $2, $3, $4, $5, $6, $7::bigint, "
                                   "$8::integer, $9::boolean, $10, $11, $12, $13, $14, "
-                                  "$15::bigint, $16, $17::integer, $18::bigint, $19::bigint)";
+                                  "$15::bigint, $16, $17::integer, $18::bigint, $19, $20::bigint, "
+                                  "$21::bigint, $22::bigint)";
 
 constexpr const char *kTransitionArgs = "$1, $2, $3, $4::bigint, $5, $6, $7, $8, $9, $10, $11, "
                                         "$12::bigint, $13::bigint, $14::integer, $15::bigint";
@@ -310,7 +311,10 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         .text(request.fingerprint)
         .optionalInteger(request.value ? std::optional(request.value->minorUnits) : std::nullopt)
         .optionalText(request.value ? std::optional(request.value->currency) : std::nullopt)
-        .integer(RecordSchemaVersion);
+        .integer(RecordSchemaVersion)
+        .optionalInteger(request.cost ? std::optional(request.cost->minorUnits) : std::nullopt)
+        .optionalText(request.cost ? std::optional(request.cost->currency) : std::nullopt)
+        .integer(request.tokens);
     appendClock(params);
     const PgResult r = connection().execPrepared("claim", "idempo_claim", kClaimSql, params);
     if (r.text(0, 0) == "projection_differs")
@@ -319,7 +323,7 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
     if (!outcome)
         throw Error(ErrorCode::Internal,
                     "claim answered an unknown outcome '" + r.text(0, 0) + "'");
-    return {*outcome, readOperation(r, 0, 1)};
+    return {*outcome, readOperation(r, 0, 1), false, readExhaustion(r, 0, 29)};
 }
 
 Operation PostgresLedgerStore::transition(const TransitionRequest &request)
@@ -537,6 +541,9 @@ PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim, const TransitionReq
         claim.value ? text("value_minor", std::to_string(claim.value->minorUnits)) : "NULL",
         claim.value ? text("value_currency", claim.value->currency) : "NULL",
         text("record_schema", std::to_string(RecordSchemaVersion)),
+        claim.cost ? text("cost_minor", std::to_string(claim.cost->minorUnits)) : "NULL",
+        claim.cost ? text("cost_currency", claim.cost->currency) : "NULL",
+        text("tokens", std::to_string(claim.tokens)),
         "NULL",
         "0",
     };

@@ -21,6 +21,7 @@
 #include "ledgerrules.h"
 #include "migrations.h"
 #include "sqliteoutbox.h"
+#include "sqliterunbudgets.h"
 #include "sqlitesupport.h"
 #include "transitiontable.h"
 
@@ -499,6 +500,17 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
     const std::int64_t now = m_clock->nowMs();
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
+    if (plan.outcome == ClaimOutcome::Claimed) {
+        if (auto exhausted = chargeRun(db, request, plan.write == ClaimWrite::Dispatch, now)) {
+            ClaimResult refused{ClaimOutcome::BudgetExhausted,
+                                plan.write == ClaimWrite::Dispatch ? *existing
+                                                                   : newOperation(request, now),
+                                false, std::move(exhausted)};
+            recordSuppression(db, request, refused.outcome, refused.operation.state, now);
+            tx.commit();
+            return refused;
+        }
+    }
 
     ClaimResult result{plan.outcome, {}, plan.projectionDiffers};
     switch (plan.write) {
@@ -802,6 +814,31 @@ public:
     {
         updateOperation(m_db, after, before.version);
         appendEvent(m_db, after, before.state, request.actor, request.detail);
+    }
+    std::optional<RunRecord> lockRun(const std::string &ns, const std::string &runId) override
+    {
+        return selectRun(m_db, ns, runId);
+    }
+    std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                             const std::string &runId) override
+    {
+        return selectRunRequests(m_db, ns, runId);
+    }
+    std::optional<RunActionRecord> runRequest(const std::string &requestId) override
+    {
+        return selectRunRequest(m_db, requestId);
+    }
+    void insertRunRequest(const RunActionRecord &request, std::int64_t nowMs) override
+    {
+        idempo::insertRunRequest(m_db, request, nowMs);
+    }
+    void secondRunRequest(const std::string &requestId) override
+    {
+        idempo::secondRunRequest(m_db, requestId);
+    }
+    void writeRun(const RunRecord &before, const RunRecord &after) override
+    {
+        updateRun(m_db, after, before.version);
     }
 
 private:

@@ -71,11 +71,14 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
     case ClaimOutcome::RetryLater:
         redeliverAt(thread, message, op.nextAttemptAtMs);
         return;
+    case ClaimOutcome::BudgetExhausted:
+        // A halted run dispatches nothing until a person resumes it.
+        run.settled = true;
+        ack(thread, message);
+        return;
     case ClaimOutcome::ReconcileRequired:
     case ClaimOutcome::PayloadMismatch:
-    case ClaimOutcome::BudgetExhausted:
-        // The reconciler owns an unknown outcome; a mismatch is a conflict that nothing retries;
-        // a halted run waits for a person.
+        // The reconciler owns an unknown outcome; a mismatch is a conflict that nothing retries.
         ack(thread, message);
         return;
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The run commands: a run's budgets, what it used, why it halted, and the guarded actions that
 // resume it or change its budgets (runactioncommand.h).
+#include <memory>
 #include <string>
 
 #include "context.h"
@@ -158,18 +159,19 @@ int cmdRunDefaults(Context &c)
         {QStringLiteral("no-progress"), RunNoProgressSetting},
         {QStringLiteral("spend"), RunSpendCapSetting},
         {QStringLiteral("tokens"), RunTokenCapSetting}};
-    std::vector<GuardSettingCommand> changes;
+    std::vector<std::unique_ptr<GuardSettingCommand>> changes;
     for (const auto &[option, setting] : options) {
         if (!c.parser.isSet(option))
             continue;
         std::string value = c.parser.value(option).toStdString();
         if (value == "none")
             value.clear();
-        changes.emplace_back(store, store.actor(), std::string(setting), value, requiredReason(c));
-        requireValid(changes.back().validate());
+        changes.push_back(std::make_unique<GuardSettingCommand>(
+            store, store.actor(), std::string(setting), value, requiredReason(c)));
+        requireValid(changes.back()->validate());
     }
-    for (GuardSettingCommand &change : changes)
-        change.execute();
+    for (const auto &change : changes)
+        change->execute();
     const RunBudgets b = defaultRunBudgets(
         [&store](std::string_view name) { return store.guardSetting(std::string(name)); });
     RunRecord shown;

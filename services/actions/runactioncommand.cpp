@@ -2,6 +2,7 @@
 #include "runactioncommand.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "approvecommand.h"
 #include "canonicaljson.h"
@@ -18,9 +19,9 @@ constexpr std::int64_t kMaxCount = 1'000'000'000'000'000;
 template <typename T> nlohmann::json changeJson(const RunActionCommand::Change<T> &change)
 {
     if constexpr (std::is_same_v<T, Amount>)
-        return **change ? nlohmann::json(amountText(***change)) : nlohmann::json();
+        return *change ? nlohmann::json(amountText(**change)) : nlohmann::json();
     else
-        return **change ? nlohmann::json(***change) : nlohmann::json();
+        return *change ? nlohmann::json(**change) : nlohmann::json();
 }
 
 /// What is asked, with the run version it was asked of: two requests pair (four-eyes) only when

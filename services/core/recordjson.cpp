@@ -117,7 +117,7 @@ nlohmann::json exhaustionJson(const BudgetExhaustion &e)
 
 nlohmann::json runJson(const RunRecord &run)
 {
-    const auto optional = [](const std::optional<std::int64_t> &v) {
+    const auto orNull = [](const std::optional<std::int64_t> &v) {
         return v ? nlohmann::json(*v) : nlohmann::json();
     };
     const RunBudgets &b = run.budgets;
@@ -127,10 +127,10 @@ nlohmann::json runJson(const RunRecord &run)
         {"run_id", run.runId},
         {"state", text(runStateName(run.state))},
         {"budgets",
-         {{"failed_dispatches", optional(b.failedDispatches)},
+         {{"failed_dispatches", orNull(b.failedDispatches)},
           {"no_progress_s", b.noProgressMs ? nlohmann::json(*b.noProgressMs / 1000) : nlohmann::json()},
           {"spend", b.spend ? nlohmann::json(amountText(*b.spend)) : nlohmann::json()},
-          {"tokens", optional(b.tokens)}}},
+          {"tokens", orNull(b.tokens)}}},
         {"used",
          {{"failed_dispatches", run.failedDispatches},
           {"spend", currency.empty() ? nlohmann::json()

@@ -226,7 +226,43 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             }
         }
     }
-    return {once, receipts, recorded, lost, approvals, stale, decisions};
+    // Run budgets (runbudget.h): a halted run dispatched nothing after its halt, and no run spent
+    // past its cap.
+    InvariantResult afterHalt{"no_dispatch_after_halt",
+                              "no operation of a halted run was dispatched after the halt", 0, {}};
+    InvariantResult withinCap{"spend_within_cap", "no run spent more than its spend cap", 0, {}};
+    RunFilter filter;
+    filter.ns = ns;
+    filter.limit = 1000;
+    for (;;) {
+        const std::vector<idempo::RunRecord> page = m_store.listRuns(filter);
+        for (const idempo::RunRecord &run : page) {
+            ++withinCap.checked;
+            if (run.budgets.spend && run.spentMinor > run.budgets.spend->minorUnits)
+                withinCap.violations.push_back(
+                    {run.runId, "spent " + formatAmount({run.spentMinor, run.currency}) +
+                                    " of a cap of " + formatAmount(*run.budgets.spend)});
+            if (run.state != idempo::RunState::Halted || !run.haltedAtMs)
+                continue;
+            ++afterHalt.checked;
+            for (const auto &[key, op] : ops) {
+                if (op.runId != run.runId)
+                    continue;
+                for (const OperationEvent &e : m_store.history(ns, key))
+                    if (e.toState == OperationState::Dispatching &&
+                        e.fromState != OperationState::Dispatching && e.atMs > *run.haltedAtMs)
+                        afterHalt.violations.push_back(
+                            {key, "dispatched at " + std::to_string(e.atMs) +
+                                      " ms, after its run halted at " +
+                                      std::to_string(*run.haltedAtMs) + " ms"});
+            }
+        }
+        if (static_cast<int>(page.size()) < filter.limit)
+            break;
+        filter.afterNs = page.back().ns;
+        filter.afterRunId = page.back().runId;
+    }
+    return {once, receipts, recorded, lost, approvals, stale, decisions, afterHalt, withinCap};
 }
 
 bool InvariantChecker::allHold(const std::vector<InvariantResult> &results)

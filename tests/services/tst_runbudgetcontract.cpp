@@ -42,7 +42,8 @@ void setDefault(LedgerStore &store, std::string_view name, const std::string &va
 {
     GuardSettingCommand command(store, store.actor(), std::string(name), value,
                                 "budget policy for agent runs");
-    QVERIFY2(command.validate().empty(), command.validate().front().c_str());
+    const std::vector<std::string> problems = command.validate();
+    QVERIFY2(problems.empty(), problems.empty() ? "" : problems.front().c_str());
     command.execute();
 }
 
@@ -118,9 +119,9 @@ private Q_SLOTS:
                                                                    {RunTokenCapSetting, "1e3"},
                                                                    {RunSpendCapSetting, "10 euro"}}) {
             GuardSettingCommand bad(f.store(), f.store().actor(), std::string(name), value, "typo");
-            QCOMPARE(bad.validate().size(), std::size_t(1));
-            QVERIFY2(bad.validate().front().find(value) != std::string::npos,
-                     bad.validate().front().c_str());
+            const std::vector<std::string> problems = bad.validate();
+            QCOMPARE(problems.size(), std::size_t(1));
+            QVERIFY2(problems.front().find(value) != std::string::npos, problems.front().c_str());
             QCOMPARE(errorOf([&] { bad.execute(); }), ErrorCode::Refused);
         }
         QCOMPARE(f.store().auditLog(0, 100).size(), std::size_t(4));

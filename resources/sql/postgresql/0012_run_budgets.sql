@@ -577,8 +577,8 @@ BEGIN
            WHERE l.name NOT IN ('failed_dispatches', 'no_progress_s', 'spend_minor', 'spend_currency', 'tokens')
               OR (l.name = 'spend_currency' AND NOT (jsonb_typeof(l.value) = 'string' AND l.value #>> '{}' ~ '^[A-Z]{3}$'))
               OR (l.name <> 'spend_currency' AND jsonb_typeof(l.value) <> 'null'
-                  AND NOT (jsonb_typeof(l.value) = 'number' AND l.value::text ~ '^[0-9]{1,16}$'
-                           AND (l.value::text)::bigint BETWEEN 1 AND 1000000000000000))) THEN
+                  AND NOT CASE WHEN jsonb_typeof(l.value) = 'number' AND l.value::text ~ '^[0-9]{1,16}$'
+                               THEN (l.value::text)::bigint BETWEEN 1 AND 1000000000000000 ELSE false END)) THEN
         PERFORM idempo.raise('ID004', 'p_limits must be an object of failed_dispatches, no_progress_s, spend_minor (with '
                                       || 'spend_currency) and tokens, each a positive whole number or null');
     END IF;

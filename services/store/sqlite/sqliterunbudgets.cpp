@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqliterunbudgets.h"
 
+#include <algorithm>
+
 #include <QVariant>
 
 #include "sqliteledgerstore.h"

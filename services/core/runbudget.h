@@ -72,6 +72,8 @@ struct RunRecord
     std::int64_t spentMinor = 0;       ///< used, in `currency`'s minor units
     std::string currency;              ///< the spend cap's, or the first declared cost's
     std::int64_t tokensUsed = 0;
+    /// The last progress: the run created or resumed, an operation of it created, final, or
+    /// received again (an approval, a reconciliation).
     std::int64_t lastProgressAtMs = 0;
     std::int64_t createdAtMs = 0;
     std::int64_t updatedAtMs = 0;

@@ -133,8 +133,8 @@ private Q_SLOTS:
             {"default budget raised by UPDATE",
              "INSERT INTO idempo.guard_settings (name, value) VALUES ('run_failed_dispatches', "
              "'1000')"},
-            {"inner charge function called", "SELECT idempo.spend_run('default', 'run-h', NULL, "
-                                             "NULL, 0, false, 0)"},
+            {"inner charge function called",
+             "SELECT idempo.spend_run('default', 'run-h', -100000, 'EUR', 0, 0)"},
             {"inner check function called", "SELECT idempo.check_run('default', 'run-h', NULL, "
                                             "NULL, 0, false, 0)"},
             {"history event that counts as progress forged",

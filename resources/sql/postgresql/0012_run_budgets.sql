@@ -112,10 +112,21 @@ BEGIN
 END
 $$;
 
+-- The last progress of run `r`: its own stamp (created, resumed, an operation received again)
+-- or the newest operation of it created or final. Read when judged, so that the claim and
+-- complete of a healthy run write nothing to the run.
+CREATE FUNCTION idempo.run_progress(r idempo.runs) RETURNS bigint
+    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+RETURN greatest(r.last_progress_at_ms,
+                (SELECT max(CASE WHEN o.state IN ('succeeded', 'failed_terminal') THEN o.updated_at_ms
+                                 ELSE o.created_at_ms END)
+                 FROM idempo.operations AS o WHERE o.namespace = r.namespace AND o.run_id = r.run_id));
+
 -- The budget step of a dispatching claim, before its write: the run's record, created with
--- the default budgets on its first claim and locked (a redispatch that declares nothing reads
--- it unlocked while it passes), checked, and halted when exhausted. NULL: the claim may
--- dispatch, and then charges with idempo.spend_run under the same lock.
+-- the default budgets on its first claim, checked (a re-dispatch on its progress too), and
+-- halted when exhausted. A claim that declares no cost or tokens reads the run unlocked while
+-- it passes; one that does locks it, so no two claims pass the same last unit. NULL: the claim
+-- may dispatch, and then charges with idempo.spend_run under the same lock.
 CREATE FUNCTION idempo.check_run(p_namespace text, p_run_id text, p_cost_minor bigint, p_cost_currency text,
                                  p_tokens bigint, p_redispatch boolean, p_now_ms bigint)
     RETURNS idempo.budget_answer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -124,35 +135,48 @@ DECLARE
     e idempo.budget_answer;
     cost bigint := coalesce(p_cost_minor, 0);
     tokens bigint := coalesce(p_tokens, 0);
-    spend_cap text;
+    defaults record;
 BEGIN
-    IF p_redispatch AND cost = 0 AND tokens = 0 THEN
+    IF cost = 0 AND tokens = 0 THEN
         SELECT * INTO r FROM idempo.runs AS x WHERE x.namespace = p_namespace AND x.run_id = p_run_id;
-        IF FOUND AND idempo.run_exhaustion(r, 0, 0, true, p_now_ms) IS NULL THEN
-            RETURN NULL;
+        IF FOUND THEN
+            IF p_redispatch THEN
+                r.last_progress_at_ms := idempo.run_progress(r);
+            END IF;
+            e := idempo.run_exhaustion(r, 0, 0, p_redispatch, p_now_ms);
+            IF e.budget IS NULL OR r.state = 'halted' THEN
+                RETURN e;
+            END IF;
         END IF;
     END IF;
     SELECT * INTO r FROM idempo.runs AS x WHERE x.namespace = p_namespace AND x.run_id = p_run_id FOR UPDATE;
     IF NOT FOUND THEN
-        spend_cap := nullif((SELECT s.value FROM idempo.guard_settings AS s WHERE s.name = 'run_spend_cap'), '');
+        SELECT max(s.value) FILTER (WHERE s.name = 'run_failed_dispatches') AS failed,
+               max(s.value) FILTER (WHERE s.name = 'run_no_progress_s') AS no_progress,
+               max(s.value) FILTER (WHERE s.name = 'run_spend_cap') AS spend,
+               max(s.value) FILTER (WHERE s.name = 'run_token_cap') AS tokens,
+               coalesce(bool_or(s.name = 'run_failed_dispatches'), false) AS failed_set,
+               coalesce(bool_or(s.name = 'run_no_progress_s'), false) AS no_progress_set
+        INTO defaults FROM idempo.guard_settings AS s
+        WHERE s.name IN ('run_failed_dispatches', 'run_no_progress_s', 'run_spend_cap', 'run_token_cap');
         INSERT INTO idempo.runs AS x (namespace, run_id, failed_dispatch_limit, no_progress_ms, spend_limit_minor,
                                       token_limit, currency, last_progress_at_ms, created_at_ms, updated_at_ms)
         VALUES (p_namespace, p_run_id,
-                CASE WHEN EXISTS (SELECT FROM idempo.guard_settings AS s WHERE s.name = 'run_failed_dispatches')
-                     THEN nullif((SELECT s.value FROM idempo.guard_settings AS s WHERE s.name = 'run_failed_dispatches'), '')::bigint
-                     ELSE 3 END,
-                CASE WHEN EXISTS (SELECT FROM idempo.guard_settings AS s WHERE s.name = 'run_no_progress_s')
-                     THEN nullif((SELECT s.value FROM idempo.guard_settings AS s WHERE s.name = 'run_no_progress_s'), '')::bigint * 1000
-                     ELSE 600000 END,
-                idempo.major_to_minor(split_part(spend_cap, ' ', 1), split_part(spend_cap, ' ', 2)),
-                nullif((SELECT s.value FROM idempo.guard_settings AS s WHERE s.name = 'run_token_cap'), '')::bigint,
-                coalesce(split_part(spend_cap, ' ', 2), ''), p_now_ms, p_now_ms, p_now_ms)
+                CASE WHEN defaults.failed_set THEN nullif(defaults.failed, '')::bigint ELSE 3 END,
+                CASE WHEN defaults.no_progress_set THEN nullif(defaults.no_progress, '')::bigint * 1000 ELSE 600000 END,
+                idempo.major_to_minor(split_part(nullif(defaults.spend, ''), ' ', 1),
+                                      split_part(nullif(defaults.spend, ''), ' ', 2)),
+                nullif(defaults.tokens, '')::bigint, coalesce(split_part(nullif(defaults.spend, ''), ' ', 2), ''),
+                p_now_ms, p_now_ms, p_now_ms)
         ON CONFLICT (namespace, run_id) DO NOTHING;
         SELECT * INTO r FROM idempo.runs AS x WHERE x.namespace = p_namespace AND x.run_id = p_run_id FOR UPDATE;
     END IF;
     IF p_cost_currency IS NOT NULL AND r.currency <> '' AND p_cost_currency <> r.currency THEN
         PERFORM idempo.raise('ID004', 'the claim''s cost is in ' || p_cost_currency || ' but run ''' || p_run_id
                                       || ''' counts its spend in ' || r.currency);
+    END IF;
+    IF p_redispatch THEN
+        r.last_progress_at_ms := idempo.run_progress(r);
     END IF;
     e := idempo.run_exhaustion(r, cost, tokens, p_redispatch, p_now_ms);
     IF e.budget IS NOT NULL AND r.state = 'active' THEN
@@ -164,18 +188,16 @@ BEGIN
 END
 $$;
 
--- Charges a claim that passed idempo.check_run: its cost and tokens; a new operation is progress.
+-- Charges a claim that passed idempo.check_run (under its lock) with its cost and tokens.
 CREATE FUNCTION idempo.spend_run(p_namespace text, p_run_id text, p_cost_minor bigint, p_cost_currency text,
-                                 p_tokens bigint, p_redispatch boolean, p_now_ms bigint)
+                                 p_tokens bigint, p_now_ms bigint)
     RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT p_redispatch OR coalesce(p_cost_minor, 0) > 0 OR coalesce(p_tokens, 0) > 0 OR p_cost_currency IS NOT NULL THEN
+    IF coalesce(p_cost_minor, 0) > 0 OR coalesce(p_tokens, 0) > 0 OR p_cost_currency IS NOT NULL THEN
         UPDATE idempo.runs AS x SET
             spent_minor = x.spent_minor + coalesce(p_cost_minor, 0),
             tokens_used = x.tokens_used + coalesce(p_tokens, 0),
             currency = coalesce(p_cost_currency, x.currency),
-            last_progress_at_ms = CASE WHEN p_redispatch THEN x.last_progress_at_ms
-                                       ELSE greatest(x.last_progress_at_ms, p_now_ms) END,
             updated_at_ms = p_now_ms, run_version = x.run_version + 1
         WHERE x.namespace = p_namespace AND x.run_id = p_run_id;
     END IF;
@@ -183,12 +205,11 @@ END
 $$;
 
 -- Every history event that ends a dispatch in failure counts against its run and halts it at the
--- limit; one that moves an operation on (succeeded, received again, rejected) is progress.
+-- limit; an operation received again (an approval, a reconciliation) is progress. The trigger
+-- fires on neither a claim nor a completion.
 CREATE FUNCTION idempo.follow_run() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    failed boolean := NEW.from_state = 'dispatching' AND NEW.to_state <> 'succeeded';
-    progress boolean := NEW.to_state IN ('succeeded', 'received')
-                        OR (NEW.to_state = 'failed_terminal' AND NEW.from_state <> 'dispatching');
+    failed boolean := NEW.to_state <> 'received';
     r idempo.runs%ROWTYPE;
     halts boolean;
 BEGIN
@@ -202,8 +223,8 @@ BEGIN
              AND r.failed_dispatches + 1 >= r.failed_dispatch_limit;
     UPDATE idempo.runs AS x SET
         failed_dispatches = x.failed_dispatches + failed::integer,
-        last_progress_at_ms = CASE WHEN progress THEN greatest(x.last_progress_at_ms, NEW.at_ms)
-                                   ELSE x.last_progress_at_ms END,
+        last_progress_at_ms = CASE WHEN failed THEN x.last_progress_at_ms
+                                   ELSE greatest(x.last_progress_at_ms, NEW.at_ms) END,
         state = CASE WHEN halts THEN 'halted' ELSE x.state END,
         halt_budget = CASE WHEN halts THEN 'failed_dispatches' ELSE x.halt_budget END,
         halted_at_ms = CASE WHEN halts THEN NEW.at_ms ELSE x.halted_at_ms END,
@@ -218,7 +239,7 @@ CREATE TRIGGER runs_follow_events AFTER INSERT ON idempo.operation_events FOR EA
     WHEN (NEW.from_state IS NOT NULL
           AND ((NEW.from_state = 'dispatching'
                 AND NEW.to_state IN ('failed_retryable', 'failed_terminal', 'unknown_outcome', 'confirmation_required'))
-               OR NEW.to_state IN ('succeeded', 'received', 'failed_terminal')))
+               OR NEW.to_state = 'received'))
     EXECUTE FUNCTION idempo.follow_run();
 
 -- The no-progress sweep (LedgerStore::sweepRuns): halts the active runs with an open operation
@@ -231,10 +252,10 @@ DECLARE
     halted bigint;
 BEGIN
     UPDATE idempo.runs AS r SET state = 'halted', halt_budget = 'no_progress', halted_at_ms = now_ms,
-        halt_detail = 'no progress for ' || ((now_ms - r.last_progress_at_ms) / 1000) || ' s (limit '
+        halt_detail = 'no progress for ' || ((now_ms - idempo.run_progress(r)) / 1000) || ' s (limit '
                       || (r.no_progress_ms / 1000) || ' s)',
         updated_at_ms = now_ms, run_version = r.run_version + 1
-    WHERE r.state = 'active' AND r.no_progress_ms IS NOT NULL AND r.last_progress_at_ms + r.no_progress_ms <= now_ms
+    WHERE r.state = 'active' AND r.no_progress_ms IS NOT NULL AND idempo.run_progress(r) + r.no_progress_ms <= now_ms
       AND (coalesce(p_namespace, '') = '' OR r.namespace = p_namespace)
       AND EXISTS (SELECT FROM idempo.operations AS o WHERE o.namespace = r.namespace AND o.run_id = r.run_id
                   AND o.state NOT IN ('succeeded', 'failed_terminal'));
@@ -385,7 +406,7 @@ BEGIN
             outcome := CASE WHEN p_requires_approval THEN 'in_progress' ELSE 'claimed' END;
             wrote := true;
             IF budgeted THEN
-                PERFORM idempo.spend_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, false, now_ms);
+                PERFORM idempo.spend_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, now_ms);
             END IF;
             INSERT INTO idempo.operation_events (operation_id, at_ms, from_state, to_state, fencing_token, attempt, actor,
                                                  error_class, detail, login)
@@ -449,8 +470,7 @@ BEGIN
                              ELSE 'claimed' END,
                         session_user);
                 IF p_run_id <> '' THEN
-                    PERFORM idempo.spend_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, true,
-                                             now_ms);
+                    PERFORM idempo.spend_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, now_ms);
                 END IF;
             END IF;
         END IF;
@@ -719,6 +739,7 @@ BEGIN
     FOR r IN SELECT rolname FROM pg_catalog.pg_roles
              WHERE rolname IN ('idempo_worker', 'idempo_viewer', 'idempo_approver', 'idempo_operator', 'idempo_admin') LOOP
         EXECUTE format('GRANT SELECT ON idempo.runs, idempo.run_actions TO %I', r);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION idempo.run_progress(idempo.runs) TO %I', r);
     END LOOP;
     IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'idempo_worker') THEN
         GRANT EXECUTE ON FUNCTION

@@ -31,11 +31,13 @@ Operation readOperation(const PgResult &r, int row, int column0);
 /// requested, currency, detail: idempo.budget_answer), unset when the budget column is NULL.
 std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0);
 
-/// The columns of a run in readRun() order (idempo.runs, 0012_run_budgets.sql).
+/// The columns of a run `r` of idempo.runs in readRun() order (0012_run_budgets.sql), its last
+/// progress judged by idempo.run_progress().
 inline constexpr const char *kRunColumns =
-    "namespace, run_id, state, failed_dispatch_limit, no_progress_ms, spend_limit_minor, "
-    "token_limit, currency, failed_dispatches, spent_minor, tokens_used, last_progress_at_ms, "
-    "created_at_ms, updated_at_ms, halted_at_ms, halt_budget, halt_detail, run_version";
+    "r.namespace, r.run_id, r.state, r.failed_dispatch_limit, r.no_progress_ms, "
+    "r.spend_limit_minor, r.token_limit, r.currency, r.failed_dispatches, r.spent_minor, "
+    "r.tokens_used, idempo.run_progress(r), r.created_at_ms, r.updated_at_ms, r.halted_at_ms, "
+    "r.halt_budget, r.halt_detail, r.run_version";
 
 /// The run in columns 0 … 17 of `row`.
 RunRecord readRun(const PgResult &r, int row);

@@ -8,12 +8,13 @@ namespace idempo {
 namespace {
 
 const std::string kFindRunSql = std::string("SELECT ") + kRunColumns +
-                                " FROM idempo.runs WHERE namespace = $1 AND run_id = $2";
+                                " FROM idempo.runs AS r WHERE r.namespace = $1 AND r.run_id = $2";
 
 const std::string kListRunsSql =
     std::string("SELECT ") + kRunColumns +
-    " FROM idempo.runs WHERE (namespace, run_id) > ($1, $2) AND ($3 = '' OR namespace = $3) "
-    "AND ($4 = '' OR state = $4) ORDER BY namespace, run_id LIMIT $5::integer";
+    " FROM idempo.runs AS r WHERE (r.namespace, r.run_id) > ($1, $2) AND ($3 = '' OR "
+    "r.namespace = $3) AND ($4 = '' OR r.state = $4) ORDER BY r.namespace, r.run_id "
+    "LIMIT $5::integer";
 
 constexpr const char *kSweepSql = "SELECT idempo.sweep_runs($1, $2::bigint, $3::bigint)";
 

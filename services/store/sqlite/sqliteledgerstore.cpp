@@ -817,7 +817,7 @@ public:
     }
     std::optional<RunRecord> lockRun(const std::string &ns, const std::string &runId) override
     {
-        return selectRun(m_db, ns, runId);
+        return selectRun(m_db, ns, runId, true);
     }
     std::vector<RunActionRecord> runRequests(const std::string &ns,
                                              const std::string &runId) override

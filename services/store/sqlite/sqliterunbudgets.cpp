@@ -15,6 +15,20 @@ const QString kRunColumns = QStringLiteral(
     "token_limit, currency, failed_dispatches, spent_minor, tokens_used, last_progress_at_ms, "
     "created_at_ms, updated_at_ms, halted_at_ms, halt_budget, halt_detail, run_version");
 
+/// The last progress of the run a row of `runs` names: its own stamp (created, resumed, an
+/// operation received again) or the newest operation of it created or final.
+const QString kProgress = QStringLiteral(
+    "max(runs.last_progress_at_ms, coalesce((SELECT max(CASE WHEN o.state IN ('succeeded', "
+    "'failed_terminal') THEN o.updated_at_ms ELSE o.created_at_ms END) FROM operations o "
+    "WHERE o.namespace = runs.namespace AND o.run_id = runs.run_id), 0))");
+
+/// kRunColumns with the last progress judged (kProgress), for reads.
+QString judgedColumns()
+{
+    QString columns = kRunColumns;
+    return columns.replace(QStringLiteral("last_progress_at_ms"), kProgress);
+}
+
 QVariant text(const std::string &s)
 {
     return QString::fromStdString(s);
@@ -181,10 +195,10 @@ void secondRunRequest(SqliteConnection &db, const std::string &requestId)
 }
 
 std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
-                                   const std::string &runId)
+                                   const std::string &runId, bool judged)
 {
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kRunColumns +
+                      QStringLiteral("SELECT ") + (judged ? judgedColumns() : kRunColumns) +
                           QStringLiteral(" FROM runs WHERE namespace = ? AND run_id = ?"),
                       {text(ns), text(runId)}, "read run");
     if (!q->next())
@@ -195,7 +209,7 @@ std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
 std::vector<RunRecord> selectRuns(SqliteConnection &db, const RunFilter &filter)
 {
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + kRunColumns +
+                      QStringLiteral("SELECT ") + judgedColumns() +
                           QStringLiteral(" FROM runs WHERE (namespace, run_id) > (?, ?) "
                                          "AND (? = '' OR namespace = ?) AND (? = '' OR state = ?) "
                                          "ORDER BY namespace, run_id LIMIT ?"),
@@ -235,7 +249,8 @@ std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimReque
 {
     if (request.runId.empty())
         return std::nullopt;
-    std::optional<RunRecord> found = selectRun(db, request.ns, request.runId);
+    // Only a re-dispatch is judged on progress (a new operation is progress itself).
+    std::optional<RunRecord> found = selectRun(db, request.ns, request.runId, redispatch);
     RunRecord r = found ? *found : newRun(db, request, nowMs);
     const RunRecord before = r;
     const std::optional<BudgetExhaustion> exhausted =
@@ -253,10 +268,8 @@ std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimReque
             r.currency = request.cost->currency;
         }
         r.tokensUsed += request.tokens;
-        if (!redispatch)
-            r.lastProgressAtMs = std::max(r.lastProgressAtMs, nowMs);
         if (r.spentMinor == before.spentMinor && r.tokensUsed == before.tokensUsed &&
-            r.lastProgressAtMs == before.lastProgressAtMs && r.currency == before.currency)
+            r.currency == before.currency)
             return std::nullopt;
     }
     r.updatedAtMs = nowMs;
@@ -272,13 +285,14 @@ std::int64_t haltStalledRuns(SqliteConnection &db, const std::string &ns, std::i
         db,
         QStringLiteral(
             "UPDATE runs SET state = 'halted', halt_budget = 'no_progress', halted_at_ms = ?, "
-            "halt_detail = 'no progress for ' || ((? - last_progress_at_ms) / 1000) || "
+            "halt_detail = 'no progress for ' || ((? - %1) / 1000) || "
             "' s (limit ' || (no_progress_ms / 1000) || ' s)', updated_at_ms = ?, "
             "run_version = run_version + 1 "
             "WHERE state = 'active' AND no_progress_ms IS NOT NULL "
-            "AND last_progress_at_ms + no_progress_ms <= ? AND (? = '' OR namespace = ?) "
+            "AND %1 + no_progress_ms <= ? AND (? = '' OR namespace = ?) "
             "AND EXISTS (SELECT 1 FROM operations o WHERE o.namespace = runs.namespace "
-            "AND o.run_id = runs.run_id AND o.state NOT IN ('succeeded', 'failed_terminal'))"),
+            "AND o.run_id = runs.run_id AND o.state NOT IN ('succeeded', 'failed_terminal'))")
+            .arg(kProgress),
         {now, now, now, now, text(ns), text(ns)}, "sweep runs");
     return q->numRowsAffected();
 }
@@ -288,7 +302,7 @@ std::int64_t haltStalledRuns(SqliteConnection &db, const std::string &ns, std::i
 std::optional<RunRecord> SqliteLedgerStore::findRun(const std::string &ns,
                                                     const std::string &runId)
 {
-    return selectRun(connection(), ns, runId);
+    return selectRun(connection(), ns, runId, true);
 }
 
 std::vector<RunRecord> SqliteLedgerStore::listRuns(const RunFilter &filter)

@@ -21,8 +21,10 @@ namespace idempo {
 std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimRequest &request,
                                           bool redispatch, std::int64_t nowMs);
 
+/// The run (ns, runId); `judged`: with its last progress read from its operations too (what
+/// the no-progress budget judges), else as the row stores it.
 std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
-                                   const std::string &runId);
+                                   const std::string &runId, bool judged);
 std::vector<RunRecord> selectRuns(SqliteConnection &db, const RunFilter &filter);
 
 /// Halts the active runs of `ns` (empty = all) with an open operation and no progress for their

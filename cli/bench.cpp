@@ -254,7 +254,8 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
         };
         const std::string ns = "engine" + std::to_string(round);
         const double engineRate = engineCycles(ns, BenchRun::None);
-        const BudgetRates budgetRound{engineRate, engineCycles(ns + "-budgeted", BenchRun::Budgeted),
+        const BudgetRates budgetRound{engineRate,
+                                      engineCycles(ns + "-budgeted", BenchRun::Budgeted),
                                       engineCycles(ns + "-charged", BenchRun::Charged)};
         budget.keepBest(budgetRound);
         bestRaw = std::max(bestRaw, rawRate);
@@ -286,13 +287,13 @@ std::string benchReportText(const nlohmann::json &report)
     std::string text = line;
     if (report.contains("budget")) {
         const nlohmann::json &b = report["budget"];
-        std::snprintf(line, sizeof line,
-                      "\nrun budgets (same rounds): no run %8.0f cycles/s, budgeted run %8.0f "
-                      "(%4.2f), charged %8.0f (%4.2f)",
-                      b["no_run_cycles_per_s"].get<double>(),
-                      b["budgeted_run_cycles_per_s"].get<double>(),
-                      b["budgeted_ratio"].get<double>(), b["charged_run_cycles_per_s"].get<double>(),
-                      b["charged_ratio"].get<double>());
+        std::snprintf(
+            line, sizeof line,
+            "\nrun budgets (same rounds): no run %8.0f cycles/s, budgeted run %8.0f "
+            "(%4.2f), charged %8.0f (%4.2f)",
+            b["no_run_cycles_per_s"].get<double>(), b["budgeted_run_cycles_per_s"].get<double>(),
+            b["budgeted_ratio"].get<double>(), b["charged_run_cycles_per_s"].get<double>(),
+            b["charged_ratio"].get<double>());
         text += line;
     }
     if (report.contains("floor_ratio")) {

@@ -86,8 +86,8 @@ int cmdClaim(Context &c)
     if (result.outcome == ClaimOutcome::Replayed && !op.result.empty())
         human += "\nresult: " + escapedJson(op.result);
     if (result.exhausted)
-        human += "\nrun " + escapedText(op.runId) + " is halted: " +
-                 std::string(budgetName(result.exhausted->budget)) + ": " +
+        human += "\nrun " + escapedText(op.runId) +
+                 " is halted: " + std::string(budgetName(result.exhausted->budget)) + ": " +
                  escapedText(result.exhausted->detail);
     c.print(claimJson(result), human);
     return exitFor(result.outcome);
@@ -243,8 +243,9 @@ void addOperationCommands(std::map<QString, Command> &table)
                "What the operation moves, e.g. \"1250.00 EUR\" (ISO 4217; recorded by the\n"
                "claim that creates the record).",
                "AMOUNT"),
-           opt("cost", "What this dispatch may spend, e.g. \"0.40 EUR\": charged to the run's\n"
-                       "spend cap (needs --run).",
+           opt("cost",
+               "What this dispatch may spend, e.g. \"0.40 EUR\": charged to the run's\n"
+               "spend cap (needs --run).",
                "AMOUNT"),
            opt("tokens", "Model tokens this dispatch may use, charged to the run's token cap.",
                "N")},

@@ -37,20 +37,20 @@ std::string describe(const RunRecord &run)
 {
     const RunBudgets &b = run.budgets;
     const std::string currency = b.spend ? b.spend->currency : run.currency;
-    std::string s = run.runId + "  " + std::string(runStateName(run.state)) +
-                    "  failed_dispatches=" + std::to_string(run.failedDispatches) + "/" +
-                    limitText(b.failedDispatches) + "  spend=" +
-                    (currency.empty() ? std::string("0") : amountText({run.spentMinor, currency})) +
-                    "/" + (b.spend ? amountText(*b.spend) : std::string("none")) +
-                    "  tokens=" + std::to_string(run.tokensUsed) + "/" + limitText(b.tokens) +
-                    "  no_progress=" +
-                    limitText(b.noProgressMs ? std::optional(*b.noProgressMs / 1000) : std::nullopt,
-                              " s") +
-                    "  last_progress=" + when(run.lastProgressAtMs);
+    std::string s =
+        run.runId + "  " + std::string(runStateName(run.state)) +
+        "  failed_dispatches=" + std::to_string(run.failedDispatches) + "/" +
+        limitText(b.failedDispatches) + "  spend=" +
+        (currency.empty() ? std::string("0") : amountText({run.spentMinor, currency})) + "/" +
+        (b.spend ? amountText(*b.spend) : std::string("none")) +
+        "  tokens=" + std::to_string(run.tokensUsed) + "/" + limitText(b.tokens) +
+        "  no_progress=" +
+        limitText(b.noProgressMs ? std::optional(*b.noProgressMs / 1000) : std::nullopt, " s") +
+        "  last_progress=" + when(run.lastProgressAtMs);
     if (run.state == RunState::Halted)
         s += "\nhalted " + when(run.haltedAtMs) + ": " +
-             std::string(budgetName(run.haltBudget.value_or(BudgetKind::FailedDispatches))) +
-             ": " + escapedText(run.haltDetail);
+             std::string(budgetName(run.haltBudget.value_or(BudgetKind::FailedDispatches))) + ": " +
+             escapedText(run.haltDetail);
     return s;
 }
 
@@ -146,8 +146,7 @@ int cmdRunBudget(Context &c)
 int cmdRunSweep(Context &c)
 {
     const std::int64_t halted = c.engine().store().sweepRuns(c.ns);
-    c.print({{"halted", halted}},
-            std::to_string(halted) + " run(s) halted for want of progress");
+    c.print({{"halted", halted}}, std::to_string(halted) + " run(s) halted for want of progress");
     return ExitOk;
 }
 
@@ -178,13 +177,12 @@ int cmdRunDefaults(Context &c)
     shown.runId = "(new runs)";
     shown.budgets = b;
     const nlohmann::json j = runJson(shown).at("budgets");
-    c.print({{"defaults", j}, {"changed", changes.size()}},
-            "new runs get: failed_dispatches=" + limitText(b.failedDispatches) +
-                "  no_progress=" +
-                limitText(b.noProgressMs ? std::optional(*b.noProgressMs / 1000) : std::nullopt,
-                          " s") +
-                "  spend=" + (b.spend ? amountText(*b.spend) : std::string("none")) +
-                "  tokens=" + limitText(b.tokens));
+    c.print(
+        {{"defaults", j}, {"changed", changes.size()}},
+        "new runs get: failed_dispatches=" + limitText(b.failedDispatches) + "  no_progress=" +
+            limitText(b.noProgressMs ? std::optional(*b.noProgressMs / 1000) : std::nullopt, " s") +
+            "  spend=" + (b.spend ? amountText(*b.spend) : std::string("none")) +
+            "  tokens=" + limitText(b.tokens));
     return ExitOk;
 }
 
@@ -197,7 +195,8 @@ int cmdRun(Context &c)
         c, "run",
         {{QStringLiteral("show"), {1, {}, cmdRunShow}},
          {QStringLiteral("list"),
-          {0, {QStringLiteral("state"), QStringLiteral("limit"), QStringLiteral("after")},
+          {0,
+           {QStringLiteral("state"), QStringLiteral("limit"), QStringLiteral("after")},
            cmdRunList}},
          {QStringLiteral("resume"),
           {1,
@@ -206,8 +205,8 @@ int cmdRun(Context &c)
            cmdRunResume}},
          {QStringLiteral("budget"), {1, guarded + limits, cmdRunBudget}},
          {QStringLiteral("sweep"), {0, {}, cmdRunSweep}},
-         {QStringLiteral("defaults"), {0, limits + QStringList{QStringLiteral("reason")},
-                                       cmdRunDefaults}}});
+         {QStringLiteral("defaults"),
+          {0, limits + QStringList{QStringLiteral("reason")}, cmdRunDefaults}}});
 }
 
 } // namespace
@@ -241,10 +240,8 @@ void addRunCommands(std::map<QString, Command> &table)
            opt("add-spend", "resume: spend to add to the cap, e.g. \"50.00 EUR\".", "AMOUNT"),
            opt("add-tokens", "resume: tokens to add to the cap.", "N"),
            opt("failed-dispatches", "budget, defaults: failed dispatches allowed, or none.", "N"),
-           opt("no-progress", "budget, defaults: seconds without progress allowed, or none.",
-               "S"),
-           opt("spend", "budget, defaults: the spend cap, e.g. \"100.00 EUR\", or none.",
-               "AMOUNT"),
+           opt("no-progress", "budget, defaults: seconds without progress allowed, or none.", "S"),
+           opt("spend", "budget, defaults: the spend cap, e.g. \"100.00 EUR\", or none.", "AMOUNT"),
            opt("tokens", "budget, defaults: the token cap, or none.", "N")},
           cmdRun}},
     });

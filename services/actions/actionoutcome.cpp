@@ -115,10 +115,9 @@ std::string RunActionOutcome::text() const
                " (request " + requestId + ").";
     if (status == "replayed")
         return "Already done: request " + requestId +
-               " was submitted before; nothing applied again (run " + name + " is " + state +
-               ").";
-    return "Applied: run " + name + " is " + state + " (request " + requestId +
-           ", audit record " + std::to_string(auditSeq.value_or(0)) + ").";
+               " was submitted before; nothing applied again (run " + name + " is " + state + ").";
+    return "Applied: run " + name + " is " + state + " (request " + requestId + ", audit record " +
+           std::to_string(auditSeq.value_or(0)) + ").";
 }
 
 } // namespace idempo

@@ -91,8 +91,8 @@ std::int64_t spendRaise(const RunRecord &run, const RunActionCommand::Request &r
         return 0;
     if (!*r.spend)
         return run.budgets.spend ? kMaxCount : 0; // removing the cap raises it without bound
-    return std::max<std::int64_t>(
-        0, (*r.spend)->minorUnits - (run.budgets.spend ? run.budgets.spend->minorUnits : 0));
+    return std::max<std::int64_t>(0, (*r.spend)->minorUnits -
+                                         (run.budgets.spend ? run.budgets.spend->minorUnits : 0));
 }
 
 struct Problem
@@ -175,11 +175,12 @@ RunActionCommand::Decision RunActionCommand::judge(const RunRecord *run,
     const std::string currency = b.spend ? b.spend->currency : run->currency;
     if (r.kind == Kind::Resume) {
         if (run->state != RunState::Halted)
-            refuse(ErrorCode::IllegalTransition,
-                   "run '" + r.runId + "' is " + std::string(runStateName(run->state)) +
-                       ", not halted: only a halted run is resumed");
+            refuse(ErrorCode::IllegalTransition, "run '" + r.runId + "' is " +
+                                                     std::string(runStateName(run->state)) +
+                                                     ", not halted: only a halted run is resumed");
         if (r.addFailed > 0 && !b.failedDispatches)
-            refuse(ErrorCode::Refused, "run '" + r.runId + "' has no failed-dispatch limit to add to");
+            refuse(ErrorCode::Refused,
+                   "run '" + r.runId + "' has no failed-dispatch limit to add to");
         if (r.addTokens > 0 && !b.tokens)
             refuse(ErrorCode::Refused, "run '" + r.runId + "' has no token cap to add to");
         if (r.addSpend && !b.spend)
@@ -243,8 +244,8 @@ ActionPreview RunActionCommand::describe()
     if (!m_run)
         load();
     if (!m_run)
-        throw Error(ErrorCode::NotFound, "no run '" + m_request.runId + "' in namespace '" +
-                                             m_request.ns + "'");
+        throw Error(ErrorCode::NotFound,
+                    "no run '" + m_request.runId + "' in namespace '" + m_request.ns + "'");
     const Decision d = judge(&*m_run, {}, m_store.nowMs());
     const std::string sentence = m_request.kind == Kind::Resume
                                      ? "Resume run " + m_request.runId

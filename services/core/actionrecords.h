@@ -109,7 +109,7 @@ struct ActionPlan
         setting;                          ///< guard setting (name, value) to store
     std::optional<AuditEntry> audit;      ///< appended to the chain
     std::optional<ApprovalRecord> answer; ///< the earlier submission with this approval id
-    std::optional<RunRecord> run; ///< the locked run as it is to be written (version + 1)
+    std::optional<RunRecord> run;         ///< the locked run as it is to be written (version + 1)
     std::optional<RunActionRecord> runRequest; ///< inserted, with the audit record's seq
     std::vector<std::string> secondedRequests; ///< run requests whose status becomes "seconded"
     std::optional<RunActionRecord> runAnswer;  ///< the earlier run request with this request id
@@ -121,11 +121,11 @@ struct ActionState
     const Operation *operation = nullptr;  ///< the locked operation; null when none or no key
     std::vector<ApprovalRecord> approvals; ///< the operation's approvals, oldest first
     std::optional<ApprovalRecord>
-        byApprovalId;                    ///< the approval already stored under the target's id
-    std::vector<OperationEvent> history; ///< the operation's history, oldest first
-    std::int64_t nowMs = 0;              ///< the store's clock
-    const RunRecord *run = nullptr;      ///< the locked run; null when none or no run id
-    std::vector<RunActionRecord> runRequests;    ///< the run's requests, oldest first
+        byApprovalId;                         ///< the approval already stored under the target's id
+    std::vector<OperationEvent> history;      ///< the operation's history, oldest first
+    std::int64_t nowMs = 0;                   ///< the store's clock
+    const RunRecord *run = nullptr;           ///< the locked run; null when none or no run id
+    std::vector<RunActionRecord> runRequests; ///< the run's requests, oldest first
     std::optional<RunActionRecord> byRequestId; ///< the run request stored under the target's id
 };
 

@@ -94,13 +94,13 @@ std::string runBudgetSettingProblem(std::string_view name, std::string_view valu
         return {};
     }
     if (!positiveCount(value))
-        return std::string(name) + " must be a positive whole number (or empty for no limit), not " +
-               given;
+        return std::string(name) +
+               " must be a positive whole number (or empty for no limit), not " + given;
     return {};
 }
 
-RunBudgets defaultRunBudgets(
-    const std::function<std::optional<std::string>(std::string_view)> &setting)
+RunBudgets
+defaultRunBudgets(const std::function<std::optional<std::string>(std::string_view)> &setting)
 {
     RunBudgets b;
     const auto count = [&](std::string_view name, std::optional<std::int64_t> fallback) {
@@ -172,9 +172,9 @@ std::optional<BudgetExhaustion> checkRunBudget(const RunRecord &run, const Budge
                                                std::int64_t nowMs)
 {
     if (demand.cost && !run.currency.empty() && demand.cost->currency != run.currency)
-        throw Error(ErrorCode::InvalidArgument,
-                    "the claim's cost is in " + demand.cost->currency + " but run '" + run.runId +
-                        "' counts its spend in " + run.currency);
+        throw Error(ErrorCode::InvalidArgument, "the claim's cost is in " + demand.cost->currency +
+                                                    " but run '" + run.runId +
+                                                    "' counts its spend in " + run.currency);
     if (run.state == RunState::Halted)
         return haltedExhaustion(run, nowMs);
     std::optional<BudgetExhaustion> e;
@@ -183,10 +183,8 @@ std::optional<BudgetExhaustion> checkRunBudget(const RunRecord &run, const Budge
     if (b.failedDispatches && run.failedDispatches >= *b.failedDispatches)
         e = BudgetExhaustion{BudgetKind::FailedDispatches, run.failedDispatches,
                              *b.failedDispatches};
-    else if (demand.redispatch && b.noProgressMs &&
-             nowMs - run.lastProgressAtMs >= *b.noProgressMs)
-        e = BudgetExhaustion{BudgetKind::NoProgress, nowMs - run.lastProgressAtMs,
-                             *b.noProgressMs};
+    else if (demand.redispatch && b.noProgressMs && nowMs - run.lastProgressAtMs >= *b.noProgressMs)
+        e = BudgetExhaustion{BudgetKind::NoProgress, nowMs - run.lastProgressAtMs, *b.noProgressMs};
     else if (b.spend && run.spentMinor + cost > b.spend->minorUnits)
         e = BudgetExhaustion{BudgetKind::Spend, run.spentMinor, b.spend->minorUnits, cost,
                              run.currency};

@@ -58,8 +58,8 @@ struct RunBudgets
 
 /// The budgets a new run gets from the ledger's guard settings, read through `setting`
 /// (unset: the built-in default: 3 failed dispatches, 10 minutes, no spend or token cap).
-RunBudgets defaultRunBudgets(
-    const std::function<std::optional<std::string>(std::string_view)> &setting);
+RunBudgets
+defaultRunBudgets(const std::function<std::optional<std::string>(std::string_view)> &setting);
 
 /// One execution's record, per (namespace, run id), created by the first claim naming the run.
 struct RunRecord

@@ -271,9 +271,9 @@ void EngineConsumer::afterFailure(const Attempt &a, const Operation &op)
         if (m_ctx.inOutage(*a.run) && a.run->replans < SandboxContext::MaxReplans) {
             // The planner does not give up: it plans the step again, as a new operation.
             RunState &run = *a.run;
-            const std::string again = m_ctx.envelope(run, a.step(), a.payload, "planner",
-                                                     m_ctx.workerNowMs(a.worker),
-                                                     "~replan-" + std::to_string(++run.replans));
+            const std::string again =
+                m_ctx.envelope(run, a.step(), a.payload, "planner", m_ctx.workerNowMs(a.worker),
+                               "~replan-" + std::to_string(++run.replans));
             timed(m_ctx.slot(a.thread).queueNs,
                   [&] { return m_ctx.queue().send(m_ctx.queueName(), again, {}, 0); });
         } else {

@@ -252,7 +252,9 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
     // Run budgets (runbudget.h): a halted run dispatched nothing after its halt, and no run spent
     // past its cap.
     InvariantResult afterHalt{"no_dispatch_after_halt",
-                              "no operation of a halted run was dispatched after the halt", 0, {}};
+                              "no operation of a halted run was dispatched after the halt",
+                              0,
+                              {}};
     InvariantResult withinCap{"spend_within_cap", "no run spent more than its spend cap", 0, {}};
     for (const idempo::RunRecord &run : ledgerRuns) {
         ++withinCap.checked;

@@ -15,7 +15,7 @@ QString S(const char *utf8)
 
 QStringList claim(const char *key, const char *cost)
 {
-    return {S("--json"), S("claim"), S(key),   S("--payload"), S("{}"),
+    return {S("--json"), S("claim"), S(key),      S("--payload"), S("{}"),
             S("--run"),  S("run-1"), S("--cost"), S(cost)};
 }
 
@@ -67,8 +67,7 @@ private Q_SLOTS:
         QCOMPARE(show.exitCode, 0);
         QCOMPARE(show.json.value(S("state")).toString(), S("halted"));
         QCOMPARE(show.json.value(S("halt_budget")).toString(), S("spend"));
-        QCOMPARE(show.json.value(S("used")).toObject().value(S("spend")).toString(),
-                 S("0.60 EUR"));
+        QCOMPARE(show.json.value(S("used")).toObject().value(S("spend")).toString(), S("0.60 EUR"));
         QCOMPARE(show.json.value(S("budgets")).toObject().value(S("failed_dispatches")).toInt(), 3);
         QCOMPARE(m_cli.run({S("run"), S("show"), S("run-404")}).exitCode, 65);
     }
@@ -77,13 +76,15 @@ private Q_SLOTS:
     {
         haltBySpend();
         QCOMPARE(m_cli.run(claim("run-2:a", "0.10 EUR")).exitCode, 0);
-        const CliRun halted = m_cli.run({S("--json"), S("run"), S("list"), S("--state"), S("halted")});
+        const CliRun halted =
+            m_cli.run({S("--json"), S("run"), S("list"), S("--state"), S("halted")});
         QCOMPARE(halted.exitCode, 0);
         const QJsonArray runs = halted.json.value(S("runs")).toArray();
         QCOMPARE(runs.size(), qsizetype(1));
         QCOMPARE(runs.at(0).toObject().value(S("run_id")).toString(), S("run-1"));
-        QCOMPARE(m_cli.run({S("--json"), S("run"), S("list")}).json.value(S("runs")).toArray().size(),
-                 qsizetype(2));
+        QCOMPARE(
+            m_cli.run({S("--json"), S("run"), S("list")}).json.value(S("runs")).toArray().size(),
+            qsizetype(2));
         const CliRun bad = m_cli.run({S("run"), S("list"), S("--state"), S("stuck")});
         QCOMPARE(bad.exitCode, 64);
         QVERIFY2(bad.err.contains("'stuck'"), bad.err);
@@ -101,10 +102,9 @@ private Q_SLOTS:
         QCOMPARE(noRoom.exitCode, 65);
         QVERIFY2(noRoom.err.contains("--add-spend"), noRoom.err);
 
-        const QStringList resume = {S("--json"),     S("run"),      S("resume"),
-                                    S("run-1"),      S("--reason"), S("provider fixed"),
-                                    S("--add-spend"), S("1.00 EUR"), S("--request-id"),
-                                    S("rr-ops-1")};
+        const QStringList resume = {
+            S("--json"),         S("run"),         S("resume"),   S("run-1"),        S("--reason"),
+            S("provider fixed"), S("--add-spend"), S("1.00 EUR"), S("--request-id"), S("rr-ops-1")};
         const CliRun done = m_cli.run(resume);
         QCOMPARE(done.exitCode, 0);
         QCOMPARE(done.json.value(S("status")).toString(), S("applied"));
@@ -122,38 +122,39 @@ private Q_SLOTS:
     void budgetSetsLimits()
     {
         QCOMPARE(m_cli.run(claim("run-1:a", "0.10 EUR")).exitCode, 0);
-        const CliRun set = m_cli.run({S("--json"), S("run"), S("budget"), S("run-1"), S("--tokens"),
-                                      S("5"), S("--no-progress"), S("none"), S("--reason"),
-                                      S("small model run")});
+        const CliRun set =
+            m_cli.run({S("--json"), S("run"), S("budget"), S("run-1"), S("--tokens"), S("5"),
+                       S("--no-progress"), S("none"), S("--reason"), S("small model run")});
         QCOMPARE(set.exitCode, 0);
         const QJsonObject budgets =
             set.json.value(S("run")).toObject().value(S("budgets")).toObject();
         QCOMPARE(budgets.value(S("tokens")).toInt(), 5);
         QVERIFY(budgets.value(S("no_progress_s")).isNull());
         QCOMPARE(m_cli
-                     .run({S("run"), S("budget"), S("run-1"), S("--tokens"), S("0"),
-                           S("--reason"), S("x")})
+                     .run({S("run"), S("budget"), S("run-1"), S("--tokens"), S("0"), S("--reason"),
+                           S("x")})
                      .exitCode,
                  64);
-        QStringList tokens = {S("--json"), S("claim"), S("run-1:b"), S("--payload"), S("{}"),
+        QStringList tokens = {S("--json"), S("claim"), S("run-1:b"),  S("--payload"), S("{}"),
                               S("--run"),  S("run-1"), S("--tokens"), S("6")};
         const CliRun over = m_cli.run(tokens);
         QCOMPARE(over.exitCode, 75);
-        QCOMPARE(over.json.value(S("budget")).toObject().value(S("budget")).toString(), S("tokens"));
+        QCOMPARE(over.json.value(S("budget")).toObject().value(S("budget")).toString(),
+                 S("tokens"));
     }
 
     void costNeedsARun()
     {
-        const CliRun r = m_cli.run(
-            {S("claim"), S("k:1"), S("--payload"), S("{}"), S("--cost"), S("1.00 EUR")});
+        const CliRun r =
+            m_cli.run({S("claim"), S("k:1"), S("--payload"), S("{}"), S("--cost"), S("1.00 EUR")});
         QCOMPARE(r.exitCode, 64);
         QVERIFY2(r.err.contains("run id"), r.err);
         const CliRun bad = m_cli.run({S("claim"), S("k:1"), S("--payload"), S("{}"), S("--run"),
                                       S("r"), S("--cost"), S("1.001 EUR")});
         QCOMPARE(bad.exitCode, 64);
         QCOMPARE(m_cli.run({S("show"), S("k:1")}).exitCode, 65);
-        const CliRun defaults = m_cli.run({S("run"), S("defaults"), S("--failed-dispatches"),
-                                           S("0"), S("--reason"), S("x")});
+        const CliRun defaults = m_cli.run(
+            {S("run"), S("defaults"), S("--failed-dispatches"), S("0"), S("--reason"), S("x")});
         QCOMPARE(defaults.exitCode, 65);
         QVERIFY2(defaults.err.contains("not '0'"), defaults.err);
     }

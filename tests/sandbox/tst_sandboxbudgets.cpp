@@ -62,7 +62,8 @@ private Q_SLOTS:
         QCOMPARE(engine.at("runs_halted").get<int>(), Runs);
         QCOMPARE(engine.at("faults_injected").at("provider-outage").get<int>(), Runs);
         // The default budget: three failed dispatches per run, so three calls at most.
-        const std::int64_t most = engine.at("provider_calls").at("most_per_run").get<std::int64_t>();
+        const std::int64_t most =
+            engine.at("provider_calls").at("most_per_run").get<std::int64_t>();
         QVERIFY2(most <= 3, engine.at("provider_calls").dump().c_str());
         QCOMPARE(engine.at("provider_calls").at("total").get<std::int64_t>(), 3 * Runs);
         QVERIFY(engine.at("duplicates_suppressed").at("budget_exhausted").get<int>() >= Runs);
@@ -74,7 +75,8 @@ private Q_SLOTS:
         QVERIFY(names.count("spend_within_cap"));
 
         const nlohmann::json naive = runOutage(scenario.toStdString(), true);
-        const std::int64_t storm = naive.at("provider_calls").at("most_per_run").get<std::int64_t>();
+        const std::int64_t storm =
+            naive.at("provider_calls").at("most_per_run").get<std::int64_t>();
         QVERIFY2(storm > 10 * most, naive.at("provider_calls").dump().c_str());
     }
 };

@@ -113,11 +113,11 @@ private Q_SLOTS:
         QCOMPARE(audit.size(), std::size_t(4));
         QCOMPARE(audit.back().entry.target, std::string("setting:run_token_cap"));
 
-        for (const auto &[name, value] :
-             std::vector<std::pair<std::string_view, std::string>>{{RunFailedDispatchesSetting, "0"},
-                                                                   {RunNoProgressSetting, "-5"},
-                                                                   {RunTokenCapSetting, "1e3"},
-                                                                   {RunSpendCapSetting, "10 euro"}}) {
+        for (const auto &[name, value] : std::vector<std::pair<std::string_view, std::string>>{
+                 {RunFailedDispatchesSetting, "0"},
+                 {RunNoProgressSetting, "-5"},
+                 {RunTokenCapSetting, "1e3"},
+                 {RunSpendCapSetting, "10 euro"}}) {
             GuardSettingCommand bad(f.store(), f.store().actor(), std::string(name), value, "typo");
             const std::vector<std::string> problems = bad.validate();
             QCOMPARE(problems.size(), std::size_t(1));
@@ -175,8 +175,8 @@ private Q_SLOTS:
         f.engine().fail(kNs, a.operation.key, a.operation.fencingToken, ErrorClass::Validation,
                         "bad account");
         const ClaimResult b = f.engine().claim(inRun("b"));
-        f.engine().fail(kNs, b.operation.key, b.operation.fencingToken,
-                        ErrorClass::UnknownOutcome, "timeout");
+        f.engine().fail(kNs, b.operation.key, b.operation.fencingToken, ErrorClass::UnknownOutcome,
+                        "timeout");
         const ClaimResult c = f.engine().claim(inRun("c"));
         f.engine().complete(kNs, c.operation.key, c.operation.fencingToken, "{}", "");
         const RunRecord run = *f.store().findRun(kNs, kRun);
@@ -359,8 +359,8 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         const ClaimResult ok = f.engine().claim(inRun("charge"));
-        f.engine().complete(kNs, ok.operation.key, ok.operation.fencingToken, R"({"charge":"ch_1"})",
-                            "");
+        f.engine().complete(kNs, ok.operation.key, ok.operation.fencingToken,
+                            R"({"charge":"ch_1"})", "");
         const ClaimResult refused = f.engine().claim(inRun("refund"));
         f.engine().fail(kNs, refused.operation.key, refused.operation.fencingToken,
                         ErrorClass::Validation, "no such charge");

@@ -64,8 +64,8 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("ledger.db"));
         {
-            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"),
-                                                        QStringLiteral("schema5"));
+            QSqlDatabase db =
+                QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("schema5"));
             db.setDatabaseName(path);
             QVERIFY(db.open());
             QSqlQuery q(db);
@@ -131,8 +131,9 @@ private Q_SLOTS:
                                 "'{\"step\":\"a\"}', idempo.sha256_hex('{\"step\":\"a\"}'), "
                                 "'worker', 'protected_write', 30000, 3, false, 'run-old', 'a')")
                     .integer(0, 0);
-            c.exec("fail", "SELECT * FROM idempo.fail('default', 'run-old:a', $1::bigint, "
-                           "'transient', '503')",
+            c.exec("fail",
+                   "SELECT * FROM idempo.fail('default', 'run-old:a', $1::bigint, "
+                   "'transient', '503')",
                    PgParams().integer(token));
         }
         auto store = std::make_shared<PostgresLedgerStore>(ledger);

@@ -201,8 +201,8 @@ private Q_SLOTS:
         LedgerFixture f;
         for (const std::string step : {"a", "b"}) {
             const ClaimResult r = f.engine().claim(inRun(step));
-            f.engine().fail(kNs, r.operation.key, r.operation.fencingToken,
-                            ErrorClass::Transient, "503");
+            f.engine().fail(kNs, r.operation.key, r.operation.fencingToken, ErrorClass::Transient,
+                            "503");
         }
         RunActionCommand::Request set;
         set.kind = RunActionCommand::Kind::Budget;

@@ -105,9 +105,9 @@ private Q_SLOTS:
                         "SELECT * FROM idempo.fail('default', $1, $2::bigint, 'transient', '503')",
                         PgParams().text(step).integer(token));
         }
-        QCOMPARE(owner.exec("state", "SELECT state FROM idempo.runs WHERE run_id = 'run-h'")
-                     .text(0, 0),
-                 std::string("halted"));
+        QCOMPARE(
+            owner.exec("state", "SELECT state FROM idempo.runs WHERE run_id = 'run-h'").text(0, 0),
+            std::string("halted"));
         PostgresLedgerStore store(testUrl());
         const AuditVerify::Result chain = AuditVerify(store).run();
         QVERIFY2(chain.ok, chain.problem.c_str());
@@ -197,8 +197,9 @@ private Q_SLOTS:
         const PgResult r = worker.exec("claim", claimSql("run-h:d"));
         QCOMPARE(r.text(0, 0), std::string("budget_exhausted"));
         QCOMPARE(r.text(0, 2), std::string("failed_dispatches"));
-        QCOMPARE(owner.exec("count", "SELECT count(*) FROM idempo.operations WHERE operation_key = "
-                                     "'run-h:d'")
+        QCOMPARE(owner
+                     .exec("count", "SELECT count(*) FROM idempo.operations WHERE operation_key = "
+                                    "'run-h:d'")
                      .integer(0, 0),
                  std::int64_t(0));
     }

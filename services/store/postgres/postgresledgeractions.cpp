@@ -300,7 +300,8 @@ ActionResult PostgresLedgerStore::applyRunAction(const ActionTarget &target,
     if (result.plan.runAnswer)
         return result;
     if (!result.plan.audit || !result.plan.runRequest)
-        throw Error(ErrorCode::Internal, "a run action's plan without its request and audit record");
+        throw Error(ErrorCode::Internal,
+                    "a run action's plan without its request and audit record");
     const RunActionRecord &request = *result.plan.runRequest;
     const nlohmann::json asked = nlohmann::json::parse(request.proposal);
     const auto amount = [&asked](const char *name) -> std::optional<Amount> {
@@ -338,11 +339,11 @@ ActionResult PostgresLedgerStore::applyRunAction(const ActionTarget &target,
         .text(result.plan.audit->who)
         .text(result.plan.audit->role);
     appendClock(params);
-    const PgResult r = c.execPrepared(
-        "run action", "idempo_run_action",
-        "SELECT * FROM idempo.run_action($1, $2, $3, $4, $5, $6::bigint, $7::bigint, $8, $9::bigint, "
-        "$10::jsonb, $11, $12, $13::bigint, $14::bigint)",
-        params);
+    const PgResult r = c.execPrepared("run action", "idempo_run_action",
+                                      "SELECT * FROM idempo.run_action($1, $2, $3, $4, $5, "
+                                      "$6::bigint, $7::bigint, $8, $9::bigint, "
+                                      "$10::jsonb, $11, $12, $13::bigint, $14::bigint)",
+                                      params);
     result.run = findRun(target.ns, target.runId);
     if (r.text(0, 0) == "replayed") {
         const std::optional<RunActionRecord> earlier = selectRunRequest(c, request.requestId);

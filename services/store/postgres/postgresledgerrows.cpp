@@ -132,10 +132,9 @@ std::vector<RunActionRecord> selectRunRequests(PgConnection &c, const std::strin
 
 std::optional<RunActionRecord> selectRunRequest(PgConnection &c, const std::string &requestId)
 {
-    std::vector<RunActionRecord> rows = readRequests(
-        c.execPrepared("read run request", "idempo_run_request",
-                       std::string(kRequestColumns) + "WHERE request_id = $1",
-                       PgParams().text(requestId)));
+    std::vector<RunActionRecord> rows = readRequests(c.execPrepared(
+        "read run request", "idempo_run_request",
+        std::string(kRequestColumns) + "WHERE request_id = $1", PgParams().text(requestId)));
     if (rows.empty())
         return std::nullopt;
     return std::move(rows.front());

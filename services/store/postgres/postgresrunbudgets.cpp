@@ -55,7 +55,9 @@ std::int64_t PostgresLedgerStore::sweepRuns(const std::string &ns)
     PgParams params;
     params.text(ns);
     appendClock(params);
-    return connection().execPrepared("sweep runs", "idempo_sweep_runs", kSweepSql, params).integer(0, 0);
+    return connection()
+        .execPrepared("sweep runs", "idempo_sweep_runs", kSweepSql, params)
+        .integer(0, 0);
 }
 
 } // namespace idempo

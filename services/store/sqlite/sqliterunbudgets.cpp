@@ -103,8 +103,9 @@ QVariantList runValues(const RunRecord &r)
 RunRecord newRun(SqliteConnection &db, const ClaimRequest &request, std::int64_t nowMs)
 {
     Statement q =
-        run(db, QStringLiteral("SELECT name, value FROM guard_settings WHERE name LIKE 'run\\_%' "
-                               "ESCAPE '\\'"),
+        run(db,
+            QStringLiteral("SELECT name, value FROM guard_settings WHERE name LIKE 'run\\_%' "
+                           "ESCAPE '\\'"),
             {}, "read run budget defaults");
     std::vector<std::pair<std::string, std::string>> settings;
     while (q->next())
@@ -208,17 +209,16 @@ std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
 
 std::vector<RunRecord> selectRuns(SqliteConnection &db, const RunFilter &filter)
 {
-    Statement q = run(db,
-                      QStringLiteral("SELECT ") + judgedColumns() +
-                          QStringLiteral(" FROM runs WHERE (namespace, run_id) > (?, ?) "
-                                         "AND (? = '' OR namespace = ?) AND (? = '' OR state = ?) "
-                                         "ORDER BY namespace, run_id LIMIT ?"),
-                      {text(filter.afterNs), text(filter.afterRunId), text(filter.ns),
-                       text(filter.ns),
-                       filter.state ? text(std::string(runStateName(*filter.state))) : text({}),
-                       filter.state ? text(std::string(runStateName(*filter.state))) : text({}),
-                       filter.limit},
-                      "list runs");
+    Statement q = run(
+        db,
+        QStringLiteral("SELECT ") + judgedColumns() +
+            QStringLiteral(" FROM runs WHERE (namespace, run_id) > (?, ?) "
+                           "AND (? = '' OR namespace = ?) AND (? = '' OR state = ?) "
+                           "ORDER BY namespace, run_id LIMIT ?"),
+        {text(filter.afterNs), text(filter.afterRunId), text(filter.ns), text(filter.ns),
+         filter.state ? text(std::string(runStateName(*filter.state))) : text({}),
+         filter.state ? text(std::string(runStateName(*filter.state))) : text({}), filter.limit},
+        "list runs");
     std::vector<RunRecord> runs;
     while (q->next())
         runs.push_back(readRun(*q));
@@ -231,15 +231,15 @@ void updateRun(SqliteConnection &db, const RunRecord &r, std::int64_t expectedVe
     binds.removeFirst();
     binds.removeFirst();
     binds << text(r.ns) << text(r.runId) << static_cast<qlonglong>(expectedVersion);
-    Statement q = run(
-        db,
-        QStringLiteral(
-            "UPDATE runs SET state = ?, failed_dispatch_limit = ?, no_progress_ms = ?, "
-            "spend_limit_minor = ?, token_limit = ?, currency = ?, failed_dispatches = ?, "
-            "spent_minor = ?, tokens_used = ?, last_progress_at_ms = ?, created_at_ms = ?, "
-            "updated_at_ms = ?, halted_at_ms = ?, halt_budget = ?, halt_detail = ?, "
-            "run_version = ? WHERE namespace = ? AND run_id = ? AND run_version = ?"),
-        binds, "update run");
+    Statement q =
+        run(db,
+            QStringLiteral(
+                "UPDATE runs SET state = ?, failed_dispatch_limit = ?, no_progress_ms = ?, "
+                "spend_limit_minor = ?, token_limit = ?, currency = ?, failed_dispatches = ?, "
+                "spent_minor = ?, tokens_used = ?, last_progress_at_ms = ?, created_at_ms = ?, "
+                "updated_at_ms = ?, halted_at_ms = ?, halt_budget = ?, halt_detail = ?, "
+                "run_version = ? WHERE namespace = ? AND run_id = ? AND run_version = ?"),
+            binds, "update run");
     if (q->numRowsAffected() != 1)
         throw Error(ErrorCode::Internal, "run changed inside its own write transaction");
 }
@@ -281,26 +281,25 @@ std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimReque
 std::int64_t haltStalledRuns(SqliteConnection &db, const std::string &ns, std::int64_t nowMs)
 {
     const auto now = static_cast<qlonglong>(nowMs);
-    Statement q = run(
-        db,
-        QStringLiteral(
-            "UPDATE runs SET state = 'halted', halt_budget = 'no_progress', halted_at_ms = ?, "
-            "halt_detail = 'no progress for ' || ((? - %1) / 1000) || "
-            "' s (limit ' || (no_progress_ms / 1000) || ' s)', updated_at_ms = ?, "
-            "run_version = run_version + 1 "
-            "WHERE state = 'active' AND no_progress_ms IS NOT NULL "
-            "AND %1 + no_progress_ms <= ? AND (? = '' OR namespace = ?) "
-            "AND EXISTS (SELECT 1 FROM operations o WHERE o.namespace = runs.namespace "
-            "AND o.run_id = runs.run_id AND o.state NOT IN ('succeeded', 'failed_terminal'))")
-            .arg(kProgress),
-        {now, now, now, now, text(ns), text(ns)}, "sweep runs");
+    Statement q =
+        run(db,
+            QStringLiteral(
+                "UPDATE runs SET state = 'halted', halt_budget = 'no_progress', halted_at_ms = ?, "
+                "halt_detail = 'no progress for ' || ((? - %1) / 1000) || "
+                "' s (limit ' || (no_progress_ms / 1000) || ' s)', updated_at_ms = ?, "
+                "run_version = run_version + 1 "
+                "WHERE state = 'active' AND no_progress_ms IS NOT NULL "
+                "AND %1 + no_progress_ms <= ? AND (? = '' OR namespace = ?) "
+                "AND EXISTS (SELECT 1 FROM operations o WHERE o.namespace = runs.namespace "
+                "AND o.run_id = runs.run_id AND o.state NOT IN ('succeeded', 'failed_terminal'))")
+                .arg(kProgress),
+            {now, now, now, now, text(ns), text(ns)}, "sweep runs");
     return q->numRowsAffected();
 }
 
 // The store's run-budget reads and sweep, beside the rules they share with the claim.
 
-std::optional<RunRecord> SqliteLedgerStore::findRun(const std::string &ns,
-                                                    const std::string &runId)
+std::optional<RunRecord> SqliteLedgerStore::findRun(const std::string &ns, const std::string &runId)
 {
     return selectRun(connection(), ns, runId, true);
 }

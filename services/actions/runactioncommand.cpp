@@ -234,7 +234,21 @@ std::vector<std::string> RunActionCommand::validate()
 {
     load();
     std::vector<std::string> out;
-    for (const Problem &p : judge(m_run ? &*m_run : nullptr, {}, m_store.nowMs()).problems)
+    const std::vector<RunActionRecord> requests =
+        m_run ? m_store.runRequests(m_request.ns, m_request.runId) : std::vector<RunActionRecord>{};
+    // A resubmission is answered with the first request: only who asks, and why, are judged.
+    const bool resubmitted =
+        std::any_of(requests.begin(), requests.end(), [this](const RunActionRecord &r) {
+            return r.requestId == m_request.requestId;
+        });
+    if (resubmitted) {
+        if (m_request.reason.empty())
+            out.push_back("a reason is required");
+        if (!roleMay(m_actor.role, Capability::ResumeRuns))
+            out.push_back(roleRefusal(m_actor.role, Capability::ResumeRuns));
+        return out;
+    }
+    for (const Problem &p : judge(m_run ? &*m_run : nullptr, requests, m_store.nowMs()).problems)
         out.push_back(p.message);
     return out;
 }

@@ -132,6 +132,10 @@ public:
     /// A page of runs matching `filter`, ordered by (namespace, run id).
     virtual std::vector<RunRecord> listRuns(const RunFilter &filter) = 0;
 
+    /// The requests of guarded run actions (resume, budget) of the run, oldest first.
+    virtual std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                                     const std::string &runId) = 0;
+
     /// The no-progress sweep: halts every active run of `ns` (empty = every namespace) that has
     /// an operation still open and no progress for its no-progress budget, on the ledger's
     /// clock. Returns how many runs it halted.

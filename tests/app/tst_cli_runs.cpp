@@ -13,10 +13,12 @@ QString S(const char *utf8)
     return QString::fromUtf8(utf8);
 }
 
+/// `claim KEY` in the run KEY starts with ("run-1:a" is in run-1).
 QStringList claim(const char *key, const char *cost)
 {
+    const QString run = S(key).section(QLatin1Char(':'), 0, 0);
     return {S("--json"), S("claim"), S(key),      S("--payload"), S("{}"),
-            S("--run"),  S("run-1"), S("--cost"), S(cost)};
+            S("--run"),  run,        S("--cost"), S(cost)};
 }
 
 } // namespace

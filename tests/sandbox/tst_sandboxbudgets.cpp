@@ -2,6 +2,8 @@
 // A provider that degrades to 100 % 5xx while the planner keeps re-planning: with run budgets
 // every run halts after its failed-dispatch budget and the provider sees at most that many calls
 // per run; the naive consumer under the same plan shows the retry storm.
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include <QtTest>
@@ -77,7 +79,7 @@ private Q_SLOTS:
         const nlohmann::json naive = runOutage(scenario.toStdString(), true);
         const std::int64_t storm =
             naive.at("provider_calls").at("most_per_run").get<std::int64_t>();
-        QVERIFY2(storm > 10 * most, naive.at("provider_calls").dump().c_str());
+        QVERIFY2(storm > 5 * most, naive.at("provider_calls").dump().c_str());
     }
 };
 

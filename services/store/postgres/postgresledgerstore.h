@@ -93,6 +93,8 @@ public:
     std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) override;
     std::vector<RunRecord> listRuns(const RunFilter &filter) override;
     std::int64_t sweepRuns(const std::string &ns) override;
+    std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                             const std::string &runId) override;
 
     std::string_view dialect() const override { return "postgresql"; }
     /// Pushed: PgChangeFeed on a new connection (postgreschangefeed.h).

@@ -49,6 +49,13 @@ std::vector<RunRecord> PostgresLedgerStore::listRuns(const RunFilter &filter)
     return runs;
 }
 
+std::vector<RunActionRecord> PostgresLedgerStore::runRequests(const std::string &ns,
+                                                              const std::string &runId)
+{
+    requireSchema();
+    return selectRunRequests(connection(), ns, runId);
+}
+
 std::int64_t PostgresLedgerStore::sweepRuns(const std::string &ns)
 {
     requireSchema();

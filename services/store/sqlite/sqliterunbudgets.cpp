@@ -309,6 +309,12 @@ std::vector<RunRecord> SqliteLedgerStore::listRuns(const RunFilter &filter)
     return selectRuns(connection(), filter);
 }
 
+std::vector<RunActionRecord> SqliteLedgerStore::runRequests(const std::string &ns,
+                                                            const std::string &runId)
+{
+    return selectRunRequests(connection(), ns, runId);
+}
+
 std::int64_t SqliteLedgerStore::sweepRuns(const std::string &ns)
 {
     SqliteConnection &db = connection();

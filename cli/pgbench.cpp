@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <barrier>
 #include <charconv>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -198,11 +199,99 @@ std::string inSchema(std::string text, const std::string &schema)
     return text;
 }
 
+/// pgbench's side of the cycle: a script and the variables it reads (`-D NAME=VALUE` each).
+struct PgbenchCycle
+{
+    std::string script;
+    std::vector<std::string> defines;
+};
+
+/// `arguments` as pgbench values: a define named `prefix` + position for each, except NULL, the
+/// empty string (which pgbench cannot define) and the positions `fixed` names (1-based).
+std::vector<std::string> pgbenchValues(const PgParams &arguments, const std::string &prefix,
+                                       const std::map<std::size_t, std::string> &fixed,
+                                       std::vector<std::string> &defines)
+{
+    std::vector<std::string> values;
+    const auto &all = arguments.values();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::string name = prefix + std::to_string(i + 1);
+        if (const auto it = fixed.find(i + 1); it != fixed.end())
+            values.push_back(it->second);
+        else if (!all[i])
+            values.emplace_back("NULL");
+        else if (all[i]->empty())
+            values.emplace_back("''");
+        else {
+            defines.push_back(name + '=' + *all[i]);
+            values.push_back(':' + name);
+        }
+    }
+    return values;
+}
+
+/// The very calls claim() and transition() send, as one pgbench transaction: `claim`, then
+/// `completion` under the token the claim answered, then `claim` again (replayed), so that the
+/// baseline follows any change to them. The key is a number unique per client and cycle in place
+/// of `claim.key`, so namespace `claim.ns` must hold no such keys yet; the clock is unpinned.
+PgbenchCycle pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion)
+{
+    if (completion.to != OperationState::Succeeded || completion.errorClass)
+        throw Error(ErrorCode::InvalidArgument,
+                    "the pgbench cycle's transition is a completion: to succeeded, no error");
+    PgbenchCycle cycle;
+    const std::vector<std::string> clock = {"NULL", "0"};
+    std::vector<std::string> claimArgs = pgbenchValues(PostgresLedgerStore::claimArguments(claim),
+                                                       "c", {{2, ":key"}}, cycle.defines);
+    claimArgs.insert(claimArgs.end(), clock.begin(), clock.end());
+    TransitionRequest request = completion;
+    request.ns = claim.ns;
+    request.from = OperationState::Dispatching;
+    std::vector<std::string> transitionArgs =
+        pgbenchValues(PostgresLedgerStore::transitionArguments(request), "t",
+                      {{2, ":key"}, {4, ":token"}}, cycle.defines);
+    transitionArgs.insert(transitionArgs.end(), clock.begin(), clock.end());
+    const std::string claimSql = PostgresLedgerStore::claimSql();
+    const std::string claimStatement = pgbenchStatement(claimSql, claimArgs);
+    cycle.defines.push_back("cycle=0");
+    cycle.script =
+        "\\set cycle :cycle + 1\n"
+        "\\set key :client_id * 1000000000 + :cycle\n" +
+        pgbenchStatement("SELECT fencing_token AS token FROM (" + claimSql + ") AS c", claimArgs) +
+        " \\gset\n" + pgbenchStatement(PostgresLedgerStore::transitionSql(), transitionArgs) +
+        ";\n" + claimStatement + ";\n";
+    return cycle;
+}
+
 /// Runs pgbench on `script` (text) with `workers` clients, `perWorker` transactions each.
 double pgbenchScript(const QString &program, const std::string &conninfo, const std::string &script,
                      const std::vector<std::string> &defines, int workers, int perWorker);
 
 } // namespace
+
+std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)
+{
+    std::string out;
+    std::size_t at = 0;
+    for (std::size_t dollar = statement.find('$'); dollar != std::string_view::npos;
+         dollar = statement.find('$', at)) {
+        std::size_t n = 0;
+        std::size_t end = dollar + 1;
+        for (; end < statement.size() && statement[end] >= '0' && statement[end] <= '9'; ++end)
+            n = n * 10 + static_cast<std::size_t>(statement[end] - '0');
+        if (n < 1 || n > args.size())
+            throw Error(ErrorCode::Internal,
+                        "pgbench script: no value for " +
+                            std::string(statement.substr(dollar, end - dollar)));
+        out.append(statement.substr(at, dollar - at)).append(args[n - 1]);
+        at = end;
+    }
+    out.append(statement.substr(at));
+    // The script ends the statement itself, with ';' or \gset.
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+        out.pop_back();
+    return out;
+}
 
 double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
                       const std::vector<std::string> &defines, int workers, int perWorker)
@@ -290,8 +379,7 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
     try {
         for (int round = 0; round < kRounds; ++round) {
             claim.ns = prefix + "pgbench" + std::to_string(round);
-            const PostgresLedgerStore::PgbenchCycle cycle =
-                PostgresLedgerStore::pgbenchCycle(claim, completion);
+            const PgbenchCycle cycle = pgbenchCycle(claim, completion);
             const double own =
                 pgbenchScript(program, conninfo, cycle.script, cycle.defines, workers, perWorker);
             checkPgbenchWork(admin, claim.ns, workers * perWorker);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <QString>
@@ -12,7 +13,7 @@ namespace idempo::cli {
 
 /// `idempo bench claim` on a PostgreSQL ledger: claim → complete → duplicate-claim cycles
 /// through `engine` on `options.workers` threads (a connection each), beside pgbench running the
-/// same statements (PostgresLedgerStore::pgbenchCycle()) with as many clients
+/// same calls (PostgresLedgerStore::claimSql() and transitionSql()) with as many clients
 /// (`pgbench -n -M prepared -c W -j W -t N`), alternating rounds and keeping each side's best.
 /// Both rates leave out connection set-up. The rounds write to namespaces `bench-<ms>-…` of
 /// the engine's ledger and delete them afterwards when the ledger's role may (a worker role may
@@ -26,5 +27,11 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options);
 /// and Error(Internal) with pgbench's own error line when it fails.
 double measurePgbench(const QString &program, const QString &conninfo, const QString &scriptPath,
                       const std::vector<std::string> &defines, int workers, int perWorker);
+
+/// `statement` with each placeholder $n replaced by args[n - 1] (a pgbench variable such as
+/// ":id", or an SQL literal), for a pgbench script that runs a store's own statements; trailing
+/// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
+/// statements quote none). Throws Error(Internal) for a placeholder without a value.
+std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
 
 } // namespace idempo::cli

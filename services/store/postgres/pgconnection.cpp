@@ -435,28 +435,4 @@ void PgListener::ping()
     m_connection.exec("ping", "SELECT 1");
 }
 
-std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args)
-{
-    std::string out;
-    std::size_t at = 0;
-    for (std::size_t dollar = statement.find('$'); dollar != std::string_view::npos;
-         dollar = statement.find('$', at)) {
-        std::size_t n = 0;
-        std::size_t end = dollar + 1;
-        for (; end < statement.size() && statement[end] >= '0' && statement[end] <= '9'; ++end)
-            n = n * 10 + static_cast<std::size_t>(statement[end] - '0');
-        if (n < 1 || n > args.size())
-            throw Error(ErrorCode::Internal,
-                        "pgbench script: no value for " +
-                            std::string(statement.substr(dollar, end - dollar)));
-        out.append(statement.substr(at, dollar - at)).append(args[n - 1]);
-        at = end;
-    }
-    out.append(statement.substr(at));
-    // The script ends the statement itself, with ';' or \gset.
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-        out.pop_back();
-    return out;
-}
-
 } // namespace idempo

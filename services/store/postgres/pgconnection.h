@@ -31,6 +31,8 @@ public:
     PgParams &null();
 
     int size() const { return static_cast<int>(m_values.size()); }
+    /// The values in order, std::nullopt for NULL.
+    const std::vector<std::optional<std::string>> &values() const { return m_values; }
     /// libpq's view: one pointer per value, nullptr for NULL; valid while this object lives.
     std::vector<const char *> pointers() const;
 
@@ -211,11 +213,5 @@ private:
     std::string m_snapshot;
     std::chrono::steady_clock::time_point m_askedAt;
 };
-
-/// `statement` with each placeholder $n replaced by args[n - 1] (a pgbench variable such as
-/// ":id", or an SQL literal), for a pgbench script that runs a store's own statements; trailing
-/// blanks cut, no ';' added. Every '$' of `statement` must start a placeholder (the stores'
-/// statements quote none). Throws Error(Internal) for a placeholder without a value.
-std::string pgbenchStatement(std::string_view statement, const std::vector<std::string> &args);
 
 } // namespace idempo

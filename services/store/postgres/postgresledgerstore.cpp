@@ -72,29 +72,6 @@ std::optional<std::string> errorClassText(const std::optional<ErrorClass> &error
     return std::string(errorClassName(*errorClass));
 }
 
-/// $1 … $15 of kTransitionSql: the request as idempo.transition() takes it.
-PgParams transitionParams(const TransitionRequest &request)
-{
-    PgParams params;
-    params.text(request.ns)
-        .text(request.key)
-        .text(stateName(request.from))
-        .integer(request.fencingToken)
-        .text(stateName(request.to))
-        .text(request.actor)
-        .text(request.detail)
-        .optionalText(request.result)
-        .optionalText(request.receipt)
-        .optionalText(errorClassText(request.errorClass))
-        .optionalText(request.errorDetail)
-        .optionalInteger(request.retryDelayMs)
-        .optionalInteger(request.leaseMs)
-        .optionalInteger(request.extraAttempts ? std::optional<std::int64_t>(*request.extraAttempts)
-                                               : std::nullopt)
-        .integer(request.retentionMs);
-    return params;
-}
-
 Error newerSchema(const std::string &ledger, int version, int latest)
 {
     return Error(ErrorCode::SchemaMismatch,
@@ -284,16 +261,8 @@ void PostgresLedgerStore::migrate()
     m_schemaReady = true;
 }
 
-std::int64_t PostgresLedgerStore::nowMs()
+PgParams PostgresLedgerStore::claimArguments(const ClaimRequest &request)
 {
-    return connection()
-        .execPrepared("read clock", "idempo_now", kNowSql, clockParams())
-        .integer(0, 0);
-}
-
-ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
-{
-    requireSchema();
     PgParams params;
     params.text(request.ns)
         .text(request.key)
@@ -315,6 +284,52 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
         .optionalInteger(request.cost ? std::optional(request.cost->minorUnits) : std::nullopt)
         .optionalText(request.cost ? std::optional(request.cost->currency) : std::nullopt)
         .integer(request.tokens);
+    return params;
+}
+
+PgParams PostgresLedgerStore::transitionArguments(const TransitionRequest &request)
+{
+    PgParams params;
+    params.text(request.ns)
+        .text(request.key)
+        .text(stateName(request.from))
+        .integer(request.fencingToken)
+        .text(stateName(request.to))
+        .text(request.actor)
+        .text(request.detail)
+        .optionalText(request.result)
+        .optionalText(request.receipt)
+        .optionalText(errorClassText(request.errorClass))
+        .optionalText(request.errorDetail)
+        .optionalInteger(request.retryDelayMs)
+        .optionalInteger(request.leaseMs)
+        .optionalInteger(request.extraAttempts ? std::optional<std::int64_t>(*request.extraAttempts)
+                                               : std::nullopt)
+        .integer(request.retentionMs);
+    return params;
+}
+
+const char *PostgresLedgerStore::claimSql()
+{
+    return kClaimSql;
+}
+
+const std::string &PostgresLedgerStore::transitionSql()
+{
+    return kTransitionSql;
+}
+
+std::int64_t PostgresLedgerStore::nowMs()
+{
+    return connection()
+        .execPrepared("read clock", "idempo_now", kNowSql, clockParams())
+        .integer(0, 0);
+}
+
+ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
+{
+    requireSchema();
+    PgParams params = claimArguments(request);
     appendClock(params);
     const PgResult r = connection().execPrepared("claim", "idempo_claim", kClaimSql, params);
     if (r.text(0, 0) == "projection_differs")
@@ -329,7 +344,7 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
 Operation PostgresLedgerStore::transition(const TransitionRequest &request)
 {
     requireSchema();
-    PgParams params = transitionParams(request);
+    PgParams params = transitionArguments(request);
     appendClock(params);
     return readOperation(
         connection().execPrepared("transition", "idempo_transition", kTransitionSql, params), 0, 0);
@@ -343,7 +358,7 @@ OutboxWrite PostgresLedgerStore::transitionAndSend(const TransitionRequest &requ
     requireSchema();
     const QueueName name(queue);
     const OutgoingMessage message = prepareMessage(messageJson, headersJson);
-    PgParams params = transitionParams(request);
+    PgParams params = transitionArguments(request);
     params.text(name.str())
         .text(message.message)
         .optionalText(message.headers.empty() ? std::nullopt : std::optional(message.headers));
@@ -506,77 +521,6 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
 std::unique_ptr<PgChangeFeed> PostgresLedgerStore::listen() const
 {
     return std::make_unique<PgChangeFeed>(m_conninfo, std::string(), m_options.connectTimeoutS);
-}
-
-PostgresLedgerStore::PgbenchCycle
-PostgresLedgerStore::pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &completion)
-{
-    if (completion.to != OperationState::Succeeded || completion.errorClass)
-        throw Error(ErrorCode::InvalidArgument,
-                    "the pgbench cycle's transition is a completion: to succeeded, no error");
-    PgbenchCycle cycle;
-    // pgbench binds variables as text, like PgParams, but cannot define an empty one.
-    const auto text = [&cycle](const char *name, std::string_view value) -> std::string {
-        if (value.empty())
-            return "''";
-        cycle.defines.push_back(std::string(name) + '=' + std::string(value));
-        return std::string(":") + name;
-    };
-    // The arguments of claim() in order; the key is pgbench's :key, the clock unpinned.
-    const std::vector<std::string> claimArgs = {
-        text("ns", claim.ns),
-        ":key",
-        text("payload", claim.payload),
-        text("payload_sha256", sha256Hex(claim.payload)),
-        text("owner", claim.owner),
-        text("tool_kind", toolKindName(claim.kind)),
-        text("lease_ms", std::to_string(claim.leaseMs)),
-        text("max_attempts", std::to_string(claim.maxAttempts)),
-        text("requires_approval", claim.requiresApproval ? "true" : "false"),
-        text("run_id", claim.runId),
-        text("step_id", claim.stepId),
-        text("target", claim.target),
-        text("fingerprint_fields", nlohmann::json(claim.fingerprintFields).dump()),
-        text("fingerprint", claim.fingerprint),
-        claim.value ? text("value_minor", std::to_string(claim.value->minorUnits)) : "NULL",
-        claim.value ? text("value_currency", claim.value->currency) : "NULL",
-        text("record_schema", std::to_string(RecordSchemaVersion)),
-        claim.cost ? text("cost_minor", std::to_string(claim.cost->minorUnits)) : "NULL",
-        claim.cost ? text("cost_currency", claim.cost->currency) : "NULL",
-        text("tokens", std::to_string(claim.tokens)),
-        "NULL",
-        "0",
-    };
-    // The arguments of transition() for a completion under the token the claim answered.
-    const std::vector<std::string> transitionArgs = {
-        ":ns",
-        ":key",
-        "'dispatching'",
-        ":token",
-        "'succeeded'",
-        text("actor", completion.actor),
-        text("detail", completion.detail),
-        completion.result ? text("result", *completion.result) : "NULL",
-        completion.receipt ? text("receipt", *completion.receipt) : "NULL",
-        "NULL",
-        "NULL",
-        "NULL",
-        "NULL",
-        "NULL",
-        text("retention_ms", std::to_string(completion.retentionMs)),
-        "NULL",
-        "0",
-    };
-    const std::string claimStatement = pgbenchStatement(kClaimSql, claimArgs);
-    cycle.defines.push_back("cycle=0");
-    cycle.script =
-        "\\set cycle :cycle + 1\n"
-        "\\set key :client_id * 1000000000 + :cycle\n" +
-        pgbenchStatement("SELECT fencing_token AS token FROM (" + std::string(kClaimSql) + ") AS c",
-                         claimArgs) +
-        " \\gset\n" + pgbenchStatement(kTransitionSql, transitionArgs) + ";\n" + claimStatement +
-        ";\n";
-    return cycle;
 }
 
 std::optional<OperationNotification> parseOperationNotification(const std::string &payload)

@@ -108,21 +108,14 @@ public:
     /// Throws Error(LedgerUnavailable).
     std::unique_ptr<PgChangeFeed> listen() const;
 
-    /// pgbench's side of `idempo bench claim`: a script and the variables it reads.
-    struct PgbenchCycle
-    {
-        std::string script;               ///< for `pgbench -f FILE`
-        std::vector<std::string> defines; ///< `NAME=VALUE` each, for `pgbench -D`
-    };
-    /// Benchmark support: `claim`, then `completion` (a worker's write to succeeded) under the
-    /// token the claim answered, then `claim` again (replayed), as one pgbench transaction of
-    /// the very calls claim() and transition() prepare, so that the baseline follows any change
-    /// to them. The requests' values become defines, literals where pgbench cannot bind one
-    /// (NULL, the empty string). Clock unpinned, no offset. The key is a number unique per client
-    /// and cycle, in place of `claim.key`, so the namespace `claim.ns` must hold no such keys
-    /// yet. Throws Error(InvalidArgument) unless `completion` goes to succeeded without an error.
-    static PgbenchCycle pgbenchCycle(const ClaimRequest &claim,
-                                     const TransitionRequest &completion);
+    /// The claim call (docs/sql-api.md): `SELECT * FROM idempo.claim($1 … $19)`, the clock's
+    /// two arguments last; claimArguments() are $1 … $17.
+    static const char *claimSql();
+    static PgParams claimArguments(const ClaimRequest &request);
+    /// The transition call: `SELECT * FROM idempo.transition($1 … $17)`, the clock's two
+    /// arguments last; transitionArguments() are $1 … $15.
+    static const std::string &transitionSql();
+    static PgParams transitionArguments(const TransitionRequest &request);
 
     /// This thread's connection, opened on first use; shared with the ledger's queues
     /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.

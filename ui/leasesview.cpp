@@ -87,12 +87,12 @@ void LeasesView::setActions(ActionController *actions)
 void LeasesView::updateReconcile()
 {
     const QModelIndex current = m_table->currentIndex();
-    QString why;
-    if (!m_actions)
-        why = tr("Your role on this ledger is not known yet.");
-    else if (!current.isValid())
+    // Whether anyone may act on this ledger comes first: no ledger open says so, not "select".
+    QString why = m_actions ? m_actions->refusal(Capability::Reconcile)
+                            : tr("Your role on this ledger is not known yet.");
+    if (why.isEmpty() && !current.isValid())
         why = tr("Select a lease that lapsed on a protected write: its outcome is unknown.");
-    else if (why = m_actions->refusal(Capability::Reconcile); why.isEmpty())
+    if (why.isEmpty())
         why = OperationDetailPane::stateRefusal(
             OperationAction::Reconcile, m_model->operationAt(current), m_model->storeNowMs());
     m_reconcile->setEnabled(why.isEmpty());

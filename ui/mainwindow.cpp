@@ -115,6 +115,7 @@ MainWindow::MainWindow(QWidget *parent)
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
         connect(m_actions, &ActionController::actorChanged, pane,
                 [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+        connect(m_actions, &ActionController::executed, pane, &OperationDetailPane::reload);
     }
     dlq->setActions(m_actions);
     leases->setActions(m_actions);

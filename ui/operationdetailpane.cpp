@@ -122,6 +122,22 @@ QString OperationDetailPane::factsText() const
     return m_facts->text();
 }
 
+void OperationDetailPane::reload()
+{
+    if (!m_operation)
+        return;
+    const quint64 generation = m_generation;
+    m_connection->query(
+        this,
+        [ns = m_operation->ns, key = m_operation->key](LedgerStore &s, MessageQueue *) {
+            return s.find(ns, key);
+        },
+        [this, generation](const std::optional<Operation> &op) {
+            if (generation == m_generation && op)
+                showOperation(*op);
+        });
+}
+
 void OperationDetailPane::updateFacts()
 {
     if (!m_operation)

@@ -59,6 +59,8 @@ public:
     /// Shows `op` and loads its history on the worker.
     void showOperation(const Operation &op);
     void clear();
+    /// Reads the operation shown again (after an action: an approval may not change the record).
+    void reload();
     const EventTableModel *history() const { return m_history; }
     /// The four-eyes trace as shown: who approved first and what waits for a second approver
     /// (empty when the operation has no pending approval).

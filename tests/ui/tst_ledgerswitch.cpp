@@ -7,10 +7,12 @@
 #include <QTabWidget>
 #include <QTest>
 
+#include "actioncontroller.h"
 #include "confirmationsview.h"
 #include "consolefixture.h"
 #include "dlqview.h"
 #include "emptystate.h"
+#include "guardedactiondialog.h"
 #include "leasesview.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <QCheckBox>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -8,6 +9,7 @@
 #include "confirmationsview.h"
 #include "consolefixture.h"
 #include "filterbar.h"
+#include "ledgertableview.h"
 #include "mainwindow.h"
 #include "operationdetailpane.h"
 #include "operationsview.h"

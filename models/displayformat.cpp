@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "displayformat.h"
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include <QDateTime>
+#include <QTimeZone>
 
 #include "textescape.h"
 
@@ -34,9 +37,49 @@ QString durationText(std::int64_t ms)
     return QStringLiteral("%1 d %2 h").arg(s / 86400).arg((s % 86400) / 3600);
 }
 
+namespace {
+std::atomic<bool> g_utc{true};
+}
+
+bool timesInUtc()
+{
+    return g_utc.load();
+}
+
+void setTimesInUtc(bool utc)
+{
+    g_utc = utc;
+}
+
 QString timestampText(std::int64_t ms)
 {
-    return QDateTime::fromMSecsSinceEpoch(ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+    const QDateTime at = timesInUtc() ? QDateTime::fromMSecsSinceEpoch(ms, QTimeZone::utc())
+                                      : QDateTime::fromMSecsSinceEpoch(ms);
+    return at.toString(QStringLiteral("yyyy-MM-dd HH:mm:ss ")) +
+           (timesInUtc() ? QStringLiteral("UTC") : at.timeZoneAbbreviation());
+}
+
+QString isoTimestampText(const std::string &iso)
+{
+    const QDateTime at = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODateWithMs);
+    return at.isValid() ? timestampText(at.toMSecsSinceEpoch()) : displayText(iso);
+}
+
+QString customerText(const std::string &payload)
+{
+    const nlohmann::json body = nlohmann::json::parse(payload, nullptr, false);
+    if (!body.is_object())
+        return {};
+    for (const char *name : {"customer", "customer_id", "client", "client_id"}) {
+        const auto it = body.find(name);
+        if (it == body.end())
+            continue;
+        if (it->is_string())
+            return displayText(it->get<std::string>());
+        if (it->is_number())
+            return QString::fromStdString(it->dump());
+    }
+    return {};
 }
 
 QString prettyJson(const std::string &json)

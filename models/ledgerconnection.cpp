@@ -71,7 +71,10 @@ void LedgerConnection::open(const QString &url)
 {
     m_url = url;
     m_description.clear();
+    m_hasQueues = false;
+    m_lastError.clear();
     setLive(false);
+    Q_EMIT closed();
     QMetaObject::invokeMethod(
         m_worker, [worker = m_worker, url] { worker->open(url); }, Qt::QueuedConnection);
 }

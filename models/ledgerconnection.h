@@ -94,6 +94,8 @@ public:
     void setPollInterval(int ms);
 
 Q_SIGNALS:
+    /// The previous ledger is gone (open() was called): nothing shown may stay from it.
+    void closed();
     void opened(const QString &description);
     void openFailed(const QString &message, const QString &hint);
     void queryFailed(const QString &message);

@@ -47,6 +47,9 @@ void LedgerWorker::open(const QString &url)
         const OpenMode mode =
             url == defaultLedgerUrl() ? OpenMode::CreateIfMissing : OpenMode::OpenExisting;
         m_store = openLedger(url, nullptr, mode);
+        // A database without the schema (or with an older one) opens, but answers no query:
+        // asking who acts goes through the schema check, so it fails here, with what to do.
+        m_store->actor();
         try {
             m_queues = openQueue(url, nullptr, mode);
         } catch (const Error &) {

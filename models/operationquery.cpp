@@ -5,10 +5,16 @@
 
 namespace idempo {
 
+bool isSandboxNamespace(const std::string &ns)
+{
+    return ns.starts_with("sandbox");
+}
+
 std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after,
                                                 int limit) const
 {
     ListFilter base;
+    base.ns = ns;
     base.runId = runId;
     base.keyPrefix = keyPrefix;
     if (minAgeMs)
@@ -58,6 +64,26 @@ std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition a
     if (merged.size() > static_cast<std::size_t>(limit))
         merged.resize(static_cast<std::size_t>(limit));
     return merged;
+}
+
+OperationQuery::Page OperationQuery::scan(LedgerStore &store, KeysetPosition after, int limit) const
+{
+    Page out;
+    out.cursor = after;
+    const bool drop = hideSandbox && ns.empty();
+    for (int read = 0; read < (drop ? ScanPages : 1); ++read) {
+        std::vector<Operation> rows = page(store, out.cursor, limit);
+        out.more = static_cast<int>(rows.size()) == limit;
+        if (rows.empty())
+            break;
+        out.cursor = position(rows.back());
+        for (Operation &op : rows)
+            if (!drop || !isSandboxNamespace(op.ns))
+                out.rows.push_back(std::move(op));
+        if (!out.more || static_cast<int>(out.rows.size()) >= limit)
+            break;
+    }
+    return out;
 }
 
 } // namespace idempo

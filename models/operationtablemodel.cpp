@@ -50,6 +50,8 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
         switch (index.column()) {
         case Key:
             return displayText(op.key);
+        case Namespace:
+            return displayText(op.ns);
         case Run:
             return displayText(op.runId);
         case Step:
@@ -131,6 +133,8 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     switch (section) {
     case Key:
         return tr("Operation key");
+    case Namespace:
+        return tr("Namespace");
     case Run:
         return tr("Run");
     case Step:
@@ -159,9 +163,10 @@ PagedTableModel<Operation>::Loader OperationTableModel::loader() const
 {
     return [query = m_query](LedgerStore &store, MessageQueue *, KeysetPosition after, int limit) {
         PageResult<Operation> page;
-        page.rows = query.page(store, after, limit);
-        page.more = static_cast<int>(page.rows.size()) == limit;
-        page.cursor = page.rows.empty() ? after : query.position(page.rows.back());
+        OperationQuery::Page scanned = query.scan(store, after, limit);
+        page.rows = std::move(scanned.rows);
+        page.more = scanned.more;
+        page.cursor = scanned.cursor;
         page.storeNowMs = store.nowMs();
         return page;
     };

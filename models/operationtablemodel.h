@@ -15,6 +15,7 @@ public:
     enum Column
     {
         Key,
+        Namespace,
         Run,
         Step,
         State,

@@ -55,9 +55,10 @@ std::vector<RunSummary> RunSummary::fold(const std::vector<Operation> &ops)
     for (const Operation &op : ops) {
         if (op.runId.empty())
             continue;
-        auto [it, fresh] = at.try_emplace(op.runId, runs.size());
+        auto [it, fresh] = at.try_emplace(op.ns + '\x1f' + op.runId, runs.size());
         if (fresh) {
             runs.emplace_back();
+            runs.back().ns = op.ns;
             runs.back().runId = op.runId;
         }
         runs[it->second].add(op);

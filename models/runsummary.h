@@ -13,6 +13,7 @@ namespace idempo {
 /// One run as the Runs list shows it, folded from its operations.
 struct RunSummary
 {
+    std::string ns; ///< runs are keyed by (namespace, run id): the same id in two is two runs
     std::string runId;
     std::int64_t firstOperationId = 0;
     std::array<int, OperationStateCount> byState{};
@@ -27,6 +28,9 @@ struct RunSummary
     /// The state that most needs a person: confirmation first, succeeded last.
     OperationState headline() const;
     bool operator==(const RunSummary &) const = default;
+
+    /// The (namespace, run id) identity, as one string.
+    std::string identity() const { return ns + '\x1f' + runId; }
 
     /// Folds operations into runs, in order of first appearance; records without a run are skipped.
     static std::vector<RunSummary> fold(const std::vector<Operation> &ops);

@@ -59,10 +59,10 @@ RunTableModel::Scan RunTableModel::scan(LedgerStore &store, const OperationQuery
                                         std::int64_t afterId, int limit)
 {
     Scan s;
-    const std::vector<Operation> ops = query.page(store, {0, afterId}, limit);
-    s.runs = RunSummary::fold(ops);
-    s.more = static_cast<int>(ops.size()) == limit;
-    s.cursor = ops.empty() ? afterId : ops.back().id;
+    const OperationQuery::Page page = query.scan(store, {0, afterId}, limit);
+    s.runs = RunSummary::fold(page.rows);
+    s.more = page.more;
+    s.cursor = page.cursor.id;
     return s;
 }
 
@@ -92,7 +92,7 @@ void RunTableModel::mergeRuns(const std::vector<RunSummary> &runs)
 {
     std::vector<RunSummary> fresh;
     for (const RunSummary &run : runs) {
-        const auto found = m_rowOf.constFind(QString::fromStdString(run.runId));
+        const auto found = m_rowOf.constFind(QString::fromStdString(run.identity()));
         if (found == m_rowOf.constEnd()) {
             fresh.push_back(run);
             continue;
@@ -105,7 +105,7 @@ void RunTableModel::mergeRuns(const std::vector<RunSummary> &runs)
     const int first = rowCount();
     beginInsertRows({}, first, first + static_cast<int>(fresh.size()) - 1);
     for (RunSummary &run : fresh) {
-        m_rowOf.insert(QString::fromStdString(run.runId), static_cast<int>(m_rows.size()));
+        m_rowOf.insert(QString::fromStdString(run.identity()), static_cast<int>(m_rows.size()));
         m_rows.push_back(std::move(run));
     }
     endInsertRows();
@@ -118,9 +118,10 @@ void RunTableModel::refresh()
     m_refreshing = true;
     const int first = std::min(m_viewFirst, rowCount());
     const int last = std::min(rowCount(), first + m_viewCount + 10);
-    std::vector<std::string> visible;
+    std::vector<std::pair<std::string, std::string>> visible; // (namespace, run id)
     for (int row = first; row < last; ++row)
-        visible.push_back(m_rows[static_cast<std::size_t>(row)].runId);
+        visible.emplace_back(m_rows[static_cast<std::size_t>(row)].ns,
+                             m_rows[static_cast<std::size_t>(row)].runId);
     struct Result
     {
         std::vector<RunSummary> visible;
@@ -132,12 +133,14 @@ void RunTableModel::refresh()
         [query = m_query, visible, tail = !m_more, after = m_cursor](LedgerStore &s,
                                                                      MessageQueue *) {
             Result r;
-            for (const std::string &runId : visible) {
+            for (const auto &[ns, runId] : visible) {
                 OperationQuery one = query;
+                one.ns = ns;
                 one.runId = runId;
                 std::vector<RunSummary> folded =
                     RunSummary::fold(one.page(s, KeysetPosition::start(), 1000));
                 RunSummary run = folded.empty() ? RunSummary{} : folded.front();
+                run.ns = ns;
                 run.runId = runId;
                 r.visible.push_back(std::move(run));
             }
@@ -152,7 +155,7 @@ void RunTableModel::refresh()
             for (std::size_t i = 0; i < r.visible.size(); ++i) {
                 const int row = first + static_cast<int>(i);
                 if (row >= rowCount() ||
-                    m_rows[static_cast<std::size_t>(row)].runId != r.visible[i].runId)
+                    m_rows[static_cast<std::size_t>(row)].identity() != r.visible[i].identity())
                     break;
                 RunSummary &current = m_rows[static_cast<std::size_t>(row)];
                 // Keep the run's place in the list even when its first record left the filter.
@@ -168,7 +171,7 @@ void RunTableModel::refresh()
                 // Steps of visible runs were just recounted: only fold in runs not on screen.
                 std::vector<RunSummary> others;
                 for (RunSummary &run : r.tail.runs) {
-                    const auto found = m_rowOf.constFind(QString::fromStdString(run.runId));
+                    const auto found = m_rowOf.constFind(QString::fromStdString(run.identity()));
                     if (found == m_rowOf.constEnd() || *found < first ||
                         *found >= first + static_cast<int>(r.visible.size()))
                         others.push_back(std::move(run));
@@ -211,6 +214,8 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
     switch (index.column()) {
     case RunId:
         return displayText(run.runId);
+    case Namespace:
+        return displayText(run.ns);
     case State:
         return stateText(run.headline());
     case Steps:
@@ -232,6 +237,8 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
     switch (section) {
     case RunId:
         return tr("Run");
+    case Namespace:
+        return tr("Namespace");
     case State:
         return tr("Most urgent state");
     case Steps:

@@ -20,6 +20,7 @@ public:
     enum Column
     {
         RunId,
+        Namespace,
         State,
         Steps,
         Pending,

@@ -51,6 +51,11 @@ SandboxSession::~SandboxSession()
     m_thread->wait();
 }
 
+int SandboxSession::maxRuns()
+{
+    return sandbox::SandboxOptions::MaxRuns;
+}
+
 bool SandboxSession::supportsLedger(const QString &url)
 {
     return url.startsWith(QLatin1String("sqlite:"));

@@ -56,6 +56,8 @@ public:
     static QStringList faultNames();
     /// A namespace for a new run: "sandbox-" and the UTC time to the millisecond.
     static QString freshNamespace();
+    /// The most runs one request may ask for (SandboxOptions::MaxRuns).
+    static int maxRuns();
 
 Q_SIGNALS:
     /// Runs whose last operation settled out of `runs`; `virtualMs` of virtual time so far.

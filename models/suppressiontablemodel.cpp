@@ -2,6 +2,7 @@
 #include "suppressiontablemodel.h"
 
 #include "displayformat.h"
+#include "operationquery.h"
 
 namespace idempo {
 
@@ -68,6 +69,8 @@ QVariant SuppressionTableModel::data(const QModelIndex &index, int role) const
         return timestampText(s.atMs);
     case Key:
         return displayText(s.key);
+    case Namespace:
+        return displayText(s.ns);
     case Kind:
         return kindText(s.outcome);
     case StateAtTime:
@@ -87,6 +90,8 @@ QVariant SuppressionTableModel::headerData(int section, Qt::Orientation orientat
         return tr("When");
     case Key:
         return tr("Operation key");
+    case Namespace:
+        return tr("Namespace");
     case Kind:
         return tr("Kind");
     case StateAtTime:
@@ -104,6 +109,8 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
         page.storeNowMs = store.nowMs();
         const std::string runPrefix = query.runId.empty() ? std::string() : query.runId + ":";
         const auto matches = [&](const Suppression &s) {
+            if (query.hideSandbox && isSandboxNamespace(s.ns))
+                return false;
             if (query.outcome && s.outcome != *query.outcome)
                 return false;
             if (!query.keyPrefix.empty() &&
@@ -118,7 +125,7 @@ PagedTableModel<Suppression>::Loader SuppressionTableModel::loader() const
         page.more = true;
         while (static_cast<int>(page.rows.size()) < limit && scanned < ScanBudget) {
             const int chunk = std::max(limit, 1000);
-            std::vector<Suppression> batch = store.suppressions({}, cursor, chunk);
+            std::vector<Suppression> batch = store.suppressions(query.ns, cursor, chunk);
             for (Suppression &s : batch) {
                 cursor = s.id;
                 ++scanned;

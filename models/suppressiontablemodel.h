@@ -12,6 +12,8 @@ namespace idempo {
 /// run on the worker while it pages, never on the GUI thread.
 struct SuppressionQuery
 {
+    std::string ns;           ///< one namespace (in the store's call); empty = every namespace
+    bool hideSandbox = false; ///< with no namespace: leave out isSandboxNamespace() ones
     std::string keyPrefix;
     std::optional<ClaimOutcome> outcome;
     std::string runId;                    ///< keys of this run (`run:` prefix)
@@ -27,6 +29,7 @@ public:
     {
         When,
         Key,
+        Namespace,
         Kind,
         StateAtTime,
         Source,

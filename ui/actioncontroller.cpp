@@ -80,8 +80,8 @@ QString historyText(const nlohmann::json &history)
         };
         QString line =
             QStringLiteral("%1  %2 → %3  attempt %4  by %5")
-                .arg(str("at"), str("from").isEmpty() ? QStringLiteral("·") : str("from"),
-                     str("to"))
+                .arg(isoTimestampText(str("at").toStdString()),
+                     str("from").isEmpty() ? QStringLiteral("·") : str("from"), str("to"))
                 .arg(e.value("attempt", 0))
                 .arg(str("actor"));
         if (!str("error_class").isEmpty())
@@ -91,6 +91,16 @@ QString historyText(const nlohmann::json &history)
         lines << line;
     }
     return lines.isEmpty() ? QObject::tr("(no events)") : lines.join(QLatin1Char('\n'));
+}
+
+/// What an operation's dialog is about: its key, namespace and customer.
+QString subjectOf(const Operation &op)
+{
+    const QString customer = customerText(op.payload);
+    return QObject::tr("Operation %1 · namespace %2 · %3")
+        .arg(displayText(op.key), displayText(op.ns),
+             customer.isEmpty() ? QObject::tr("no customer named in the payload")
+                                : QObject::tr("customer %1").arg(customer));
 }
 
 QString jsonText(const nlohmann::json &value)
@@ -120,6 +130,12 @@ QString consequenceButtonText(const QString &sentence)
 ActionController::ActionController(LedgerConnection *connection, QWidget *dialogParent)
     : QObject(dialogParent), m_connection(connection), m_dialogParent(dialogParent)
 {
+    const auto forget = [this] {
+        m_actor.reset();
+        Q_EMIT actorChanged();
+    };
+    connect(m_connection, &LedgerConnection::closed, this, forget);
+    connect(m_connection, &LedgerConnection::openFailed, this, forget);
     connect(m_connection, &LedgerConnection::opened, this, [this] {
         m_actor.reset();
         Q_EMIT actorChanged();
@@ -137,6 +153,10 @@ void ActionController::setActor(const ActorIdentity &actor)
 
 QString ActionController::refusal(Capability capability) const
 {
+    if (!m_connection->isOpen())
+        return m_connection->lastError().isEmpty()
+                   ? tr("No ledger is open yet.")
+                   : tr("No ledger is open: %1").arg(m_connection->lastError());
     if (!m_actor)
         return tr("Your role on this ledger is not known yet.");
     if (roleMay(m_actor->role, capability))
@@ -148,8 +168,6 @@ QString ActionController::refusal(Capability capability) const
 
 OperationDetailPane::RoleCheck ActionController::roleCheck() const
 {
-    if (!m_actor)
-        return {};
     return [this](OperationAction action) {
         return refusal(action == OperationAction::Reconcile ? Capability::Reconcile
                                                             : Capability::Approve);
@@ -191,7 +209,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                 ReconcileCommand cmd(s, *lookup, actor, req);
                 return describeOnly(cmd);
             },
-            [this, actor, req](const Answer &a) {
+            [this, actor, req, subject = subjectOf(op)](const Answer &a) {
                 if (!a.ok) {
                     Q_EMIT refused(a.error);
                     return;
@@ -199,6 +217,7 @@ void ActionController::start(OperationAction action, const Operation &op)
                 openDialog(tr("Reconcile"),
                            consequenceButtonText(QString::fromStdString(a.preview->sentence)),
                            *a.preview);
+                m_dialog->setSubject(subject);
                 const auto &ops = a.preview->details["operations"];
                 m_dialog->addDetail(
                     tr("What the provider says"),
@@ -241,7 +260,7 @@ void ActionController::start(OperationAction action, const Operation &op)
             ApproveCommand cmd(s, actor, preview);
             return describeOnly(cmd);
         },
-        [this, actor, req, action, submissionId](const Answer &a) {
+        [this, actor, req, action, submissionId, subject = subjectOf(op)](const Answer &a) {
             if (!a.ok) {
                 Q_EMIT refused(a.error);
                 return;
@@ -252,14 +271,16 @@ void ActionController::start(OperationAction action, const Operation &op)
                                       ? tr("Confirm operation as succeeded")
                                       : tr("Approve operation");
             openDialog(title, consequenceButtonText(QString::fromStdString(p.sentence)), p);
+            m_dialog->setSubject(subject);
             m_dialog->setSubmissionId(submissionId);
             m_dialog->setNote(tr("%1 → %2 · approval id %3%4")
                                   .arg(QString::fromStdString(p.details.value("from", "")),
                                        QString::fromStdString(p.details.value("to", "")),
                                        submissionId,
                                        p.details.value("four_eyes", false)
-                                           ? tr(" · above the four-eyes threshold: a "
-                                                "second approver must confirm")
+                                           ? tr(" · above the four-eyes threshold (one "
+                                                "amount, applied as it stands in every "
+                                                "currency): a second approver must confirm")
                                            : QString()));
             m_dialog->addDetail(tr("Evidence"),
                                 jsonText(p.details.value("evidence", nlohmann::json())));
@@ -300,6 +321,8 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
     DlqReplayCommand::Request req;
     req.queue = queue;
     req.ids = ids;
+    // A queue may carry several namespaces' messages: each is judged in its own.
+    req.ns.clear();
     req.ratePerSecond = m_replayRate;
     req.replayId = replayId.toStdString();
     m_connection->query(
@@ -336,9 +359,9 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
                     .arg(classes.join(QLatin1String(", ")))
                     .arg(m_replayRate));
             const auto &items = p.details["items"];
-            auto *table = new QTableWidget(int(items.size()), 4);
+            auto *table = new QTableWidget(int(items.size()), 5);
             table->setHorizontalHeaderLabels(
-                {tr("Message"), tr("Operation key"), tr("Dry run"), tr("Detail")});
+                {tr("Message"), tr("Namespace"), tr("Operation key"), tr("Dry run"), tr("Detail")});
             table->verticalHeader()->setVisible(false);
             table->setEditTriggers(QAbstractItemView::NoEditTriggers);
             table->horizontalHeader()->setStretchLastSection(true);
@@ -348,9 +371,10 @@ void ActionController::replay(const std::string &queue, const std::vector<std::i
                     table->setItem(row, c, new QTableWidgetItem(text));
                 };
                 cell(0, QString::number(item.value("msg_id", std::int64_t{0})));
-                cell(1, QString::fromStdString(item.value("key", "")));
-                cell(2, QString::fromStdString(item.value("class", "")));
-                cell(3, QString::fromStdString(item.value("detail", "")));
+                cell(1, QString::fromStdString(item.value("namespace", "")));
+                cell(2, QString::fromStdString(item.value("key", "")));
+                cell(3, QString::fromStdString(item.value("class", "")));
+                cell(4, QString::fromStdString(item.value("detail", "")));
                 ++row;
             }
             table->resizeColumnsToContents();

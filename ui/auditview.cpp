@@ -88,6 +88,8 @@ AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
 void AuditView::reload()
 {
     m_verdict->clear();
+    ++m_generation;
+    m_model->setRecords({});
     refresh();
 }
 

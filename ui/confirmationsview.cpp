@@ -6,10 +6,12 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSplitter>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "emptystate.h"
 #include "filterbar.h"
+#include "ledgerconnection.h"
 #include "ledgertableview.h"
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
@@ -18,12 +20,13 @@ namespace idempo {
 
 ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *parent)
     : LedgerView(parent), m_model(new OperationTableModel(connection, this)),
-      m_filters(
-          new FilterBar({OperationState::ConfirmationRequired, OperationState::AwaitingApproval},
-                        tr("Waiting for"), this)),
+      m_filters(new FilterBar({OperationState::ConfirmationRequired,
+                               OperationState::AwaitingApproval, OperationState::UnknownOutcome},
+                              tr("Waiting for"), this)),
       m_order(new QComboBox(this)), m_table(new LedgerTableView(this)),
-      m_detail(new OperationDetailPane(connection, this))
+      m_detail(new OperationDetailPane(connection, this)), m_connection(connection)
 {
+    m_filters->setReviewView(true);
     auto *layout = new QVBoxLayout(this);
     auto *split = new QSplitter(Qt::Horizontal, this);
     auto *left = new QWidget(split);
@@ -50,6 +53,18 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     layout->addWidget(split);
+    // Connected before the table's selection model is: it must know the current row is leaving
+    // before the selection moves to a neighbour.
+    connect(m_model, &QAbstractItemModel::rowsAboutToBeRemoved, this,
+            [this](const QModelIndex &, int first, int last) {
+                const int row = m_table->currentIndex().row();
+                if (row >= first && row <= last)
+                    m_currentLeaving = true;
+            });
+    connect(m_model, &QAbstractItemModel::rowsRemoved, this, [this] {
+        if (m_currentLeaving)
+            pinLeavingRow();
+    });
     m_table->setModel(m_model);
     m_table->setKeyRole(OperationTableModel::KeyRole);
     for (int c :
@@ -59,6 +74,7 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Run, 90);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Value, 130);
+    m_table->setSettingsKey(QStringLiteral("confirmations"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -77,16 +93,22 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
                 if (row >= from.row() && row <= to.row())
                     showCurrent();
             });
-    connect(m_model, &QAbstractItemModel::modelReset, m_detail, &OperationDetailPane::clear);
+    connect(m_model, &QAbstractItemModel::modelReset, this, [this] {
+        m_pinned = false;
+        m_detail->clear();
+    });
 }
 
 void ConfirmationsView::reload()
 {
-    m_empty->setMessage(m_filters->isActive()
-                            ? EmptyState::filteredMessage()
-                            : tr("<b>Nothing waits for a person.</b><br>Operations whose outcome "
-                                 "automation could not prove, and those gated for approval, "
-                                 "appear here."));
+    m_empty->setMessage(
+        m_filters->isActive()
+            ? EmptyState::filteredMessage()
+            : tr("<b>Nothing waits for a person.</b><br>Operations whose outcome "
+                 "automation could not prove, those whose answer was lost "
+                 "(unknown outcome, to reconcile) and those gated for approval "
+                 "appear here.") +
+                  (m_filters->hidesSandbox() ? EmptyState::sandboxHiddenNote() : QString()));
     OperationQuery query = m_filters->query();
     query.highestValueFirst = m_order->currentIndex() == 1;
     m_model->setQuery(query);
@@ -99,11 +121,48 @@ void ConfirmationsView::refresh()
 
 void ConfirmationsView::showCurrent()
 {
+    if (m_currentLeaving) {
+        pinLeavingRow();
+        return;
+    }
     const QModelIndex current = m_table->currentIndex();
-    if (current.isValid())
-        m_detail->showOperation(m_model->operationAt(current));
-    else
-        m_detail->clear();
+    if (!current.isValid()) {
+        if (!m_pinned)
+            m_detail->clear();
+        return;
+    }
+    m_pinned = false;
+    m_detail->showOperation(m_model->operationAt(current));
+}
+
+void ConfirmationsView::pinLeavingRow()
+{
+    // The selection moves (or not) only because the shown row left: keep the pane on it and
+    // select nothing in its place, once the removal is over.
+    if (m_pinned)
+        return;
+    m_pinned = true;
+    followPinned();
+    QTimer::singleShot(0, this, [this] {
+        m_currentLeaving = false;
+        if (m_pinned)
+            m_table->selectionModel()->clear();
+    });
+}
+
+void ConfirmationsView::followPinned()
+{
+    if (!m_detail->operation())
+        return;
+    const quint64 generation = ++m_pinGeneration;
+    m_connection->query(
+        this,
+        [ns = m_detail->operation()->ns, key = m_detail->operation()->key](
+            LedgerStore &s, MessageQueue *) { return s.find(ns, key); },
+        [this, generation](const std::optional<Operation> &op) {
+            if (generation == m_pinGeneration && m_pinned && op)
+                m_detail->showOperation(*op);
+        });
 }
 
 } // namespace idempo

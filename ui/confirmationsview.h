@@ -11,9 +11,10 @@ class LedgerConnection;
 class OperationDetailPane;
 class OperationTableModel;
 
-/// Operations a person must settle (`confirmation_required`, `awaiting_approval`), oldest
-/// first or highest value first (ordered by the store), with the selected one in full beside
-/// the list.
+/// Operations a person must settle (`confirmation_required`, `awaiting_approval`,
+/// `unknown_outcome`), oldest first or highest value first (ordered by the store), with the
+/// selected one in full beside the list. When the selected operation leaves the list (a decision
+/// moved it on), the pane stays on it, refreshed, and no other row is selected in its place.
 class ConfirmationsView final : public LedgerView
 {
     Q_OBJECT
@@ -32,6 +33,9 @@ public:
 
 private:
     void showCurrent();
+    /// Re-reads the operation the pane shows after it left the list.
+    void followPinned();
+    void pinLeavingRow();
 
     OperationTableModel *m_model;
     FilterBar *m_filters;
@@ -39,6 +43,10 @@ private:
     LedgerTableView *m_table;
     EmptyState *m_empty;
     OperationDetailPane *m_detail;
+    LedgerConnection *m_connection;
+    bool m_currentLeaving = false; ///< the selected row is being removed
+    bool m_pinned = false;         ///< the pane shows an operation no longer selected
+    quint64 m_pinGeneration = 0;
 };
 
 } // namespace idempo

@@ -61,6 +61,7 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::DeadLetteredAt, 160);
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::LastError, 300);
     m_table->horizontalHeader()->resizeSection(DeadLetterTableModel::Key, 260);
+    m_table->setSettingsKey(QStringLiteral("dlq"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -97,6 +98,14 @@ DlqView::DlqView(LedgerConnection *connection, QWidget *parent)
 void DlqView::reload()
 {
     const quint64 generation = ++m_generation;
+    if (!m_connection->isOpen()) {
+        const QSignalBlocker block(m_queue);
+        m_queue->clear();
+        m_note->clear();
+        m_payload->clear();
+        m_model->setQueue({});
+        return;
+    }
     if (!m_connection->hasQueues()) {
         m_queue->clear();
         m_note->setText(

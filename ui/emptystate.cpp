@@ -34,6 +34,12 @@ QString EmptyState::filteredMessage()
         .arg(QLatin1String(ClearFiltersLink));
 }
 
+QString EmptyState::sandboxHiddenNote()
+{
+    return tr("<br><small>Sandbox namespaces are hidden here: untick “Hide sandbox” to see "
+              "them.</small>");
+}
+
 void EmptyState::setMessage(const QString &message)
 {
     m_message = message;
@@ -44,6 +50,13 @@ void EmptyState::setGuidance(const QString &guidance)
 {
     m_guidance = guidance;
     updateText();
+}
+
+void EmptyState::setUnavailable(const QString &why)
+{
+    m_unavailable = why;
+    updateText();
+    updateVisibility();
 }
 
 void EmptyState::modelAnswered()
@@ -61,7 +74,7 @@ bool EmptyState::eventFilter(QObject *watched, QEvent *event)
 
 void EmptyState::updateVisibility()
 {
-    const bool empty = m_answered && m_view->model()->rowCount() == 0;
+    const bool empty = !m_unavailable.isEmpty() || (m_answered && m_view->model()->rowCount() == 0);
     if (empty) {
         setGeometry(m_view->viewport()->rect());
         raise();
@@ -71,6 +84,10 @@ void EmptyState::updateVisibility()
 
 void EmptyState::updateText()
 {
+    if (!m_unavailable.isEmpty()) {
+        setText(m_unavailable);
+        return;
+    }
     setText(m_guidance.isEmpty()
                 ? m_message
                 : m_message + QStringLiteral("<p>") + m_guidance + QStringLiteral("</p>"));

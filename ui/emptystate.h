@@ -23,6 +23,8 @@ public:
 
     /// The message of a list whose filters hide every row, with a ClearFiltersLink.
     static QString filteredMessage();
+    /// A line for a list that hides the sandbox's namespaces: how to see them.
+    static QString sandboxHiddenNote();
 
     /// The list's own words, rich text: a headline and a sentence.
     void setMessage(const QString &message);
@@ -30,6 +32,10 @@ public:
     void setGuidance(const QString &guidance);
     /// The model has answered its query: shows the message when it holds no rows.
     void modelAnswered();
+    /// Why the list cannot show anything (no ledger open), shown over it whatever the model
+    /// holds; empty to go back to the list's own words.
+    void setUnavailable(const QString &why);
+    QString unavailable() const { return m_unavailable; }
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
@@ -41,6 +47,7 @@ private:
     QAbstractItemView *m_view;
     QString m_message;
     QString m_guidance;
+    QString m_unavailable;
     bool m_answered = false;
 };
 

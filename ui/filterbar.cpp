@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "filterbar.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -12,11 +13,23 @@
 namespace idempo {
 
 FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel, QWidget *parent)
-    : QWidget(parent), m_states(std::move(states)), m_run(new QLineEdit(this)),
+    : QWidget(parent), m_states(std::move(states)), m_ns(new QLineEdit(this)),
+      m_hideSandbox(new QCheckBox(tr("Hide sand&box"), this)), m_run(new QLineEdit(this)),
       m_key(new QLineEdit(this)), m_age(new QComboBox(this)), m_debounce(new QTimer(this))
 {
     auto *layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    m_ns->setPlaceholderText(tr("every namespace"));
+    m_ns->setClearButtonEnabled(true);
+    m_ns->setToolTip(tr("Only this namespace (exact name); empty for every namespace"));
+    auto *nsLabel = new QLabel(tr("&Namespace"), this);
+    nsLabel->setBuddy(m_ns);
+    layout->addWidget(nsLabel);
+    layout->addWidget(m_ns, 1);
+    m_hideSandbox->setToolTip(tr("Leaves out the sandbox's namespaces (sandbox…): simulated runs "
+                                 "are not work for a person"));
+    m_hideSandbox->hide();
+    layout->addWidget(m_hideSandbox);
     if (!m_states.empty()) {
         m_state = new QComboBox(this);
         m_state->setAccessibleName(tr("State filter"));
@@ -59,6 +72,10 @@ FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel
     m_debounce->setInterval(250);
     connect(m_debounce, &QTimer::timeout, this, &FilterBar::changed);
     connect(m_run, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_ns, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_ns, &QLineEdit::textChanged, m_hideSandbox,
+            [this](const QString &text) { m_hideSandbox->setEnabled(text.trimmed().isEmpty()); });
+    connect(m_hideSandbox, &QCheckBox::toggled, this, &FilterBar::changed);
     connect(m_key, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
     connect(m_age, &QComboBox::currentIndexChanged, this, &FilterBar::changed);
 }
@@ -74,6 +91,34 @@ QString FilterBar::runId() const
 {
     return m_run->text().trimmed();
 }
+QString FilterBar::ns() const
+{
+    return m_ns->text().trimmed();
+}
+
+void FilterBar::setReviewView(bool review)
+{
+    m_review = review;
+    m_hideSandbox->setVisible(review);
+    const QSignalBlocker block(m_hideSandbox);
+    m_hideSandbox->setChecked(review);
+}
+
+bool FilterBar::hidesSandbox() const
+{
+    return m_review && m_hideSandbox->isChecked() && ns().isEmpty();
+}
+
+void FilterBar::setNamespace(const QString &ns)
+{
+    m_ns->setText(ns);
+}
+
+void FilterBar::setHideSandbox(bool hide)
+{
+    m_hideSandbox->setChecked(hide);
+}
+
 QString FilterBar::keyPrefix() const
 {
     return m_key->text();
@@ -89,6 +134,8 @@ OperationQuery FilterBar::query() const
 {
     OperationQuery q;
     q.states = states();
+    q.ns = ns().toStdString();
+    q.hideSandbox = hidesSandbox();
     q.runId = runId().toStdString();
     q.keyPrefix = keyPrefix().toStdString();
     q.minAgeMs = ageMs();
@@ -97,7 +144,7 @@ OperationQuery FilterBar::query() const
 
 bool FilterBar::isActive() const
 {
-    return (m_state && m_state->currentIndex() > 0) || !runId().isEmpty() ||
+    return (m_state && m_state->currentIndex() > 0) || !ns().isEmpty() || !runId().isEmpty() ||
            !keyPrefix().isEmpty() || m_age->currentIndex() > 0;
 }
 
@@ -105,6 +152,8 @@ void FilterBar::clear()
 {
     if (m_state)
         m_state->setCurrentIndex(0);
+    m_ns->clear();
+    m_hideSandbox->setChecked(m_review);
     m_run->clear();
     m_key->clear();
     m_age->setCurrentIndex(0);

@@ -8,14 +8,17 @@
 
 #include "operationquery.h"
 
+class QCheckBox;
 class QComboBox;
 class QLineEdit;
 class QTimer;
 
 namespace idempo {
 
-/// The filters every list offers (state, run, key prefix, age), debounced so typing does not
-/// start a query per key. The views push them into the store's ListFilter.
+/// The filters every list offers (namespace, state, run, key prefix, age), debounced so typing
+/// does not start a query per key. The views push them into the store's ListFilter. A review view
+/// (setReviewView) also offers "Hide sandbox", on by default: simulated runs stay out of the
+/// queues a person works through unless asked for.
 class FilterBar final : public QWidget
 {
     Q_OBJECT
@@ -28,6 +31,14 @@ public:
     /// The states chosen: one, or every offered state when "all" is picked.
     std::vector<OperationState> states() const;
     QString runId() const;
+    /// The namespace typed; empty for every namespace.
+    QString ns() const;
+    /// Offers "Hide sandbox" and turns it on (and back on with clear()).
+    void setReviewView(bool review);
+    /// True when sandbox namespaces are left out (a review view with no namespace typed).
+    bool hidesSandbox() const;
+    void setNamespace(const QString &ns);
+    void setHideSandbox(bool hide);
     QString keyPrefix() const;
     std::optional<std::int64_t> ageMs() const;
     /// The filters as an OperationQuery.
@@ -49,6 +60,9 @@ Q_SIGNALS:
 private:
     std::vector<OperationState> m_states;
     QComboBox *m_state = nullptr;
+    QLineEdit *m_ns;
+    QCheckBox *m_hideSandbox;
+    bool m_review = false;
     QLineEdit *m_run;
     QLineEdit *m_key;
     QComboBox *m_age;

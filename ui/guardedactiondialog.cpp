@@ -4,10 +4,12 @@
 #include <QDialogButtonBox>
 #include <QFontDatabase>
 #include <QFormLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QShortcut>
 #include <QTabWidget>
 #include <QUuid>
 #include <QVBoxLayout>
@@ -17,7 +19,7 @@ namespace idempo {
 GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &sentence,
                                          const QString &okText, QWidget *parent)
     : QDialog(parent), m_submissionId(QUuid::createUuid().toString(QUuid::WithoutBraces)),
-      m_sentence(new QLabel(sentence, this)), m_note(new QLabel(this)),
+      m_sentence(new QLabel(sentence, this)), m_subject(new QLabel(this)), m_note(new QLabel(this)),
       m_details(new QTabWidget(this)), m_reason(new QPlainTextEdit(this)),
       m_referenceLabel(new QLabel(this)), m_reference(new QLineEdit(this)),
       m_countLabel(new QLabel(this)), m_count(new QLineEdit(this)), m_outcome(new QLabel(this)),
@@ -32,6 +34,10 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     big.setPointSizeF(big.pointSizeF() * 1.3);
     big.setBold(true);
     m_sentence->setFont(big);
+    m_subject->setWordWrap(true);
+    m_subject->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_subject->setTextFormat(Qt::PlainText);
+    m_subject->setVisible(false);
     m_note->setWordWrap(true);
     m_note->setVisible(false);
     m_details->setVisible(false);
@@ -64,9 +70,15 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     m_cancel->setAutoDefault(true);
     m_cancel->setDefault(true);
     m_ok->setEnabled(false);
+    m_ok->setToolTip(tr("Click, or press Ctrl+Enter"));
+    auto *submitShortcut = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this);
+    connect(submitShortcut, &QShortcut::activated, this, &GuardedActionDialog::submit);
+    auto *submitEnter = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Enter), this);
+    connect(submitEnter, &QShortcut::activated, this, &GuardedActionDialog::submit);
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_sentence);
+    layout->addWidget(m_subject);
     layout->addWidget(m_note);
     layout->addWidget(m_details, 1);
     layout->addLayout(form);
@@ -78,7 +90,7 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     connect(m_count, &QLineEdit::textChanged, this, &GuardedActionDialog::updateOk);
     connect(m_ok, &QPushButton::clicked, this, &GuardedActionDialog::submit);
     connect(m_cancel, &QPushButton::clicked, this, &GuardedActionDialog::reject);
-    m_cancel->setFocus();
+    m_reason->setFocus();
     resize(680, 520);
 }
 
@@ -113,6 +125,38 @@ void GuardedActionDialog::requireTypedCount(qint64 count)
     m_countLabel->setVisible(true);
     m_count->setVisible(true);
     updateOk();
+}
+
+void GuardedActionDialog::setSubject(const QString &text)
+{
+    m_subject->setText(text);
+    m_subject->setVisible(!text.isEmpty());
+}
+
+QString GuardedActionDialog::subjectText() const
+{
+    return m_subject->text();
+}
+
+void GuardedActionDialog::showEvent(QShowEvent *event)
+{
+    QDialog::showEvent(event);
+    // QDialog would focus the default button (Cancel), where a typed space would close it.
+    if (m_reason->isEnabled())
+        m_reason->setFocus(Qt::OtherFocusReason);
+}
+
+void GuardedActionDialog::keyPressEvent(QKeyEvent *event)
+{
+    const bool enter = event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter;
+    QWidget *focus = focusWidget();
+    if (enter && event->modifiers() == Qt::NoModifier &&
+        (focus == m_reason || focus == m_reference || focus == m_count)) {
+        // A line edit passes Enter on to the default button: what was typed must not be lost.
+        event->accept();
+        return;
+    }
+    QDialog::keyPressEvent(event);
 }
 
 void GuardedActionDialog::setNote(const QString &text)

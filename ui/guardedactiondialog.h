@@ -19,6 +19,9 @@ namespace idempo {
 /// evidence behind it, a required reason and, where asked, an external reference or the typed
 /// count of what will change. Cancel is the default button and Escape cancels; the OK button
 /// names the consequence and stays disabled until every required field holds non-blank text.
+/// Keyboard focus starts in the reason, so typing never presses a button; Enter in a field
+/// neither submits nor cancels (in the reason it starts a new line); submitting takes a click on
+/// OK or Ctrl+Enter.
 ///
 /// The dialog never touches the ledger: OK emits submitted() once and waits for finish(). The
 /// submission id is fixed when the dialog opens, so a double click, or OK again after a
@@ -57,6 +60,9 @@ public:
     void requireTypedCount(qint64 count);
     /// A line under the sentence, e.g. why a second approver is needed.
     void setNote(const QString &text);
+    /// What the action is on, under the sentence: the operation key, namespace and customer.
+    void setSubject(const QString &text);
+    QString subjectText() const;
 
     /// The outcome of the submission: on success the outcome replaces the buttons with Close;
     /// on failure the error shows in red and OK is enabled again for the same submission.
@@ -73,6 +79,10 @@ public:
     /// Ignored while a submission runs, so its outcome is always seen.
     void reject() override;
 
+protected:
+    void showEvent(QShowEvent *event) override;
+    void keyPressEvent(QKeyEvent *event) override;
+
 Q_SIGNALS:
     /// OK with every required field filled; emitted once per attempt.
     void submitted(const idempo::GuardedActionDialog::Submission &submission);
@@ -84,6 +94,7 @@ private:
 
     QString m_submissionId;
     QLabel *m_sentence;
+    QLabel *m_subject;
     QLabel *m_note;
     QTabWidget *m_details;
     QPlainTextEdit *m_reason;

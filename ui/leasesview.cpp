@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "leasesview.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "actioncontroller.h"
 #include "emptystate.h"
 #include "filterbar.h"
+#include "guardedactiondialog.h"
 #include "ledgertableview.h"
 #include "operationtablemodel.h"
 
@@ -16,10 +20,15 @@ namespace idempo {
 LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     : LedgerView(parent), m_model(new OperationTableModel(connection, this)),
       m_filters(new FilterBar({OperationState::Dispatching}, tr("Untouched for"), this)),
-      m_table(new LedgerTableView(this)), m_summary(new QLabel(this))
+      m_table(new LedgerTableView(this)), m_summary(new QLabel(this)),
+      m_reconcile(new QPushButton(tr("Reconc&ile…"), this))
 {
     auto *layout = new QVBoxLayout(this);
-    layout->addWidget(m_summary);
+    m_filters->setReviewView(true);
+    auto *top = new QHBoxLayout;
+    top->addWidget(m_summary, 1);
+    top->addWidget(m_reconcile);
+    layout->addLayout(top);
     layout->addWidget(m_filters);
     layout->addWidget(m_table, 1);
     m_table->setModel(m_model);
@@ -27,6 +36,7 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     m_table->setColumnHidden(OperationTableModel::Error, true);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 210);
+    m_table->setSettingsKey(QStringLiteral("leases"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -37,22 +47,58 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     connect(m_filters, &FilterBar::changed, this, &LeasesView::reload);
     connect(m_model, &OperationTableModel::pageLoaded, this, &LeasesView::updateSummary);
     connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &LeasesView::updateReconcile);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &LeasesView::updateReconcile);
+    connect(m_reconcile, &QPushButton::clicked, this, [this] {
+        const QModelIndex current = m_table->currentIndex();
+        if (m_actions && m_reconcile->isEnabled() && current.isValid())
+            m_actions->start(OperationAction::Reconcile, m_model->operationAt(current));
+    });
+    updateReconcile();
     auto *tick = new QTimer(this);
     tick->setInterval(1000);
     connect(tick, &QTimer::timeout, this, [this] {
         m_model->tick();
         updateSummary();
+        updateReconcile();
     });
     tick->start();
 }
 
 void LeasesView::reload()
 {
-    m_empty->setMessage(m_filters->isActive()
-                            ? EmptyState::filteredMessage()
-                            : tr("<b>No leases in flight.</b><br>A row appears here while a "
-                                 "worker holds an operation it is executing."));
+    m_empty->setMessage(
+        m_filters->isActive()
+            ? EmptyState::filteredMessage()
+            : tr("<b>No leases in flight.</b><br>A row appears here while a "
+                 "worker holds an operation it is executing.") +
+                  (m_filters->hidesSandbox() ? EmptyState::sandboxHiddenNote() : QString()));
     m_model->setQuery(m_filters->query());
+}
+
+void LeasesView::setActions(ActionController *actions)
+{
+    m_actions = actions;
+    connect(actions, &ActionController::actorChanged, this, &LeasesView::updateReconcile);
+    updateReconcile();
+}
+
+void LeasesView::updateReconcile()
+{
+    const QModelIndex current = m_table->currentIndex();
+    // Whether anyone may act on this ledger comes first: no ledger open says so, not "select".
+    QString why = m_actions ? m_actions->refusal(Capability::Reconcile)
+                            : tr("Your role on this ledger is not known yet.");
+    if (why.isEmpty() && !current.isValid())
+        why = tr("Select a lease that lapsed on a protected write: its outcome is unknown.");
+    if (why.isEmpty())
+        why = OperationDetailPane::stateRefusal(
+            OperationAction::Reconcile, m_model->operationAt(current), m_model->storeNowMs());
+    m_reconcile->setEnabled(why.isEmpty());
+    m_reconcile->setToolTip(why.isEmpty() ? tr("Ask the provider by key whether the effect "
+                                               "happened, and move the operation by its answer.")
+                                          : why);
 }
 
 void LeasesView::refresh()

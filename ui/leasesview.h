@@ -4,14 +4,17 @@
 #include "ledgerview.h"
 
 class QLabel;
+class QPushButton;
 
 namespace idempo {
 
+class ActionController;
 class LedgerConnection;
 class OperationTableModel;
 
 /// Operations in `dispatching`: owner, fencing token, attempt and a live lease countdown;
-/// lapsed leases are bold red and counted in the header line.
+/// lapsed leases are bold red and counted in the header line. "Reconcile…" settles the selected
+/// protected write whose lease lapsed (its outcome is unknown) through the guarded action.
 class LeasesView final : public LedgerView
 {
     Q_OBJECT
@@ -24,14 +27,20 @@ public:
     FilterBar *filters() const override { return m_filters; }
     EmptyState *emptyState() const override { return m_empty; }
     OperationTableModel *model() const { return m_model; }
+    /// Enables "Reconcile…" through `actions` (per the acting role and the selected row).
+    void setActions(ActionController *actions);
+    QPushButton *reconcileButton() const { return m_reconcile; }
 
 private:
     void updateSummary();
+    void updateReconcile();
 
     OperationTableModel *m_model;
     FilterBar *m_filters;
     LedgerTableView *m_table;
     QLabel *m_summary;
+    QPushButton *m_reconcile;
+    ActionController *m_actions = nullptr;
     EmptyState *m_empty;
 };
 

@@ -11,6 +11,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QScrollBar>
+#include <QSettings>
 
 #include "textescape.h"
 
@@ -39,11 +40,30 @@ LedgerTableView::LedgerTableView(QWidget *parent) : QTableView(parent)
     setTabKeyNavigation(false);
     connect(verticalScrollBar(), &QScrollBar::valueChanged, this, &LedgerTableView::reportViewport);
 
-    auto *copy = new QAction(tr("Copy operation key"), this);
-    copy->setShortcut(QKeySequence::Copy);
-    copy->setShortcutContext(Qt::WidgetShortcut);
-    connect(copy, &QAction::triggered, this, &LedgerTableView::copyKey);
-    addAction(copy);
+    m_keyLabel = tr("Copy operation key");
+    m_copy = new QAction(m_keyLabel, this);
+    m_copy->setShortcut(QKeySequence::Copy);
+    m_copy->setShortcutContext(Qt::WidgetShortcut);
+    connect(m_copy, &QAction::triggered, this, &LedgerTableView::copyKey);
+    addAction(m_copy);
+}
+
+void LedgerTableView::setKeyRole(int role, const QString &label)
+{
+    m_keyRole = role;
+    if (!label.isEmpty()) {
+        m_keyLabel = label;
+        m_copy->setText(label);
+    }
+}
+
+void LedgerTableView::setSettingsKey(const QString &name)
+{
+    const QString key = QStringLiteral("columns/") + name;
+    // A state saved with another set of columns is refused by restoreState().
+    horizontalHeader()->restoreState(QSettings().value(key).toByteArray());
+    connect(horizontalHeader(), &QHeaderView::sectionResized, this,
+            [this, key] { QSettings().setValue(key, horizontalHeader()->saveState()); });
 }
 
 void LedgerTableView::setViewportListener(std::function<void(int, int)> listener)
@@ -113,7 +133,7 @@ void LedgerTableView::exportCsv()
 void LedgerTableView::contextMenuEvent(QContextMenuEvent *event)
 {
     QMenu menu(this);
-    menu.addAction(tr("Copy operation key"), this, &LedgerTableView::copyKey);
+    menu.addAction(m_keyLabel, this, &LedgerTableView::copyKey);
     menu.addAction(tr("Export loaded rows as CSV…"), this, &LedgerTableView::exportCsv);
     menu.exec(event->globalPos());
 }

@@ -15,8 +15,12 @@ class LedgerTableView final : public QTableView
 public:
     explicit LedgerTableView(QWidget *parent = nullptr);
 
-    /// `keyRole` is the model's role for the text Copy key puts on the clipboard.
-    void setKeyRole(int role) { m_keyRole = role; }
+    /// `keyRole` is the model's role for the text Copy key puts on the clipboard; `label` names
+    /// what that is ("Copy operation key", "Copy run id").
+    void setKeyRole(int role, const QString &label = {});
+    QString keyLabel() const { return m_keyLabel; }
+    /// Remembers the column widths under `name` (QSettings) and restores them now.
+    void setSettingsKey(const QString &name);
     /// Called with (first visible row, visible row count) whenever the view scrolls or resizes.
     void setViewportListener(std::function<void(int, int)> listener);
 
@@ -36,6 +40,8 @@ private:
 
     std::function<void(int, int)> m_listener;
     int m_keyRole = Qt::DisplayRole;
+    QString m_keyLabel;
+    QAction *m_copy = nullptr;
 };
 
 } // namespace idempo

@@ -25,6 +25,9 @@ public:
     virtual FilterBar *filters() const { return nullptr; }
     /// What the list says when it has no rows (null for a view without a list).
     virtual EmptyState *emptyState() const { return nullptr; }
+    /// No ledger is open (a switch under way or failed): `why` in rich text, empty once one is.
+    /// The view has already dropped its rows (reload()); by default its list shows `why`.
+    virtual void setUnavailable(const QString &why);
 };
 
 } // namespace idempo

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mainwindow.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
 #include <QLabel>
 #include <QMenuBar>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 
@@ -12,6 +14,7 @@
 #include "confirmationsview.h"
 #include "connectiondialog.h"
 #include "connectionprofiles.h"
+#include "displayformat.h"
 #include "dlqview.h"
 #include "emptystate.h"
 #include "filterbar.h"
@@ -21,6 +24,7 @@
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
 #include "operationdetailpane.h"
+#include "operationsview.h"
 #include "overviewmodel.h"
 #include "overviewview.h"
 #include "runsview.h"
@@ -38,18 +42,21 @@ MainWindow::MainWindow(QWidget *parent)
     m_overview = new OverviewView(m_connection, m_tabs);
     auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
     auto *dlq = new DlqView(m_connection, m_tabs);
+    auto *leases = new LeasesView(m_connection, m_tabs);
+    auto *operations = new OperationsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
     m_views = {m_overview,
-               new LeasesView(m_connection, m_tabs),
+               leases,
                confirmations,
                new SuppressionsView(m_connection, m_tabs),
                new RunsView(m_connection, m_tabs),
                dlq,
                m_sandbox,
-               new AuditView(m_connection, m_tabs)};
+               new AuditView(m_connection, m_tabs),
+               operations};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
-                            tr("Sand&box"),      tr("A&udit")};
+                            tr("Sand&box"),      tr("A&udit"),  tr("&Find")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);
@@ -58,21 +65,41 @@ MainWindow::MainWindow(QWidget *parent)
     statusBar()->addPermanentWidget(m_liveLabel);
     buildMenus();
 
+    // A view never shows rows of a ledger other than the one the title names: the previous
+    // ledger's rows go the moment a switch starts, and a failed open says why in every view.
+    connect(m_connection, &LedgerConnection::closed, this, [this] {
+        showUnavailable(tr("<b>Opening %1…</b>")
+                            .arg(ConnectionProfiles::shown(m_connection->url()).toHtmlEscaped()));
+    });
     connect(m_connection, &LedgerConnection::opened, this, [this] {
         ConnectionProfiles::setLastUrl(m_connection->url());
-        for (LedgerView *v : std::as_const(m_views))
+        statusBar()->clearMessage();
+        for (LedgerView *v : std::as_const(m_views)) {
+            v->setUnavailable({});
             v->reload();
+        }
         updateTitle();
         Q_EMIT ledgerOpened();
     });
     connect(m_connection, &LedgerConnection::openFailed, this,
             [this](const QString &message, const QString &hint) {
+                showUnavailable(
+                    tr("<b>Not connected.</b><br>%1 could not be opened: %2<br>%3<br>"
+                       "<a href='%4'>Open another ledger…</a>")
+                        .arg(ConnectionProfiles::shown(m_connection->url()).toHtmlEscaped(),
+                             message.toHtmlEscaped(), hint.toHtmlEscaped(),
+                             QLatin1String(FirstStepsPanel::ConnectLink)));
                 updateTitle();
                 Q_EMIT ledgerFailed(message);
                 if (m_interactive)
                     chooseLedger(message, hint);
             });
-    connect(m_connection, &LedgerConnection::liveChanged, this, &MainWindow::updateTitle);
+    connect(m_connection, &LedgerConnection::liveChanged, this, [this](bool live) {
+        // An error from before the updates flowed again is not left beside a green status.
+        if (live)
+            statusBar()->clearMessage();
+        updateTitle();
+    });
     connect(m_connection, &LedgerConnection::queryFailed, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Query failed: %1").arg(message), 10'000);
     });
@@ -84,11 +111,14 @@ MainWindow::MainWindow(QWidget *parent)
     for (LedgerView *v : std::as_const(m_views))
         if (EmptyState *empty = v->emptyState())
             connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
-    OperationDetailPane *pane = confirmations->detail();
-    connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
-    connect(m_actions, &ActionController::actorChanged, pane,
-            [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+    for (OperationDetailPane *pane : {confirmations->detail(), operations->detail()}) {
+        connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
+        connect(m_actions, &ActionController::actorChanged, pane,
+                [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+        connect(m_actions, &ActionController::executed, pane, &OperationDetailPane::reload);
+    }
     dlq->setActions(m_actions);
+    leases->setActions(m_actions);
     connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);
     });
@@ -117,11 +147,18 @@ void MainWindow::buildMenus()
         return view ? view->table() : nullptr;
     };
     QMenu *edit = menuBar()->addMenu(tr("&Edit"));
-    edit->addAction(tr("&Copy operation key"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
-                    [currentTable] {
-                        if (LedgerTableView *t = currentTable())
-                            t->copyKey();
-                    });
+    QAction *copy =
+        edit->addAction(tr("&Copy operation key"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
+                        this, [currentTable] {
+                            if (LedgerTableView *t = currentTable())
+                                t->copyKey();
+                        });
+    // The action says what the current list copies (a run id in Runs).
+    connect(m_tabs, &QTabWidget::currentChanged, copy, [copy, currentTable] {
+        LedgerTableView *t = currentTable();
+        copy->setText(t ? t->keyLabel() : tr("&Copy operation key"));
+        copy->setEnabled(t != nullptr);
+    });
     edit->addAction(tr("&Export visible rows as CSV…"), QKeySequence(Qt::CTRL | Qt::Key_E), this,
                     [currentTable] {
                         if (LedgerTableView *t = currentTable())
@@ -140,6 +177,19 @@ void MainWindow::buildMenus()
         viewMenu->addAction(name, QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)),
                             this, [this, i] { m_tabs->setCurrentIndex(i); });
     }
+    viewMenu->addSeparator();
+    // One choice of zone for every list, dialog and tooltip, remembered; exports stay UTC (ISO).
+    setTimesInUtc(QSettings().value(QStringLiteral("display/timesInUtc"), true).toBool());
+    QAction *utc = viewMenu->addAction(tr("Times in &UTC"));
+    utc->setCheckable(true);
+    utc->setChecked(timesInUtc());
+    utc->setToolTip(tr("Unticked: local time, with its zone"));
+    connect(utc, &QAction::toggled, this, [this](bool on) {
+        setTimesInUtc(on);
+        QSettings().setValue(QStringLiteral("display/timesInUtc"), on);
+        updateTitle();
+        refreshAll();
+    });
 }
 
 void MainWindow::openLedger(const QString &url)
@@ -180,8 +230,18 @@ void MainWindow::updateTitle()
             QStringLiteral("<b style='color:#d64545'>⚠ %1 — %2</b>")
                 .arg(tr("STALE: live updates stopped"), m_connection->lastError().toHtmlEscaped()));
     }
-    m_ledgerLabel->setText(tr("Ledger: %1").arg(ledger));
+    m_ledgerLabel->setText(
+        tr("Ledger: %1 · times in %2").arg(ledger, timesInUtc() ? tr("UTC") : tr("local time")));
     setWindowTitle(tr("%1 [%2] — Idempo Console").arg(ledger, live));
+}
+
+void MainWindow::showUnavailable(const QString &why)
+{
+    for (LedgerView *v : std::as_const(m_views)) {
+        v->reload();
+        v->setUnavailable(why);
+    }
+    updateTabCounts();
 }
 
 void MainWindow::followLink(const QString &link)
@@ -204,6 +264,16 @@ void MainWindow::updateGuidance()
             state->setGuidance(guidance);
 }
 
+void MainWindow::refreshAll()
+{
+    // Times are rendered on demand: a repaint of every view shows them in the new zone.
+    for (LedgerView *v : std::as_const(m_views))
+        v->update();
+    for (QAbstractItemView *view : findChildren<QAbstractItemView *>())
+        view->viewport()->update();
+    refreshCurrent();
+}
+
 void MainWindow::refreshCurrent()
 {
     if (!m_connection->isOpen())
@@ -216,12 +286,20 @@ void MainWindow::refreshCurrent()
 
 void MainWindow::updateTabCounts()
 {
+    if (!m_overview->model()->hasSnapshot()) {
+        for (const auto &[tab, name] :
+             {std::pair{1, tr("&Leases")}, std::pair{2, tr("&Confirmations")},
+              std::pair{5, tr("&Dead letters")}})
+            m_tabs->setTabText(tab, name);
+        return;
+    }
     const OverviewSnapshot &s = m_overview->model()->snapshot();
     const auto label = [](const QString &name, std::int64_t n) {
         return n > 0 ? QStringLiteral("%1 (%2)").arg(name).arg(n) : name;
     };
     m_tabs->setTabText(1, label(tr("&Leases"), s.leasesLive + s.leasesLapsed));
-    m_tabs->setTabText(2, label(tr("&Confirmations"), s.confirmations + s.awaitingApproval));
+    m_tabs->setTabText(
+        2, label(tr("&Confirmations"), s.confirmations + s.awaitingApproval + s.unknownOutcome));
     m_tabs->setTabText(5, label(tr("&Dead letters"), s.dlqDepth));
 }
 

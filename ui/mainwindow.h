@@ -49,8 +49,11 @@ private:
     void buildMenus();
     void updateTitle();
     void refreshCurrent();
+    void refreshAll();
     void updateTabCounts();
     void updateGuidance();
+    /// Drops every view's rows and shows `why` in their place (no ledger open).
+    void showUnavailable(const QString &why);
 
     LedgerConnection *m_connection;
     ActionController *m_actions;

@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "displayformat.h"
@@ -43,8 +44,9 @@ QString purpose(OperationAction action)
 
 OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *parent)
     : QWidget(parent), m_connection(connection), m_history(new EventTableModel(this)),
-      m_title(new QLabel(this)), m_facts(new QLabel(this)), m_payload(new QPlainTextEdit(this)),
-      m_evidence(new QPlainTextEdit(this)), m_historyView(new QTableView(this))
+      m_title(new QLabel(this)), m_facts(new QLabel(this)), m_approvals(new QLabel(this)),
+      m_payload(new QPlainTextEdit(this)), m_evidence(new QPlainTextEdit(this)),
+      m_historyView(new QTableView(this))
 {
     auto *layout = new QVBoxLayout(this);
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -55,6 +57,12 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     m_title->setFont(big);
     m_facts->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_facts->setWordWrap(true);
+    m_approvals->setWordWrap(true);
+    m_approvals->setTextFormat(Qt::RichText);
+    m_approvals->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_approvals->setFrameShape(QFrame::StyledPanel);
+    m_approvals->setMargin(6);
+    m_approvals->hide();
     const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
     for (QPlainTextEdit *edit : {m_payload, m_evidence}) {
         edit->setReadOnly(true);
@@ -65,6 +73,8 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     m_historyView->horizontalHeader()->setStretchLastSection(true);
     m_historyView->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_historyView->setAlternatingRowColors(true);
+    // Tab leaves the table for the next control instead of walking its cells.
+    m_historyView->setTabKeyNavigation(false);
 
     auto *tabs = new QTabWidget(this);
     tabs->addTab(m_payload, tr("&Payload"));
@@ -91,9 +101,62 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
 
     layout->addWidget(m_title);
     layout->addWidget(m_facts);
+    layout->addWidget(m_approvals);
     layout->addWidget(tabs, 1);
     layout->addLayout(actions);
+    // The "waiting" figure is an age: it moves while the pane shows the operation.
+    auto *tick = new QTimer(this);
+    tick->setInterval(1000);
+    connect(tick, &QTimer::timeout, this, &OperationDetailPane::updateFacts);
+    tick->start();
     clear();
+}
+
+QString OperationDetailPane::approvalsText() const
+{
+    return m_approvals->text();
+}
+
+QString OperationDetailPane::factsText() const
+{
+    return m_facts->text();
+}
+
+void OperationDetailPane::reload()
+{
+    if (!m_operation)
+        return;
+    const quint64 generation = m_generation;
+    m_connection->query(
+        this,
+        [ns = m_operation->ns, key = m_operation->key](LedgerStore &s, MessageQueue *) {
+            return s.find(ns, key);
+        },
+        [this, generation](const std::optional<Operation> &op) {
+            if (generation == m_generation && op)
+                showOperation(*op);
+        });
+}
+
+void OperationDetailPane::updateFacts()
+{
+    if (!m_operation)
+        return;
+    const Operation &op = *m_operation;
+    const std::int64_t ageMs =
+        QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs - op.updatedAtMs;
+    m_facts->setText(
+        tr("<b style='color:%1'>%2</b> · namespace %3 · run %4 · step %5 · %6 · attempt %7 of %8 "
+           "· token %9 · in this state for %10")
+            .arg(stateColor(op.state).name(), stateText(op.state),
+                 displayText(op.ns).toHtmlEscaped(),
+                 op.runId.empty() ? tr("(none)") : displayText(op.runId).toHtmlEscaped(),
+                 displayText(op.stepId).toHtmlEscaped(),
+                 QString::fromLatin1(toolKindName(op.kind).data()))
+            .arg(op.attempt)
+            .arg(op.maxAttempts)
+            .arg(op.fencingToken)
+            .arg(durationText(std::max<std::int64_t>(0, ageMs))));
 }
 
 void OperationDetailPane::clear()
@@ -101,6 +164,8 @@ void OperationDetailPane::clear()
     ++m_generation;
     m_title->setText(tr("Select an operation"));
     m_facts->clear();
+    m_approvals->clear();
+    m_approvals->hide();
     m_payload->clear();
     m_evidence->clear();
     m_history->setEvents({});
@@ -135,7 +200,11 @@ QString OperationDetailPane::stateRefusal(OperationAction action, const Operatio
             return {};
         if (op.state == OperationState::Dispatching && op.leaseExpiresAtMs &&
             *op.leaseExpiresAtMs < nowMs)
-            return {};
+            return op.kind == ToolKind::ProtectedWrite
+                       ? QString()
+                       : tr("A lapsed lease on a %1 is taken over by the next claim: there is "
+                            "nothing to reconcile.")
+                             .arg(QString::fromLatin1(toolKindName(op.kind).data()));
         if (op.state == OperationState::AwaitingApproval)
             return tr("It was never dispatched, so the provider has nothing to look up.");
         if (op.state == OperationState::Dispatching)
@@ -161,13 +230,11 @@ void OperationDetailPane::updateActions()
     const std::int64_t now = QDateTime::currentMSecsSinceEpoch();
     for (int i = 0; i < m_actions.size(); ++i) {
         const auto action = static_cast<OperationAction>(i);
-        QString why;
-        if (!m_operation)
+        // Whether anyone may act on this ledger comes first: no ledger open says so, not "select".
+        QString why =
+            m_roleCheck ? m_roleCheck(action) : tr("Your role on this ledger is not known yet.");
+        if (why.isEmpty() && !m_operation)
             why = tr("Select an operation.");
-        else if (!m_roleCheck)
-            why = tr("Your role on this ledger is not known yet.");
-        else
-            why = m_roleCheck(action);
         if (why.isEmpty())
             why = stateRefusal(action, *m_operation, now);
         m_actions[i]->setEnabled(why.isEmpty());
@@ -181,17 +248,7 @@ void OperationDetailPane::showOperation(const Operation &op)
     m_operation = op;
     updateActions();
     m_title->setText(displayText(op.key));
-    const std::int64_t ageMs = QDateTime::currentMSecsSinceEpoch() - op.createdAtMs;
-    m_facts->setText(
-        tr("<b style='color:%1'>%2</b> · run %3 · step %4 · %5 · attempt %6 of %7 · token %8 · "
-           "waiting %9")
-            .arg(stateColor(op.state).name(), stateText(op.state),
-                 displayText(op.runId).toHtmlEscaped(), displayText(op.stepId).toHtmlEscaped(),
-                 QString::fromLatin1(toolKindName(op.kind).data()))
-            .arg(op.attempt)
-            .arg(op.maxAttempts)
-            .arg(op.fencingToken)
-            .arg(durationText(std::max<std::int64_t>(0, ageMs))));
+    updateFacts();
     m_payload->setPlainText(prettyJson(op.payload));
     QString evidence;
     if (op.errorClass)
@@ -204,13 +261,39 @@ void OperationDetailPane::showOperation(const Operation &op)
     evidence += tr("\nPayload fingerprint: %1").arg(displayText(op.fingerprint));
     m_evidence->setPlainText(evidence);
     const quint64 generation = m_generation;
+    struct Loaded
+    {
+        std::vector<OperationEvent> events;
+        std::vector<ApprovalRecord> approvals;
+        std::int64_t nowMs = 0;
+    };
     m_connection->query(
         this,
-        [ns = op.ns, key = op.key](LedgerStore &s, MessageQueue *) { return s.history(ns, key); },
-        [this, generation](std::vector<OperationEvent> events) {
+        [ns = op.ns, key = op.key](LedgerStore &s, MessageQueue *) {
+            return Loaded{s.history(ns, key), s.approvals(ns, key), s.nowMs()};
+        },
+        [this, generation](Loaded loaded) {
             if (generation != m_generation)
                 return;
-            m_history->setEvents(std::move(events));
+            m_clockOffsetMs = loaded.nowMs - QDateTime::currentMSecsSinceEpoch();
+            updateFacts();
+            QStringList pending;
+            for (const ApprovalRecord &a : loaded.approvals)
+                if (a.status == "pending")
+                    pending << tr("<b>%1</b> (%2) approved %3 first, %4: “%5”")
+                                   .arg(displayText(a.operatorName).toHtmlEscaped(),
+                                        displayText(a.role).toHtmlEscaped(),
+                                        displayText(a.decision).toHtmlEscaped(),
+                                        timestampText(a.createdAtMs),
+                                        displayText(a.reason).toHtmlEscaped());
+            m_approvals->setText(
+                pending.isEmpty()
+                    ? QString()
+                    : tr("⚑ Waits for a second approver (four-eyes): %1. Another person must "
+                         "approve the same decision.")
+                          .arg(pending.join(QStringLiteral("; "))));
+            m_approvals->setVisible(!pending.isEmpty());
+            m_history->setEvents(std::move(loaded.events));
             m_historyView->resizeColumnsToContents();
             Q_EMIT historyLoaded();
         });

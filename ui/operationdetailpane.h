@@ -59,7 +59,14 @@ public:
     /// Shows `op` and loads its history on the worker.
     void showOperation(const Operation &op);
     void clear();
+    /// Reads the operation shown again (after an action: an approval may not change the record).
+    void reload();
     const EventTableModel *history() const { return m_history; }
+    /// The four-eyes trace as shown: who approved first and what waits for a second approver
+    /// (empty when the operation has no pending approval).
+    QString approvalsText() const;
+    /// The facts line as shown (state, run, step, how long it has waited).
+    QString factsText() const;
 
 Q_SIGNALS:
     void historyLoaded();
@@ -68,11 +75,13 @@ Q_SIGNALS:
 
 private:
     void updateActions();
+    void updateFacts();
 
     LedgerConnection *m_connection;
     EventTableModel *m_history;
     QLabel *m_title;
     QLabel *m_facts;
+    QLabel *m_approvals;
     QPlainTextEdit *m_payload;
     QPlainTextEdit *m_evidence;
     QTableView *m_historyView;
@@ -80,6 +89,7 @@ private:
     RoleCheck m_roleCheck;
     std::optional<Operation> m_operation;
     quint64 m_generation = 0;
+    std::int64_t m_clockOffsetMs = 0; ///< the store's clock minus this machine's
 };
 
 } // namespace idempo

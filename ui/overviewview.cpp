@@ -2,6 +2,7 @@
 #include "overviewview.h"
 
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QVBoxLayout>
 
 #include "displayformat.h"
@@ -17,8 +18,8 @@ namespace idempo {
 OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
     : LedgerView(parent), m_model(new OverviewModel(connection, this)),
       m_charts(new OverviewCharts(this)), m_tiles(new QWidget(this)),
-      m_firstStepsPage(new QWidget(this)), m_firstSteps(new FirstStepsPanel(m_firstStepsPage)),
-      m_connection(connection)
+      m_unavailable(new QLabel(this)), m_firstStepsPage(new QWidget(this)),
+      m_firstSteps(new FirstStepsPanel(m_firstStepsPage)), m_connection(connection)
 {
     auto *layout = new QVBoxLayout(this);
     auto *tiles = new QHBoxLayout(m_tiles);
@@ -36,6 +37,13 @@ OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
         m_tileByName.insert(QString::fromLatin1(name), tile);
         tiles->addWidget(tile, 1);
     }
+    m_unavailable->setWordWrap(true);
+    m_unavailable->setTextFormat(Qt::RichText);
+    m_unavailable->setFrameShape(QFrame::StyledPanel);
+    m_unavailable->setMargin(12);
+    m_unavailable->hide();
+    connect(m_unavailable, &QLabel::linkActivated, this, &OverviewView::linkActivated);
+    layout->addWidget(m_unavailable);
     layout->addWidget(m_tiles);
     layout->addWidget(m_charts, 1);
     // The first steps replace tiles and charts on an empty ledger, centred where they were
@@ -65,6 +73,18 @@ void OverviewView::refresh()
     m_model->refresh();
 }
 
+void OverviewView::setUnavailable(const QString &why)
+{
+    m_unavailable->setText(why);
+    m_unavailable->setVisible(!why.isEmpty());
+    render();
+}
+
+QString OverviewView::unavailableText() const
+{
+    return m_unavailable->text();
+}
+
 void OverviewView::render()
 {
     const OverviewSnapshot &s = m_model->snapshot();
@@ -77,7 +97,9 @@ void OverviewView::render()
     m_charts->setVisible(!empty);
     if (!m_model->hasSnapshot()) {
         for (StatTile *tile : std::as_const(m_tileByName))
-            tile->setValue(QStringLiteral("…"), tr("loading"), false);
+            tile->setValue(
+                m_unavailable->text().isEmpty() ? QStringLiteral("…") : QStringLiteral("—"),
+                m_unavailable->text().isEmpty() ? tr("loading") : tr("not connected"), false);
         m_charts->clear();
         return;
     }
@@ -107,7 +129,7 @@ void OverviewView::render()
             false);
     tile(QStringLiteral("dlq"))
         ->setValue(s.hasQueues ? QString::number(s.dlqDepth) : tr("n/a"),
-                   s.hasQueues ? tr("read-only here") : tr("no queues in this ledger"),
+                   s.hasQueues ? tr("replay from Dead letters") : tr("no queues in this ledger"),
                    s.dlqDepth > 0);
     QStringList failures;
     std::int64_t total = 0;

@@ -5,6 +5,8 @@
 
 #include "ledgerview.h"
 
+class QLabel;
+
 namespace idempo {
 
 class FirstStepsPanel;
@@ -23,6 +25,9 @@ public:
 
     void reload() override;
     void refresh() override;
+    void setUnavailable(const QString &why) override;
+    /// What the Overview says in place of figures when no ledger is open (tests read it).
+    QString unavailableText() const;
     OverviewModel *model() const { return m_model; }
     /// The tile captioned `name` ("leases", "confirmations", "suppressions", "dlq", "failures").
     StatTile *tile(const QString &name) const { return m_tileByName.value(name); }
@@ -39,6 +44,7 @@ private:
     OverviewModel *m_model;
     OverviewCharts *m_charts;
     QWidget *m_tiles;
+    QLabel *m_unavailable;
     QWidget *m_firstStepsPage;
     FirstStepsPanel *m_firstSteps;
     LedgerConnection *m_connection;

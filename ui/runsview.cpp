@@ -75,9 +75,10 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     layout->addWidget(split, 1);
 
     m_table->setModel(m_model);
-    m_table->setKeyRole(RunTableModel::KeyRole);
+    m_table->setKeyRole(RunTableModel::KeyRole, tr("Copy run id"));
     m_table->horizontalHeader()->resizeSection(RunTableModel::RunId, 220);
     m_table->horizontalHeader()->resizeSection(RunTableModel::State, 190);
+    m_table->setSettingsKey(QStringLiteral("runs"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -118,11 +119,13 @@ void RunsView::loadTimeline()
     if (!current.isValid())
         return;
     const std::string runId = m_model->runAt(current.row()).runId;
+    const std::string ns = m_model->runAt(current.row()).ns;
     const quint64 generation = ++m_generation;
     m_connection->query(
         this,
-        [runId](LedgerStore &s, MessageQueue *) {
+        [runId, ns](LedgerStore &s, MessageQueue *) {
             ListFilter f;
+            f.ns = ns;
             f.runId = runId;
             f.limit = MaxTimelineSteps;
             const std::vector<Operation> ops = s.list(f);

@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "ledgerconnection.h"
+#include "operationquery.h"
 #include "sandboxsession.h"
 
 namespace idempo {
@@ -76,7 +77,9 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     m_scenario->addItem(tr("All scenarios, round-robin"), QStringLiteral("all"));
     for (const QString &name : SandboxSession::scenarioNames())
         m_scenario->addItem(name, name);
-    m_runs->setRange(1, 10'000);
+    // The runner's own limit: a smaller one would turn 20000 typed into 2000 without a word.
+    m_runs->setRange(1, SandboxSession::maxRuns());
+    m_runs->setGroupSeparatorShown(true);
     m_runs->setValue(20);
     m_seed->setRange(0, 1'000'000);
     m_seed->setValue(42);
@@ -87,7 +90,8 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     m_faults->setFixedHeight(m_faults->sizeHintForRow(0) * m_faults->count() +
                              2 * m_faults->frameWidth() + 4);
     m_namespace->setToolTip(
-        tr("The run writes only into this namespace; it must hold no operations yet."));
+        tr("The run writes only into this namespace; it must start with “sandbox” (review views "
+           "hide those) and hold no operations yet."));
     form->addRow(tr("Scenario"), m_scenario);
     form->addRow(tr("Runs"), m_runs);
     form->addRow(tr("Faults (default rates)"), m_faults);
@@ -110,13 +114,6 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     right->addLayout(controls);
     m_target->setWordWrap(true);
     right->addWidget(m_target);
-    m_progress->setFormat(tr("%v / %m runs settled"));
-    m_progress->setRange(0, m_runs->value());
-    m_progress->setValue(0);
-    connect(m_runs, &QSpinBox::valueChanged, m_progress, [this](int runs) {
-        if (!m_session->isRunning() && m_progress->value() == 0)
-            m_progress->setMaximum(runs);
-    });
     right->addWidget(m_progressText);
     m_headline->setWordWrap(true);
     m_headline->setMargin(8);
@@ -128,7 +125,7 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
     right->addWidget(m_report, 1);
     top->addLayout(right, 3);
     layout->addLayout(top, 1);
-    setHeadline({}, tr("The invariant report appears here after a run."));
+    resetReport();
 
     connect(m_run, &QPushButton::clicked, this, &SandboxPanel::startRun);
     connect(m_cancel, &QPushButton::clicked, this, &SandboxPanel::cancelRun);
@@ -142,7 +139,56 @@ SandboxPanel::SandboxPanel(LedgerConnection *connection, QWidget *parent)
 
 void SandboxPanel::reload()
 {
+    // Another ledger (or none): the last report was about the previous one.
+    if (!m_session->isRunning())
+        resetReport();
     updateControls();
+}
+
+void SandboxPanel::setUnavailable(const QString &why)
+{
+    m_unavailable = why;
+    updateControls();
+}
+
+void SandboxPanel::resetReport()
+{
+    m_report->clear();
+    m_progressText->clear();
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("no run yet"));
+    m_runNamespace.clear();
+    setHeadline({}, tr("The invariant report appears here after a run."));
+}
+
+QString SandboxPanel::runRefusal() const
+{
+    if (!m_connection->isOpen())
+        return m_unavailable.isEmpty()
+                   ? tr("No ledger is open.")
+                   : tr("No ledger is open: %1")
+                         .arg(m_connection->lastError().isEmpty() ? tr("opening…")
+                                                                  : m_connection->lastError());
+    if (!SandboxSession::supportsLedger(m_connection->url()))
+        return tr("Sandbox runs need the embedded ledger.");
+    if (m_session->isRunning())
+        return tr("A run is going: cancel it or wait for its report.");
+    const QString ns = m_namespace->text().trimmed();
+    if (ns.isEmpty())
+        return tr("Name the namespace the run writes into.");
+    if (!isSandboxNamespace(ns.toStdString()))
+        return tr("The namespace must start with “sandbox”, so that review views can keep "
+                  "simulated operations apart.");
+    return {};
+}
+
+QString SandboxPanel::runToolTip() const
+{
+    const QString why = runRefusal();
+    return why.isEmpty()
+               ? tr("Writes simulated operations into the namespace above of the open ledger")
+               : why;
 }
 
 void SandboxPanel::setRequest(const QString &scenario, int runs, const QStringList &faults,
@@ -182,7 +228,8 @@ void SandboxPanel::updateControls()
     for (QWidget *w :
          std::initializer_list<QWidget *>{m_scenario, m_runs, m_faults, m_seed, m_namespace})
         w->setEnabled(supported && !running);
-    m_run->setEnabled(supported && !running && !m_namespace->text().trimmed().isEmpty());
+    m_run->setEnabled(runRefusal().isEmpty());
+    m_run->setToolTip(runToolTip());
     m_cancel->setEnabled(running);
     m_run->setText(tr("Write %1 (simulated)").arg(runsText(m_runs->value())));
     m_target->setText(supported
@@ -193,7 +240,7 @@ void SandboxPanel::updateControls()
 
 void SandboxPanel::startRun()
 {
-    if (m_session->isRunning() || !SandboxSession::supportsLedger(m_connection->url()))
+    if (!runRefusal().isEmpty())
         return;
     const SandboxRequest r = request();
     if (m_interactive) {
@@ -212,6 +259,7 @@ void SandboxPanel::startRun()
             return;
     }
     m_report->clear();
+    m_progress->setFormat(tr("%v / %m runs settled"));
     m_progress->setRange(0, r.runs);
     m_progress->setValue(0);
     m_progressText->clear();
@@ -252,13 +300,19 @@ void SandboxPanel::showReport()
     QStringList broken;
     for (const nlohmann::json &i : invariants.at("invariants")) {
         const bool holds = i.at("ok").get<bool>();
+        // An invariant checked on nothing proves nothing: it is not shown as holding.
+        const bool unchecked = holds && i.value("checked", 0) == 0;
         auto *item = new QTreeWidgetItem(m_report);
-        item->setText(0,
-                      (holds ? QStringLiteral("✔ ") : QStringLiteral("✘ ")) + text(i.at("name")));
-        item->setText(1, holds ? tr("holds (%1 checked)").arg(text(i.at("checked")))
-                               : tr("VIOLATED: %1 of %2 checked")
-                                     .arg(text(i.at("violations")), text(i.at("checked"))));
-        item->setForeground(0, holds ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
+        item->setText(0, (unchecked ? QStringLiteral("– ")
+                          : holds   ? QStringLiteral("✔ ")
+                                    : QStringLiteral("✘ ")) +
+                             text(i.at("name")));
+        item->setText(1, unchecked ? tr("not checked: nothing of it ran")
+                         : holds   ? tr("holds (%1 checked)").arg(text(i.at("checked")))
+                                   : tr("VIOLATED: %1 of %2 checked")
+                                       .arg(text(i.at("violations")), text(i.at("checked"))));
+        if (!unchecked)
+            item->setForeground(0, holds ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
         if (holds)
             continue;
         broken << text(i.at("name"));

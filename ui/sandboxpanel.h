@@ -31,6 +31,10 @@ public:
 
     void reload() override;
     void refresh() override {}
+    void setUnavailable(const QString &why) override;
+    /// Why Run is disabled (no ledger, not the embedded one, a run going, a namespace that is
+    /// not a sandbox one); empty when a run may start.
+    QString runRefusal() const;
 
     /// False skips the confirmation before a run writes to the ledger (tests, screenshots).
     void setInteractive(bool interactive) { m_interactive = interactive; }
@@ -45,6 +49,9 @@ public:
     QProgressBar *progressBar() const { return m_progress; }
     QPushButton *runButton() const { return m_run; }
     QPushButton *cancelButton() const { return m_cancel; }
+    QSpinBox *runsBox() const { return m_runs; }
+    /// The invariant report: one top-level item per invariant, then the figures.
+    QTreeWidget *reportTree() const { return m_report; }
     /// The report's headline as shown; reportState() is "", "running", "ok", "violated",
     /// "cancelled" or "failed".
     QString headline() const;
@@ -59,6 +66,10 @@ private:
     void showReport();
     void showFailure(const QString &message);
     void setHeadline(const QString &state, const QString &text);
+    /// Back to "no run yet": no report, no progress (a fresh panel, or another ledger).
+    void resetReport();
+    /// What the Run button's tooltip says: why it is disabled, or what it does.
+    QString runToolTip() const;
 
     LedgerConnection *m_connection;
     SandboxSession *m_session;
@@ -77,6 +88,7 @@ private:
     QTreeWidget *m_report;
     QString m_state;
     QString m_runNamespace;
+    QString m_unavailable;
     bool m_interactive = true;
 };
 

@@ -19,6 +19,7 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
       m_filters(new FilterBar({}, tr("Within"), this)), m_kind(new QComboBox(this)),
       m_table(new LedgerTableView(this))
 {
+    m_filters->setReviewView(true);
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
     auto *kindLabel = new QLabel(tr("K&ind"), this);
@@ -38,6 +39,7 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::When, 160);
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Key, 300);
     m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Kind, 150);
+    m_table->setSettingsKey(QStringLiteral("suppressions"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -58,8 +60,11 @@ void SuppressionsView::reload()
         m_filters->isActive() || m_kind->currentIndex() > 0
             ? EmptyState::filteredMessage()
             : tr("<b>No duplicate suppressed yet.</b><br>Every redelivery, retry or second "
-                 "planner that Idempo answers without executing is listed here."));
+                 "planner that Idempo answers without executing is listed here.") +
+                  (m_filters->hidesSandbox() ? EmptyState::sandboxHiddenNote() : QString()));
     SuppressionQuery q;
+    q.ns = m_filters->ns().toStdString();
+    q.hideSandbox = m_filters->hidesSandbox();
     q.keyPrefix = m_filters->keyPrefix().toStdString();
     q.runId = m_filters->runId().toStdString();
     q.maxAgeMs = m_filters->ageMs();

@@ -63,7 +63,7 @@ int main(int argc, char *argv[])
     const QCommandLineOption quitAfterLoad(
         QStringLiteral("quit-after-load"),
         QStringLiteral("Exit 0 once the ledger opened and the first figures loaded (69 when it "
-                       "cannot open)."));
+                       "cannot open or holds no Idempo schema)."));
     const QCommandLineOption screenshot(
         QStringLiteral("screenshot"),
         QStringLiteral("Save a PNG of every view into DIR, then exit."), QStringLiteral("DIR"));

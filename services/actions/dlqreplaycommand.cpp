@@ -22,11 +22,9 @@ bool replayable(ReplayClass c)
 
 nlohmann::json itemJson(const ReplayItem &item)
 {
-    return {{"msg_id", item.msgId},
-            {"key", item.key},
-            {"class", replayClassName(item.replayClass)},
-            {"detail", item.detail},
-            {"generation", item.generation}};
+    return {{"msg_id", item.msgId},  {"key", item.key},
+            {"namespace", item.ns},  {"class", replayClassName(item.replayClass)},
+            {"detail", item.detail}, {"generation", item.generation}};
 }
 
 nlohmann::json headersOf(const QueueMessage &m)
@@ -52,6 +50,8 @@ std::string_view replayClassName(ReplayClass c)
         return "expired_by_retention";
     case ReplayClass::Unreadable:
         return "unreadable";
+    case ReplayClass::AmbiguousNamespace:
+        return "ambiguous_namespace";
     }
     return "unreadable";
 }
@@ -149,19 +149,33 @@ ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t now
         return item;
     }
     item.key = envelope.idempotencyKey;
-    const std::optional<Operation> op = m_store.find(m_request.ns, envelope.idempotencyKey);
+    item.ns = m_request.ns;
+    if (item.ns.empty()) {
+        const std::vector<std::string> found = namespacesOf(item.key);
+        if (found.size() > 1) {
+            item.replayClass = ReplayClass::AmbiguousNamespace;
+            item.detail = "key recorded in " + std::to_string(found.size()) + " namespaces (";
+            for (std::size_t i = 0; i < found.size(); ++i)
+                item.detail += (i ? ", " : "") + found[i];
+            item.detail += "): replay it naming its namespace";
+            return item;
+        }
+        item.ns = found.empty() ? std::string("default") : found.front();
+    }
+    const std::optional<Operation> op = m_store.find(item.ns, envelope.idempotencyKey);
     if (op && !isExpired(*op, nowMs)) {
+        const std::string where = " in namespace " + item.ns;
         if (payloadFingerprint(envelope.payload, op->fingerprintFields) != op->fingerprint) {
             item.replayClass = ReplayClass::PayloadMismatch;
-            item.detail =
-                "the payload differs from the one operation " + op->key + " was recorded with";
+            item.detail = "the payload differs from the one operation " + op->key + where +
+                          " was recorded with";
         } else if (isFinal(op->state)) {
             item.replayClass = ReplayClass::AlreadyCompleted;
-            item.detail = "operation is " + std::string(stateName(op->state)) +
+            item.detail = "operation is " + std::string(stateName(op->state)) + where +
                           ": the claim will replay its result";
         } else {
             item.replayClass = ReplayClass::WillExecute;
-            item.detail = "operation is " + std::string(stateName(op->state));
+            item.detail = "operation is " + std::string(stateName(op->state)) + where;
         }
         return item;
     }
@@ -172,8 +186,26 @@ ReplayItem DlqReplayCommand::classify(const DeadLetter &letter, std::int64_t now
         return item;
     }
     item.replayClass = ReplayClass::WillExecute;
-    item.detail = "no operation recorded yet";
+    item.detail = "no operation recorded yet in namespace " + item.ns;
     return item;
+}
+
+std::vector<std::string> DlqReplayCommand::namespacesOf(const std::string &key)
+{
+    std::vector<std::string> found;
+    ListFilter filter;
+    filter.keyPrefix = key;
+    filter.limit = 200;
+    for (;;) {
+        const std::vector<Operation> page = m_store.list(filter);
+        for (const Operation &op : page)
+            if (op.key == key && std::find(found.begin(), found.end(), op.ns) == found.end())
+                found.push_back(op.ns);
+        if (static_cast<int>(page.size()) < filter.limit)
+            break;
+        filter.afterId = page.back().id;
+    }
+    return found;
 }
 
 std::vector<ReplayItem> DlqReplayCommand::dryRun()
@@ -261,9 +293,9 @@ ActionPreview DlqReplayCommand::describe()
     if (!m_classified)
         dryRun();
     std::map<std::string, int> byClass;
-    for (const ReplayClass c :
-         {ReplayClass::AlreadyCompleted, ReplayClass::WillExecute, ReplayClass::PayloadMismatch,
-          ReplayClass::ExpiredByRetention, ReplayClass::Unreadable})
+    for (const ReplayClass c : {ReplayClass::AlreadyCompleted, ReplayClass::WillExecute,
+                                ReplayClass::PayloadMismatch, ReplayClass::ExpiredByRetention,
+                                ReplayClass::Unreadable, ReplayClass::AmbiguousNamespace})
         byClass[std::string(replayClassName(c))] = 0;
     nlohmann::json items = nlohmann::json::array();
     std::int64_t count = 0;
@@ -324,7 +356,7 @@ ReplayOutcome DlqReplayCommand::execute()
         detail["replay_id"] = m_request.replayId;
         entry.detail = canonicalJson(detail);
         return m_store
-            .applyAction({m_request.ns, {}, {}},
+            .applyAction({m_request.ns.empty() ? std::string("default") : m_request.ns, {}, {}},
                          [&](const ActionState &) {
                              ActionPlan plan;
                              plan.audit = entry;

@@ -26,6 +26,8 @@ enum class ReplayClass
     ExpiredByRetention, ///< older than the retention, its record gone or expired: the ledger can no
                         ///< longer suppress a duplicate, so it is not replayed
     Unreadable,         ///< not a queue envelope (queueenvelope.h): not replayed
+    AmbiguousNamespace, ///< per-message namespaces: its key is recorded in several namespaces, so
+                        ///< the ledger cannot tell whose it is: not replayed
 };
 
 std::string_view replayClassName(ReplayClass c);
@@ -35,6 +37,7 @@ struct ReplayItem
 {
     std::int64_t msgId = 0; ///< in the dead-letter queue
     std::string key;        ///< the envelope's idempotency key (empty when unreadable)
+    std::string ns;         ///< the namespace it was judged in (empty when unreadable)
     ReplayClass replayClass = ReplayClass::WillExecute;
     std::string detail;
     int generation = 0; ///< how many replays the message went through already
@@ -65,7 +68,10 @@ public:
 
     struct Request
     {
-        std::string ns = "default";    ///< the namespace of the operations the envelopes name
+        /// The namespace of the operations the envelopes name. Empty: each message's own, the one
+        /// namespace that records its key (`default` when none does; AmbiguousNamespace when
+        /// several do), as a console replaying a queue that several namespaces feed needs.
+        std::string ns = "default";
         std::string queue;             ///< the source queue; its dead letters are `<queue>_dlq`
         std::vector<std::int64_t> ids; ///< the frozen set: msg_ids in the dead-letter queue
         std::string reason;
@@ -112,6 +118,8 @@ private:
     std::vector<std::int64_t> frozenBefore(const std::set<std::int64_t> &ids);
     std::string unknownIdsProblem(const std::vector<std::int64_t> &unknown) const;
     ReplayItem classify(const DeadLetter &letter, std::int64_t nowMs);
+    /// The namespaces that record `key`, in id order (at most a few: keys are per namespace).
+    std::vector<std::string> namespacesOf(const std::string &key);
     std::vector<DeadLetter> frozenLetters();
 
     LedgerStore &m_store;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTest>
+#include <QTreeWidget>
 
 #include "consolefixture.h"
 #include "ledgerconnection.h"
@@ -27,6 +30,7 @@ private Q_SLOTS:
     void cleanup();
     void smallRunEndsGreenAndFillsTheViews();
     void largeRunStopsWhenCancelled();
+    void runsAreTakenAsTypedAndNoProgressBeforeARun();
 
 private:
     template <typename View> View *view() const;
@@ -118,12 +122,41 @@ void TestSandboxPanel::largeRunStopsWhenCancelled()
     QCOMPARE(report.at("cancelled").get<bool>(), true);
     QVERIFY(report.at("invariants").contains("invariants"));
     QVERIFY(panel->progressBar()->value() < 10'000);
+    // An invariant checked on nothing is not a green "holds (0 checked)".
+    for (const nlohmann::json &i : report.at("invariants").at("invariants")) {
+        if (i.value("checked", 0) != 0)
+            continue;
+        const QString name = QString::fromStdString(i.at("name").get<std::string>());
+        const auto items = panel->reportTree()->findItems(name, Qt::MatchEndsWith);
+        QCOMPARE(items.size(), 1);
+        QVERIFY2(items.front()->text(1).startsWith(QLatin1String("not checked")),
+                 qPrintable(items.front()->text(1)));
+    }
 
     // The cancelled run left nothing queued: the next run starts and ends green.
     panel->setRequest(QStringLiteral("invoice-email"), 2, {}, 7, QStringLiteral("sandbox-after"));
     panel->startRun();
     QVERIFY(finished.wait(60'000));
     QCOMPARE(panel->reportState(), QStringLiteral("ok"));
+}
+
+void TestSandboxPanel::runsAreTakenAsTypedAndNoProgressBeforeARun()
+{
+    SandboxPanel *panel = view<SandboxPanel>();
+    m_window->tabs()->setCurrentWidget(panel);
+    QCOMPARE(panel->progressBar()->text(), QStringLiteral("no run yet"));
+    QLineEdit *edit = panel->runsBox()->findChild<QLineEdit *>();
+    QVERIFY(edit);
+    edit->selectAll();
+    QTest::keyClicks(edit, QStringLiteral("20000"));
+    QCOMPARE(panel->runsBox()->value(), 20'000);
+    QVERIFY2(panel->runButton()->text().contains(QLatin1String("20000 runs")),
+             qPrintable(panel->runButton()->text()));
+    QCOMPARE(panel->progressBar()->text(), QStringLiteral("no run yet"));
+    // A namespace the review views would not recognise as the sandbox's is refused, with why.
+    panel->setRequest(QStringLiteral("all"), 2, {}, 1, QStringLiteral("prod-copy"));
+    QVERIFY(!panel->runButton()->isEnabled());
+    QVERIFY(panel->runButton()->toolTip().contains(QLatin1String("must start with")));
 }
 
 QTEST_MAIN(TestSandboxPanel)

@@ -139,7 +139,7 @@ private Q_SLOTS:
         journal->addRuns({{ns, "kyc-1-000001", "kyc-onboarding", false},
                           {ns, "invoice-1-000002", "invoice-email", true}});
         QVERIFY(journal->hasRuns(ns));
-        const std::vector<RunRecord> runs = journal->runs(ns);
+        const std::vector<sandbox::RunRecord> runs = journal->runs(ns);
         QCOMPARE(runs.size(), std::size_t(2));
         QCOMPARE(runs.at(0).runId, std::string("invoice-1-000002"));
         QVERIFY(runs.at(0).naive);

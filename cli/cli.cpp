@@ -25,7 +25,6 @@ std::map<QString, Command> commands()
     addQueueCommands(table);
     addGuardedCommands(table);
     addSandboxCommands(table);
-    addRunCommands(table);
     return table;
 }
 

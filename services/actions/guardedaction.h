@@ -47,7 +47,6 @@ enum class Capability
     Approve,
     Reconcile,
     Replay,
-    ResumeRuns, ///< resume a halted run, change a run's budgets
     ChangeSettings
 };
 

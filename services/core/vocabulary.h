@@ -38,8 +38,7 @@ enum class ClaimOutcome
     InProgress,
     RetryLater,
     ReconcileRequired,
-    PayloadMismatch,
-    BudgetExhausted, ///< the run is halted: nothing dispatches until a person resumes it
+    PayloadMismatch
 };
 
 /// Classes of a failed attempt (design.md "Errors and retries").

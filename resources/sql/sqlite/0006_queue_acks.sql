@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
--- Schema version 8: acknowledged deliveries. An ack names the read it acknowledges (msg_id and
+-- Schema version 6: acknowledged deliveries. An ack names the read it acknowledges (msg_id and
 -- the read_ct that read answered); the message row goes, and this receipt stays a day, so that
 -- the same ack repeated after a lost answer is told `done` and an ack of an older read is told
 -- apart from one of a message the queue never held. One row per message: its latest ack.

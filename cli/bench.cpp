@@ -171,6 +171,45 @@ struct RawStatements
 
 } // namespace
 
+ClaimInput benchClaimInput(int i, BenchRun run, int worker)
+{
+    ClaimInput in;
+    in.key = "run-" + std::to_string(i) + ":provision_account";
+    in.payloadJson = payloadFor(i);
+    switch (run) {
+    case BenchRun::PerCycle:
+        in.runId = "run-" + std::to_string(i);
+        break;
+    case BenchRun::None:
+        break;
+    case BenchRun::Charged:
+        in.cost = Amount{1, "EUR"};
+        in.tokens = 10;
+        [[fallthrough]];
+    case BenchRun::Budgeted:
+        in.runId = "budgeted-" + std::to_string(worker);
+        break;
+    }
+    return in;
+}
+
+void BudgetRates::keepBest(const BudgetRates &round)
+{
+    noRun = std::max(noRun, round.noRun);
+    budgeted = std::max(budgeted, round.budgeted);
+    charged = std::max(charged, round.charged);
+}
+
+nlohmann::json BudgetRates::toJson() const
+{
+    const auto ratio = [this](double rate) { return noRun > 0 ? rate / noRun : 0.0; };
+    return {{"no_run_cycles_per_s", noRun},
+            {"budgeted_run_cycles_per_s", budgeted},
+            {"charged_run_cycles_per_s", charged},
+            {"budgeted_ratio", ratio(budgeted)},
+            {"charged_ratio", ratio(charged)}};
+}
+
 nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
 {
     if (engine.store().dialect() == "postgresql")
@@ -186,6 +225,7 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
 
     double bestEngine = 0;
     double bestRaw = 0;
+    BudgetRates budget;
     nlohmann::json rounds = nlohmann::json::array();
     for (int round = 0; round < kRounds; ++round) {
         const QString rawNs = QStringLiteral("raw%1").arg(round);
@@ -196,26 +236,33 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
             raw[w]->cycle(rawNs, i);
         });
         raw.clear();
+        const auto engineCycles = [&](const std::string &ns, BenchRun run) {
+            return measure(options.cycles, options.workers, [&](int w, int i) {
+                ClaimInput in = benchClaimInput(i, run, w);
+                in.ns = ns;
+                in.owner = "bench";
+                const ClaimResult claimed = benchEngine.claim(in);
+                if (claimed.outcome != ClaimOutcome::Claimed)
+                    throw Error(ErrorCode::Internal,
+                                "expected claimed, got " +
+                                    std::string(claimOutcomeName(claimed.outcome)));
+                benchEngine.complete(ns, in.key, claimed.operation.fencingToken,
+                                     R"({"account":"A-1"})", "");
+                if (benchEngine.claim(in).outcome != ClaimOutcome::Replayed)
+                    throw Error(ErrorCode::Internal, "expected replayed");
+            });
+        };
         const std::string ns = "engine" + std::to_string(round);
-        const double engineRate = measure(options.cycles, options.workers, [&](int, int i) {
-            ClaimInput in;
-            in.ns = ns;
-            in.key = "run-" + std::to_string(i) + ":provision_account";
-            in.payloadJson = payloadFor(i);
-            in.owner = "bench";
-            const ClaimResult claimed = benchEngine.claim(in);
-            if (claimed.outcome != ClaimOutcome::Claimed)
-                throw Error(ErrorCode::Internal,
-                            "expected claimed, got " +
-                                std::string(claimOutcomeName(claimed.outcome)));
-            benchEngine.complete(ns, in.key, claimed.operation.fencingToken, R"({"account":"A-1"})",
-                                 "");
-            if (benchEngine.claim(in).outcome != ClaimOutcome::Replayed)
-                throw Error(ErrorCode::Internal, "expected replayed");
-        });
+        const double engineRate = engineCycles(ns, BenchRun::None);
+        const BudgetRates budgetRound{engineRate,
+                                      engineCycles(ns + "-budgeted", BenchRun::Budgeted),
+                                      engineCycles(ns + "-charged", BenchRun::Charged)};
+        budget.keepBest(budgetRound);
         bestRaw = std::max(bestRaw, rawRate);
         bestEngine = std::max(bestEngine, engineRate);
-        rounds.push_back({{"raw_cycles_per_s", rawRate}, {"engine_cycles_per_s", engineRate}});
+        rounds.push_back({{"raw_cycles_per_s", rawRate},
+                          {"engine_cycles_per_s", engineRate},
+                          {"budget", budgetRound.toJson()}});
     }
     return {{"ledger", "sqlite (fresh temporary file, synchronous=FULL, WAL)"},
             {"workers", options.workers},
@@ -223,6 +270,7 @@ nlohmann::json benchClaim(Engine &engine, const BenchOptions &options)
             {"engine_cycles_per_s", bestEngine},
             {"raw_cycles_per_s", bestRaw},
             {"ratio", bestRaw > 0 ? bestEngine / bestRaw : 0.0},
+            {"budget", budget.toJson()},
             {"rounds", rounds}};
 }
 
@@ -237,6 +285,17 @@ std::string benchReportText(const nlohmann::json &report)
                   report["cycles"].get<int>(), kRounds, report["engine_cycles_per_s"].get<double>(),
                   report["raw_cycles_per_s"].get<double>(), report["ratio"].get<double>());
     std::string text = line;
+    if (report.contains("budget")) {
+        const nlohmann::json &b = report["budget"];
+        std::snprintf(
+            line, sizeof line,
+            "\nrun budgets (same rounds): no run %8.0f cycles/s, budgeted run %8.0f "
+            "(%4.2f), charged %8.0f (%4.2f)",
+            b["no_run_cycles_per_s"].get<double>(), b["budgeted_run_cycles_per_s"].get<double>(),
+            b["budgeted_ratio"].get<double>(), b["charged_run_cycles_per_s"].get<double>(),
+            b["charged_ratio"].get<double>());
+        text += line;
+    }
     if (report.contains("floor_ratio")) {
         std::snprintf(
             line, sizeof line,

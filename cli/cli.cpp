@@ -25,6 +25,7 @@ std::map<QString, Command> commands()
     addQueueCommands(table);
     addGuardedCommands(table);
     addSandboxCommands(table);
+    addRunCommands(table);
     return table;
 }
 

@@ -174,6 +174,7 @@ int exitFor(ClaimOutcome outcome)
     case ClaimOutcome::InProgress:
     case ClaimOutcome::RetryLater:
     case ClaimOutcome::ReconcileRequired:
+    case ClaimOutcome::BudgetExhausted:
         return ExitTempFail;
     }
     return ExitInternal;

@@ -131,5 +131,7 @@ void addQueueCommands(std::map<QString, Command> &table);
 void addGuardedCommands(std::map<QString, Command> &table);
 /// sandbox, check, worker, bench.
 void addSandboxCommands(std::map<QString, Command> &table);
+/// run (show, list, resume, budget, sweep, defaults).
+void addRunCommands(std::map<QString, Command> &table);
 
 } // namespace idempo::cli

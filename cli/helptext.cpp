@@ -37,12 +37,14 @@ const Entry kExitCodes[] = {
     {"69", "ledger unreachable, unusable or not writable (lost connection, full disk, read-only\n"
            "file; a newer schema, or an older one opened read-only)"},
     {"70", "internal error"},
-    {"75", "do not execute now: in_progress, retry_later, reconcile_required; or ledger_busy\n"
-           "(locked, nothing written): try again"},
+    {"75", "do not execute now: in_progress, retry_later, reconcile_required, budget_exhausted\n"
+           "(the run is halted until a person resumes it); a run action pending a second\n"
+           "identity; or ledger_busy (locked, nothing written): try again"},
 };
 
 const char *const kGuardedExits =
-    "Guarded actions (approve, reject, reconcile, dlq replay, four-eyes) exit 65 when a rule\n"
+    "Guarded actions (approve, reject, reconcile, dlq replay, four-eyes, run resume, run budget,\n"
+    "run defaults) exit 65 when a rule\n"
     "refuses them (role, four-eyes, a missing or blank reason, unconfirmed count) and 69 when\n"
     "the database refuses the role.";
 

@@ -73,6 +73,9 @@ int cmdClaim(Context &c)
     in.requiresApproval = c.parser.isSet(QStringLiteral("requires-approval"));
     if (c.parser.isSet(QStringLiteral("value")))
         in.value = parseAmount(c.parser.value(QStringLiteral("value")).toStdString());
+    if (c.parser.isSet(QStringLiteral("cost")))
+        in.cost = parseAmount(c.parser.value(QStringLiteral("cost")).toStdString());
+    in.tokens = c.integerOption(QStringLiteral("tokens"), 0, Engine::MaxClaimTokens, 0);
     for (const QString &list : c.parser.values(QStringLiteral("fingerprint-fields")))
         for (const QString &pointer : list.split(QLatin1Char(','), Qt::SkipEmptyParts))
             in.fingerprintFields.push_back(pointer.trimmed().toStdString());
@@ -82,6 +85,10 @@ int cmdClaim(Context &c)
     std::string human = std::string(claimOutcomeName(result.outcome)) + "  " + describe(op);
     if (result.outcome == ClaimOutcome::Replayed && !op.result.empty())
         human += "\nresult: " + escapedJson(op.result);
+    if (result.exhausted)
+        human += "\nrun " + escapedText(op.runId) +
+                 " is halted: " + std::string(budgetName(result.exhausted->budget)) + ": " +
+                 escapedText(result.exhausted->detail);
     c.print(claimJson(result), human);
     return exitFor(result.outcome);
 }
@@ -222,7 +229,7 @@ void addOperationCommands(std::map<QString, Command> &table)
           "claim KEY --payload JSON|@FILE [options]",
           "Claim the operation KEY: prints the outcome (claimed, replayed, in_progress, "
           "retry_later,\n"
-          "reconcile_required, payload_mismatch).",
+          "reconcile_required, payload_mismatch, budget_exhausted).",
           {opt("payload", "The operation's payload: JSON text, @FILE, or @- for stdin.", "JSON"),
            opt("kind", "read, idempotent_write or protected_write (default).", "K"),
            opt("owner", "Lease owner (default host:pid).", "ID"), lease,
@@ -235,7 +242,13 @@ void addOperationCommands(std::map<QString, Command> &table)
            opt("value",
                "What the operation moves, e.g. \"1250.00 EUR\" (ISO 4217; recorded by the\n"
                "claim that creates the record).",
-               "AMOUNT")},
+               "AMOUNT"),
+           opt("cost",
+               "What this dispatch may spend, e.g. \"0.40 EUR\": charged to the run's\n"
+               "spend cap (needs --run).",
+               "AMOUNT"),
+           opt("tokens", "Model tokens this dispatch may use, charged to the run's token cap.",
+               "N")},
           cmdClaim}},
         {QStringLiteral("complete"),
          {1,

@@ -46,23 +46,21 @@ enum class EngineStep
     Cycle,            ///< both: claim, complete, duplicate claim
 };
 
-ClaimInput claimFor(const std::string &ns, int i)
+ClaimInput claimFor(const std::string &ns, int i, BenchRun run, int worker)
 {
-    ClaimInput in;
+    ClaimInput in = benchClaimInput(i, run, worker);
     in.ns = ns;
-    in.runId = "run-" + std::to_string(i);
     in.stepId = kStep;
     in.target = kTarget;
-    in.key = in.runId + ':' + in.stepId;
-    in.payloadJson = payloadFor(i);
     in.owner = kOwner;
     return in;
 }
 
 /// One step through the engine, checking each answer as a worker would.
-void engineStep(Engine &engine, const std::string &ns, int i, EngineStep step)
+void engineStep(Engine &engine, const std::string &ns, int i, EngineStep step, BenchRun run,
+                int worker)
 {
-    const ClaimInput in = claimFor(ns, i);
+    const ClaimInput in = claimFor(ns, i, run, worker);
     if (step != EngineStep::Duplicate) {
         const ClaimResult claimed = engine.claim(in);
         if (claimed.outcome != ClaimOutcome::Claimed)
@@ -80,7 +78,7 @@ void engineStep(Engine &engine, const std::string &ns, int i, EngineStep step)
 /// Runs `workers` × `perWorker` engine cycles on `workers` threads; returns cycles/s. Each
 /// thread opens its connection before the clock starts, as pgbench leaves out connection time.
 double measureEngine(Engine &engine, const std::string &ns, int workers, int perWorker,
-                     EngineStep step)
+                     EngineStep step, BenchRun run = BenchRun::PerCycle)
 {
     std::barrier ready(workers + 1);
     std::mutex mutex;
@@ -101,7 +99,7 @@ double measureEngine(Engine &engine, const std::string &ns, int workers, int per
             ready.arrive_and_wait();
             try {
                 for (int i = w * perWorker; i < (w + 1) * perWorker; ++i)
-                    engineStep(engine, ns, i, step);
+                    engineStep(engine, ns, i, step, run, w);
             } catch (const std::exception &e) {
                 fail(e);
             }
@@ -153,7 +151,8 @@ std::string cleanUp(PgConnection &c, const std::string &prefix)
         const PgResult r = c.exec("delete the benchmark's rows", R"SQL(
 WITH gone AS (DELETE FROM idempo.operations WHERE namespace ^@ $1 RETURNING id),
 history_gone AS (DELETE FROM idempo.operation_events WHERE operation_id IN (SELECT id FROM gone)),
-suppressions_gone AS (DELETE FROM idempo.suppressions WHERE namespace ^@ $1)
+suppressions_gone AS (DELETE FROM idempo.suppressions WHERE namespace ^@ $1),
+runs_gone AS (DELETE FROM idempo.runs WHERE namespace ^@ $1)
 SELECT count(*) FROM gone
 )SQL",
                                   PgParams().text(prefix));
@@ -375,6 +374,7 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
                                                      inSchema(kFloorTable, floorSchema));
     double best[6] = {}; // own statements, engine cycle, floor, engine claim+complete, PK lookup,
                          // engine duplicate
+    BudgetRates budget;
     nlohmann::json rounds = nlohmann::json::array();
     try {
         for (int round = 0; round < kRounds; ++round) {
@@ -395,6 +395,15 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
                 program, conninfo, inSchema(kFloorLookup, floorSchema), {}, workers, perWorker);
             const double duplicate =
                 measureEngine(engine, ns, workers, perWorker, EngineStep::Duplicate);
+            const std::string runs = prefix + "runs" + std::to_string(round);
+            const BudgetRates budgetRound{
+                measureEngine(engine, runs + "-none", workers, perWorker, EngineStep::Cycle,
+                              BenchRun::None),
+                measureEngine(engine, runs + "-budgeted", workers, perWorker, EngineStep::Cycle,
+                              BenchRun::Budgeted),
+                measureEngine(engine, runs + "-charged", workers, perWorker, EngineStep::Cycle,
+                              BenchRun::Charged)};
+            budget.keepBest(budgetRound);
             const double rates[6] = {own, engineCycle, floor, engineClaim, lookup, duplicate};
             for (int i = 0; i < 6; ++i)
                 best[i] = std::max(best[i], rates[i]);
@@ -403,7 +412,8 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
                               {"floor_cycles_per_s", floor},
                               {"engine_claim_complete_per_s", engineClaim},
                               {"floor_lookups_per_s", lookup},
-                              {"engine_duplicates_per_s", duplicate}});
+                              {"engine_duplicates_per_s", duplicate},
+                              {"budget", budgetRound.toJson()}});
         }
     } catch (...) {
         cleanUp(admin, prefix);
@@ -430,6 +440,7 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
             {"floor_lookups_per_s", best[4]},
             {"engine_duplicates_per_s", best[5]},
             {"duplicate_ratio", ratio(best[5], best[4])},
+            {"budget", budget.toJson()},
             {"rounds", rounds},
             {"cleanup", cleanup}};
 }

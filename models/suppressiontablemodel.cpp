@@ -24,6 +24,8 @@ QString kindText(ClaimOutcome outcome)
         return QStringLiteral("reconcile required");
     case ClaimOutcome::PayloadMismatch:
         return QStringLiteral("payload mismatch");
+    case ClaimOutcome::BudgetExhausted:
+        return QStringLiteral("budget exhausted");
     case ClaimOutcome::Claimed:
         return QStringLiteral("claimed");
     }

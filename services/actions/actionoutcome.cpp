@@ -93,3 +93,31 @@ std::string SettingOutcome::text() const
 }
 
 } // namespace idempo
+
+namespace idempo {
+
+nlohmann::json RunActionOutcome::toJson() const
+{
+    return {{"request_id", requestId},
+            {"action", action},
+            {"status", status},
+            {"operator", operatorName},
+            {"run", run ? runJson(*run) : nlohmann::json()},
+            {"audit_seq", auditSeq ? nlohmann::json(*auditSeq) : nlohmann::json()}};
+}
+
+std::string RunActionOutcome::text() const
+{
+    const std::string name = run ? run->runId : std::string();
+    const std::string state = run ? std::string(runStateName(run->state)) : std::string();
+    if (status == "pending")
+        return "Recorded, pending a second identity: run " + name + " stays " + state +
+               " (request " + requestId + ").";
+    if (status == "replayed")
+        return "Already done: request " + requestId +
+               " was submitted before; nothing applied again (run " + name + " is " + state + ").";
+    return "Applied: run " + name + " is " + state + " (request " + requestId + ", audit record " +
+           std::to_string(auditSeq.value_or(0)) + ").";
+}
+
+} // namespace idempo

@@ -79,6 +79,22 @@ struct ReplayOutcome
     std::string text() const;
 };
 
+/// RunActionCommand::execute().
+struct RunActionOutcome
+{
+    std::string requestId;
+    std::string action; ///< "resume" or "budget"
+    std::string status; ///< "applied", "pending" (waits for a second identity) or "replayed"
+    std::string operatorName;
+    std::optional<RunRecord> run;         ///< the run after the action
+    std::optional<std::int64_t> auditSeq; ///< unset for a replayed submission
+
+    /// {"request_id", "action", "status", "operator", "run": {…}, "audit_seq"}.
+    nlohmann::json toJson() const;
+    /// e.g. "Applied: run run-7 is active again (request rr-…, audit record 4)."
+    std::string text() const;
+};
+
 /// GuardSettingCommand::execute().
 struct SettingOutcome
 {

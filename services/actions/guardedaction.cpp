@@ -14,6 +14,7 @@ const char *groupsFor(Capability capability)
     case Capability::Reconcile:
         return "idempo_operator or idempo_admin";
     case Capability::Replay:
+    case Capability::ResumeRuns:
         return "idempo_operator or idempo_admin";
     case Capability::ChangeSettings:
         return "idempo_admin";
@@ -30,6 +31,8 @@ const char *verbFor(Capability capability)
         return "reconcile operations";
     case Capability::Replay:
         return "replay dead letters";
+    case Capability::ResumeRuns:
+        return "resume runs or change their budgets";
     case Capability::ChangeSettings:
         return "change guard settings";
     }
@@ -47,6 +50,7 @@ bool roleMay(const std::string &role, Capability capability)
         return role == "approver";
     case Capability::Reconcile:
     case Capability::Replay:
+    case Capability::ResumeRuns:
         return role == "operator";
     case Capability::ChangeSettings:
         return false;

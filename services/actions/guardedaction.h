@@ -47,6 +47,7 @@ enum class Capability
     Approve,
     Reconcile,
     Replay,
+    ResumeRuns, ///< resume a halted run, change a run's budgets
     ChangeSettings
 };
 

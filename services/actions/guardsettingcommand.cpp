@@ -4,6 +4,7 @@
 #include "approvecommand.h"
 #include "error.h"
 #include "money.h"
+#include "runbudget.h"
 
 namespace idempo {
 
@@ -19,7 +20,10 @@ std::vector<std::string> GuardSettingCommand::validate()
     std::vector<std::string> problems;
     if (!roleMay(m_actor.role, Capability::ChangeSettings))
         problems.push_back(roleRefusal(m_actor.role, Capability::ChangeSettings));
-    if (m_name != FourEyesSetting)
+    if (isRunBudgetSetting(m_name)) {
+        if (std::string problem = runBudgetSettingProblem(m_name, m_value); !problem.empty())
+            problems.push_back(std::move(problem));
+    } else if (m_name != FourEyesSetting)
         problems.push_back("unknown guard setting '" + m_name + "'");
     else if (!m_value.empty() && !parseMajorAmount(m_value, {}))
         problems.push_back(
@@ -33,8 +37,13 @@ std::vector<std::string> GuardSettingCommand::validate()
 ActionPreview GuardSettingCommand::describe()
 {
     const auto previous = m_store.guardSetting(m_name);
-    const std::string sentence =
-        m_value.empty() ? "Turn four-eyes approval off" : "Require two approvers above " + m_value;
+    std::string sentence;
+    if (isRunBudgetSetting(m_name))
+        sentence = m_value.empty() ? "Give new runs no " + m_name + " limit"
+                                   : "Give new runs " + m_name + " = " + m_value;
+    else
+        sentence = m_value.empty() ? "Turn four-eyes approval off"
+                                   : "Require two approvers above " + m_value;
     return {sentence,
             {{"name", m_name},
              {"value", m_value},

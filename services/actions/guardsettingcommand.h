@@ -10,8 +10,9 @@
 namespace idempo {
 
 /// Changes a guard setting stored in the ledger, so every console and CLI on it applies the
-/// same rule: today FourEyesSetting (approvecommand.h), a decimal amount in major units, or
-/// "" to turn four-eyes off. Admins and the owner only; audited like every guarded action.
+/// same rule: FourEyesSetting (approvecommand.h), a decimal amount in major units, or "" to
+/// turn four-eyes off; the default budgets of new runs (runbudget.h, "" for no limit). Admins and
+/// the owner only; audited like every guarded action.
 class GuardSettingCommand final : public GuardedAction
 {
 public:

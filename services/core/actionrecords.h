@@ -45,6 +45,25 @@ struct ApprovalRecord
     std::int64_t createdAtMs = 0;
 };
 
+/// One submitted guarded run action (table `run_actions`): resume a halted run or change its
+/// budgets. Idempotent by request id; four-eyes pairs requests with the same proposal.
+struct RunActionRecord
+{
+    std::string requestId; ///< chosen by the submitter; a resubmission reuses it
+    std::string ns;
+    std::string runId;
+    std::string action;   ///< "resume" or "budget"
+    std::string proposal; ///< canonical JSON of what is asked, with the run version seen
+    /// "applied", "pending" (waits for a second identity) or "seconded" (a first request another
+    /// identity completed).
+    std::string status;
+    std::string operatorName;
+    std::string role;
+    std::string reason;
+    std::int64_t auditSeq = 0;
+    std::int64_t createdAtMs = 0;
+};
+
 /// An audit entry before it is chained: what the store appends. JSON fields hold canonical
 /// JSON text (RFC 8785) or are empty.
 struct AuditEntry
@@ -90,6 +109,10 @@ struct ActionPlan
         setting;                          ///< guard setting (name, value) to store
     std::optional<AuditEntry> audit;      ///< appended to the chain
     std::optional<ApprovalRecord> answer; ///< the earlier submission with this approval id
+    std::optional<RunRecord> run;         ///< the locked run as it is to be written (version + 1)
+    std::optional<RunActionRecord> runRequest; ///< inserted, with the audit record's seq
+    std::vector<std::string> secondedRequests; ///< run requests whose status becomes "seconded"
+    std::optional<RunActionRecord> runAnswer;  ///< the earlier run request with this request id
 };
 
 /// What the store hands a decider, read inside the action's transaction under its locks.
@@ -98,9 +121,12 @@ struct ActionState
     const Operation *operation = nullptr;  ///< the locked operation; null when none or no key
     std::vector<ApprovalRecord> approvals; ///< the operation's approvals, oldest first
     std::optional<ApprovalRecord>
-        byApprovalId;                    ///< the approval already stored under the target's id
-    std::vector<OperationEvent> history; ///< the operation's history, oldest first
-    std::int64_t nowMs = 0;              ///< the store's clock
+        byApprovalId;                         ///< the approval already stored under the target's id
+    std::vector<OperationEvent> history;      ///< the operation's history, oldest first
+    std::int64_t nowMs = 0;                   ///< the store's clock
+    const RunRecord *run = nullptr;           ///< the locked run; null when none or no run id
+    std::vector<RunActionRecord> runRequests; ///< the run's requests, oldest first
+    std::optional<RunActionRecord> byRequestId; ///< the run request stored under the target's id
 };
 
 /// Decides an action from the locked state; throws Error to write nothing.
@@ -111,7 +137,8 @@ struct ActionTarget
 {
     std::string ns;
     std::string key;        ///< empty: no operation (replays, settings)
-    std::string approvalId; ///< empty: no approval lookup
+    std::string approvalId; ///< empty: no approval lookup (with runId: the run request id)
+    std::string runId;      ///< with an empty key: the run (ns, runId) is locked and read
 };
 
 /// What LedgerStore::applyAction() wrote.
@@ -121,6 +148,7 @@ struct ActionResult
     std::optional<Operation>
         operation; ///< the operation after the action (unchanged when no transition)
     std::optional<AuditRecord> audit; ///< the appended record
+    std::optional<RunRecord> run;     ///< the run after the action
 };
 
 } // namespace idempo

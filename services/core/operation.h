@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "amount.h"
+#include "runbudget.h"
 #include "vocabulary.h"
 
 namespace idempo {
@@ -97,6 +98,10 @@ struct ClaimRequest
         false; ///< a new record waits in awaiting_approval instead of dispatching
     std::optional<Amount>
         value; ///< recorded when the claim creates the record; later claims keep the first
+    /// What this dispatch may spend and the model tokens it may use, charged to the run's
+    /// budgets (runbudget.h) when the claim dispatches; nothing without a run id.
+    std::optional<Amount> cost;
+    std::int64_t tokens = 0;
 };
 
 /// The answer to a claim: the outcome and the record as it stands after the claim.
@@ -108,6 +113,9 @@ struct ClaimResult
     /// From a store only (the engine never returns it): the record fingerprints another
     /// projection (`operation.fingerprintFields`), so nothing was compared, written or recorded.
     bool projectionDiffers = false;
+    /// budget_exhausted: which budget of the run, with its figures. The record is the existing
+    /// one, unchanged, or for a key never claimed an unsaved one (id 0, state received).
+    std::optional<BudgetExhaustion> exhausted;
 };
 
 /// A compare-and-set state change: applied only if the record is in `from` with `fencingToken`.

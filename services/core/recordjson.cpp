@@ -97,8 +97,54 @@ nlohmann::json claimJson(const ClaimResult &result)
                 {"detail", op.errorDetail}};
         }
     }
+    if (result.exhausted)
+        j["budget"] = exhaustionJson(*result.exhausted);
     j["operation"] = operationJson(op);
     return j;
+}
+
+nlohmann::json exhaustionJson(const BudgetExhaustion &e)
+{
+    nlohmann::json j = {{"budget", text(budgetName(e.budget))},
+                        {"used", e.used},
+                        {"limit", e.limit},
+                        {"requested", e.requested},
+                        {"detail", e.detail}};
+    if (e.budget == BudgetKind::Spend)
+        j["currency"] = e.currency;
+    return j;
+}
+
+nlohmann::json runJson(const RunRecord &run)
+{
+    const auto orNull = [](const std::optional<std::int64_t> &v) {
+        return v ? nlohmann::json(*v) : nlohmann::json();
+    };
+    const RunBudgets &b = run.budgets;
+    const std::string currency = b.spend ? b.spend->currency : run.currency;
+    return {
+        {"namespace", run.ns},
+        {"run_id", run.runId},
+        {"state", text(runStateName(run.state))},
+        {"budgets",
+         {{"failed_dispatches", orNull(b.failedDispatches)},
+          {"no_progress_s",
+           b.noProgressMs ? nlohmann::json(*b.noProgressMs / 1000) : nlohmann::json()},
+          {"spend", b.spend ? nlohmann::json(amountText(*b.spend)) : nlohmann::json()},
+          {"tokens", orNull(b.tokens)}}},
+        {"used",
+         {{"failed_dispatches", run.failedDispatches},
+          {"spend", currency.empty() ? nlohmann::json()
+                                     : nlohmann::json(amountText({run.spentMinor, currency}))},
+          {"tokens", run.tokensUsed}}},
+        {"last_progress_at", timestampJson(run.lastProgressAtMs)},
+        {"created_at", timestampJson(run.createdAtMs)},
+        {"updated_at", timestampJson(run.updatedAtMs)},
+        {"halted_at", timestampJson(run.haltedAtMs)},
+        {"halt_budget", run.haltBudget ? text(budgetName(*run.haltBudget)) : nlohmann::json()},
+        {"halt_detail", run.haltDetail},
+        {"version", run.version},
+    };
 }
 
 nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs)

@@ -23,6 +23,14 @@ nlohmann::json eventJson(const OperationEvent &event);
 /// lease_expires_at, retry_at (retry_later), result and error (replayed), operation.
 nlohmann::json claimJson(const ClaimResult &result);
 
+/// A budget_exhausted answer's figures: budget, used, limit, requested, detail (and currency
+/// for spend, whose figures are minor units).
+nlohmann::json exhaustionJson(const BudgetExhaustion &e);
+
+/// A run record: state, budgets (null = no limit) and what is used, halt reason. Spend figures
+/// are amounts as text ("100.00 EUR"); no progress in seconds.
+nlohmann::json runJson(const RunRecord &run);
+
 nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs);
 
 } // namespace idempo

@@ -27,13 +27,14 @@ constexpr NameTable<ToolKind, 3> kKinds{{
     {ToolKind::ProtectedWrite, "protected_write"},
 }};
 
-constexpr NameTable<ClaimOutcome, 6> kOutcomes{{
+constexpr NameTable<ClaimOutcome, 7> kOutcomes{{
     {ClaimOutcome::Claimed, "claimed"},
     {ClaimOutcome::Replayed, "replayed"},
     {ClaimOutcome::InProgress, "in_progress"},
     {ClaimOutcome::RetryLater, "retry_later"},
     {ClaimOutcome::ReconcileRequired, "reconcile_required"},
     {ClaimOutcome::PayloadMismatch, "payload_mismatch"},
+    {ClaimOutcome::BudgetExhausted, "budget_exhausted"},
 }};
 
 constexpr NameTable<ErrorClass, 7> kErrorClasses{{

@@ -38,7 +38,8 @@ enum class ClaimOutcome
     InProgress,
     RetryLater,
     ReconcileRequired,
-    PayloadMismatch
+    PayloadMismatch,
+    BudgetExhausted, ///< the run is halted: nothing dispatches until a person resumes it
 };
 
 /// Classes of a failed attempt (design.md "Errors and retries").

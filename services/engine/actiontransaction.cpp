@@ -2,6 +2,7 @@
 #include "actiontransaction.h"
 
 #include "auditchain.h"
+#include "error.h"
 #include "ledgerrules.h"
 
 namespace idempo {
@@ -23,14 +24,23 @@ ActionResult runAction(ActionTransaction &tx, const ActionTarget &target,
         state.approvals = tx.approvals(target.ns, target.key);
         state.history = tx.history(target.ns, target.key);
     }
-    if (!target.approvalId.empty())
+    std::optional<RunRecord> run;
+    if (!target.runId.empty()) {
+        run = tx.lockRun(target.ns, target.runId);
+        state.run = run ? &*run : nullptr;
+        state.runRequests = tx.runRequests(target.ns, target.runId);
+        if (!target.approvalId.empty())
+            state.byRequestId = tx.runRequest(target.approvalId);
+    } else if (!target.approvalId.empty()) {
         state.byApprovalId = tx.approval(target.approvalId);
+    }
 
     ActionResult result;
     result.plan = decide(state);
     const ActionPlan &plan = result.plan;
     result.operation = current;
-    if (plan.answer)
+    result.run = run;
+    if (plan.answer || plan.runAnswer)
         return result;
 
     std::vector<Operation> steps;
@@ -53,6 +63,19 @@ ActionResult runAction(ActionTransaction &tx, const ActionTarget &target,
         completeAuditEntry(entry, current ? &*current : nullptr,
                            result.operation ? &*result.operation : nullptr);
         result.audit = tx.appendAudit(entry, state.nowMs);
+    }
+    if (plan.runRequest) {
+        RunActionRecord request = *plan.runRequest;
+        request.auditSeq = result.audit ? result.audit->seq : 0;
+        tx.insertRunRequest(request, state.nowMs);
+    }
+    for (const std::string &id : plan.secondedRequests)
+        tx.secondRunRequest(id);
+    if (plan.run) {
+        if (!run)
+            throw Error(ErrorCode::Internal, "a run action's plan names no locked run");
+        tx.writeRun(*run, *plan.run);
+        result.run = plan.run;
     }
     for (std::size_t i = 0; i < steps.size(); ++i)
         tx.writeTransition(i == 0 ? *current : steps[i - 1], steps[i], plan.transitions[i]);

@@ -51,11 +51,25 @@ public:
     /// with its history event; `request` gives the event's actor and detail.
     virtual void writeTransition(const Operation &before, const Operation &after,
                                  const TransitionRequest &request) = 0;
+    /// The run (ns, runId), locked for the rest of the transaction; unset when none.
+    virtual std::optional<RunRecord> lockRun(const std::string &ns, const std::string &runId) = 0;
+    /// The run's requests of guarded run actions, oldest first.
+    virtual std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                                     const std::string &runId) = 0;
+    /// The run request stored under `requestId`, if any.
+    virtual std::optional<RunActionRecord> runRequest(const std::string &requestId) = 0;
+    /// Inserts `request`, created at `nowMs`.
+    virtual void insertRunRequest(const RunActionRecord &request, std::int64_t nowMs) = 0;
+    /// Marks a pending run request "seconded".
+    virtual void secondRunRequest(const std::string &requestId) = 0;
+    /// Writes the planned run `after` over `before` (compare-and-set on before's version).
+    virtual void writeRun(const RunRecord &before, const RunRecord &after) = 0;
 };
 
 /// LedgerStore::applyAction() on `tx`: locks and reads what `target` names, calls `decide`, plans
 /// each transition on the record the previous one leaves, then writes the approval, the
-/// seconded approvals, the setting, the audit record and the transitions, in that order. The
+/// seconded approvals, the setting, the audit record, the run request (with the audit record's
+/// seq), the seconded run requests, the run and the transitions, in that order. The
 /// audit record precedes the transitions because PostgreSQL admits a guarded role's change of
 /// an operation only after its audit record in the same transaction (0005_guarded_actions.sql).
 /// Throws what `decide`, the transition rules or the store throw; the caller's transaction then

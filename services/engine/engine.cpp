@@ -138,6 +138,17 @@ ClaimResult Engine::claim(const ClaimInput &input)
     if (input.value)
         validateAmount(*input.value);
     request.value = input.value;
+    if (input.cost)
+        validateAmount(*input.cost);
+    if (input.tokens < 0 || input.tokens > MaxClaimTokens)
+        throw Error(ErrorCode::InvalidArgument, "tokens must be 0.." +
+                                                    std::to_string(MaxClaimTokens) + ", not " +
+                                                    std::to_string(input.tokens));
+    if ((input.cost || input.tokens > 0) && input.runId.empty())
+        throw Error(ErrorCode::InvalidArgument,
+                    "a cost or tokens count against a run's budget: name the run (run id)");
+    request.cost = input.cost;
+    request.tokens = input.tokens;
     request.fingerprintFields = projectionSet(input.fingerprintFields);
 
     const nlohmann::json payload = parse(input.payloadJson, "payload");

@@ -34,6 +34,10 @@ struct ClaimInput
     /// What the operation moves (approval thresholds, review order). Recorded by the claim that
     /// creates the record; a later claim's value is ignored, as the payload decides identity.
     std::optional<Amount> value;
+    /// What this dispatch may spend and the model tokens it may use, charged to the run's
+    /// budgets when the claim dispatches (runbudget.h); both need a run id.
+    std::optional<Amount> cost;
+    std::int64_t tokens = 0;
 };
 
 /// The engine: validates input, fingerprints payloads (RFC 8785 + SHA-256), applies the retry
@@ -49,6 +53,8 @@ public:
     static constexpr std::int64_t MaxLeaseMs = 24 * 3600'000;
     /// The highest attempt limit a claim may set.
     static constexpr int MaxAttempts = 100;
+    /// The most tokens one claim may declare.
+    static constexpr std::int64_t MaxClaimTokens = 1'000'000'000'000;
 
     struct Settings
     {

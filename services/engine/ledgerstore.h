@@ -121,6 +121,26 @@ public:
     /// chain's end with; unset for a ledger that keeps none (the embedded ledger).
     virtual std::optional<AuditHead> auditHead() { return std::nullopt; }
 
+    // Run budgets (runbudget.h): one record per (namespace, run id), created by the first claim
+    // naming the run, whose budgets every dispatching claim checks in its atomic step. Failed
+    // dispatches and progress are counted by the ledger as operations move (tables of
+    // migration 0006 on SQLite, 0012 on PostgreSQL).
+
+    /// The run's record, unset when no claim has named the run.
+    virtual std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) = 0;
+
+    /// A page of runs matching `filter`, ordered by (namespace, run id).
+    virtual std::vector<RunRecord> listRuns(const RunFilter &filter) = 0;
+
+    /// The requests of guarded run actions (resume, budget) of the run, oldest first.
+    virtual std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                                     const std::string &runId) = 0;
+
+    /// The no-progress sweep: halts every active run of `ns` (empty = every namespace) that has
+    /// an operation still open and no progress for its no-progress budget, on the ledger's
+    /// clock. Returns how many runs it halted.
+    virtual std::int64_t sweepRuns(const std::string &ns) = 0;
+
     // Capabilities beyond the contract: what a store can do for a tool that needs more than the
     // ledger's records. Each says when the store lacks it, so no caller asks which store it has.
 

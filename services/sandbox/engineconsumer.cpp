@@ -71,6 +71,11 @@ void EngineConsumer::deliver(int thread, RunState &run, const QueueMessage &mess
     case ClaimOutcome::RetryLater:
         redeliverAt(thread, message, op.nextAttemptAtMs);
         return;
+    case ClaimOutcome::BudgetExhausted:
+        // A halted run dispatches nothing until a person resumes it.
+        run.settled = true;
+        ack(thread, message);
+        return;
     case ClaimOutcome::ReconcileRequired:
     case ClaimOutcome::PayloadMismatch:
         // The reconciler owns an unknown outcome; a mismatch is a conflict that nothing retries.
@@ -263,7 +268,17 @@ void EngineConsumer::afterFailure(const Attempt &a, const Operation &op)
         return;
     case OperationState::ConfirmationRequired:
     case OperationState::FailedTerminal:
-        a.run->settled = true;
+        if (m_ctx.inOutage(*a.run) && a.run->replans < SandboxContext::MaxReplans) {
+            // The planner does not give up: it plans the step again, as a new operation.
+            RunState &run = *a.run;
+            const std::string again =
+                m_ctx.envelope(run, a.step(), a.payload, "planner", m_ctx.workerNowMs(a.worker),
+                               "~replan-" + std::to_string(++run.replans));
+            timed(m_ctx.slot(a.thread).queueNs,
+                  [&] { return m_ctx.queue().send(m_ctx.queueName(), again, {}, 0); });
+        } else {
+            a.run->settled = true;
+        }
         ack(a.thread, a.message);
         return;
     default:

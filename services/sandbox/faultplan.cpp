@@ -12,13 +12,14 @@ constexpr std::array<std::string_view, FaultCount> kNames{
     "crash-before-dispatch", "crash-during-call",  "crash-after-effect",   "crash-after-record",
     "duplicate-delivery",    "reordered-delivery", "delayed-confirmation", "paused-worker",
     "two-planners",          "clock-skew",         "provider-5xx",         "provider-429",
-    "provider-timeout",      "provider-rejection",
+    "provider-timeout",      "provider-rejection", "provider-outage",
 };
 
 /// Rates of `--faults all`, per occasion: per delivery for worker faults, per provider call
-/// for provider faults, per run for two-planners; clock skew is always on when enabled.
+/// for provider faults, per run for two-planners; clock skew is always on when enabled. An
+/// outage is a scenario of its own, named alone (`--faults provider-outage=1`).
 constexpr std::array<double, FaultCount> kDefaultRates{
-    0.02, 0.02, 0.02, 0.02, 0.05, 0.03, 0.02, 0.01, 0.02, 1.0, 0.03, 0.03, 0.02, 0.01,
+    0.02, 0.02, 0.02, 0.02, 0.05, 0.03, 0.02, 0.01, 0.02, 1.0, 0.03, 0.03, 0.02, 0.01, 0.0,
 };
 
 std::uint64_t fnv1a(std::string_view text, std::uint64_t hash)

@@ -30,8 +30,10 @@ enum class Fault
     Provider429,         ///< the provider answers 429 with Retry-After (no effect)
     ProviderTimeout,     ///< the provider commits, the answer is lost
     ProviderRejection,   ///< the provider refuses (validation, auth or policy; no effect)
+    ProviderOutage, ///< per run: the provider degrades to 503 on every call and the planner keeps
+                    ///< re-planning each step that gives up (not part of `all`)
 };
-inline constexpr int FaultCount = 14;
+inline constexpr int FaultCount = 15;
 
 /// A seeded, reproducible fault plan: which windows are open and how often each fires.
 /// Every decision is a pure function of (seed, run id, step id, occasion), never of thread

@@ -71,6 +71,28 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
     for (HistoryRow &row : m_journal.history(ns))
         events[row.operationKey].push_back(std::move(row));
     const std::int64_t now = m_store.nowMs();
+    std::vector<idempo::RunRecord> ledgerRuns;
+    std::set<std::string> haltedRuns;
+    {
+        RunFilter filter;
+        filter.ns = ns;
+        filter.limit = 1000;
+        for (;;) {
+            std::vector<idempo::RunRecord> page = m_store.listRuns(filter);
+            const bool more = static_cast<int>(page.size()) == filter.limit;
+            if (more) {
+                filter.afterNs = page.back().ns;
+                filter.afterRunId = page.back().runId;
+            }
+            for (idempo::RunRecord &run : page) {
+                if (run.state == idempo::RunState::Halted)
+                    haltedRuns.insert(run.runId);
+                ledgerRuns.push_back(std::move(run));
+            }
+            if (!more)
+                break;
+        }
+    }
 
     std::set<std::string> naiveRuns;
     for (const RunRecord &r : runs)
@@ -196,7 +218,8 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
                 break;
             }
             const Operation &o = op->second;
-            if (!settled(o.state)) {
+            // A halted run's steps wait for the person who resumes it.
+            if (!settled(o.state) && !haltedRuns.count(run.runId)) {
                 const bool lapsed = o.state == OperationState::Dispatching && o.leaseExpiresAtMs &&
                                     *o.leaseExpiresAtMs <= now;
                 lost.violations.push_back(
@@ -226,7 +249,35 @@ std::vector<InvariantResult> InvariantChecker::check(const std::string &ns)
             }
         }
     }
-    return {once, receipts, recorded, lost, approvals, stale, decisions};
+    // Run budgets (runbudget.h): a halted run dispatched nothing after its halt, and no run spent
+    // past its cap.
+    InvariantResult afterHalt{"no_dispatch_after_halt",
+                              "no operation of a halted run was dispatched after the halt",
+                              0,
+                              {}};
+    InvariantResult withinCap{"spend_within_cap", "no run spent more than its spend cap", 0, {}};
+    for (const idempo::RunRecord &run : ledgerRuns) {
+        ++withinCap.checked;
+        if (run.budgets.spend && run.spentMinor > run.budgets.spend->minorUnits)
+            withinCap.violations.push_back(
+                {run.runId, "spent " + formatAmount({run.spentMinor, run.currency}) +
+                                " of a cap of " + formatAmount(*run.budgets.spend)});
+        if (run.state != idempo::RunState::Halted || !run.haltedAtMs)
+            continue;
+        ++afterHalt.checked;
+        for (const auto &[key, op] : ops) {
+            if (op.runId != run.runId)
+                continue;
+            for (const OperationEvent &e : m_store.history(ns, key))
+                if (e.toState == OperationState::Dispatching &&
+                    e.fromState != OperationState::Dispatching && e.atMs > *run.haltedAtMs)
+                    afterHalt.violations.push_back({key, "dispatched at " + std::to_string(e.atMs) +
+                                                             " ms, after its run halted at " +
+                                                             std::to_string(*run.haltedAtMs) +
+                                                             " ms"});
+        }
+    }
+    return {once, receipts, recorded, lost, approvals, stale, decisions, afterHalt, withinCap};
 }
 
 bool InvariantChecker::allHold(const std::vector<InvariantResult> &results)

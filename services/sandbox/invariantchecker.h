@@ -43,12 +43,15 @@ struct InvariantResult
 ///   receipt naming that very effect) or handed to a person (confirmation_required); an effect
 ///   of a succeeded operation whose id differs from the receipt's is a violation;
 /// - no_request_lost: every accepted run's steps exist and settled (succeeded, failed_terminal,
-///   confirmation_required, awaiting_approval); nothing is left in received, failed_retryable,
-///   unknown_outcome or dispatching (a lapsed lease is named as such);
+///   confirmation_required, awaiting_approval) or wait in a halted run for a person; nothing is
+///   left in received, failed_retryable, unknown_outcome or dispatching (a lapsed lease is named
+///   as such);
 /// - no_approval_twice: no operation left awaiting_approval more than once;
 /// - no_stale_token_write: no history event carries a fencing token older than one before it;
 /// - decision_reused: a write's input carries the decision the ledger recorded for the step
-///   before it (the model is never asked again after the write boundary).
+///   before it (the model is never asked again after the write boundary);
+/// - no_dispatch_after_halt: no operation of a halted run was dispatched after its halt;
+/// - spend_within_cap: no run spent more than its spend cap (runbudget.h).
 /// Runs of the naive consumer have no ledger records: only at_most_one_effect applies to them.
 class InvariantChecker final
 {

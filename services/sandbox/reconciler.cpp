@@ -52,6 +52,8 @@ Reconciler::Pass Reconciler::run()
     const auto unknown = timed(engineNs, [&] { return listByKey(OperationState::UnknownOutcome); });
     for (const Operation &op : unknown)
         settle(op, pass);
+    // The no-progress budget, judged on the ledger's clock (runbudget.h).
+    timed(engineNs, [&] { return m_ctx.store().sweepRuns(m_ctx.ns()); });
     return pass;
 }
 

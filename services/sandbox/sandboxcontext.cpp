@@ -250,7 +250,7 @@ bool SandboxContext::open(Fault fault, RunState &run, int stepIndex)
 
 std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &step,
                                      const nlohmann::json &payload, const std::string &sourceAgent,
-                                     std::int64_t producedAtMs) const
+                                     std::int64_t producedAtMs, const std::string &keySuffix) const
 {
     QueueEnvelope e;
     e.runId = run.runId;
@@ -259,7 +259,7 @@ std::string SandboxContext::envelope(const RunState &run, const WorkflowStep &st
     e.targetAgent = step.agent;
     e.payload = payload;
     e.producedAtMs = std::max<std::int64_t>(0, producedAtMs);
-    e.idempotencyKey = run.runId + ":" + step.stepId;
+    e.idempotencyKey = run.runId + ":" + step.stepId + keySuffix;
     return e.toJson().dump();
 }
 
@@ -274,8 +274,18 @@ std::optional<Fault> SandboxContext::workerFault(RunState &run, int stepIndex, i
     return std::nullopt;
 }
 
+bool SandboxContext::inOutage(RunState &run)
+{
+    if (!m_plan.draws(Fault::ProviderOutage, run.runId, "outage", 0))
+        return false;
+    open(Fault::ProviderOutage, run, 0); // counted once per run
+    return true;
+}
+
 std::optional<Fault> SandboxContext::providerFault(RunState &run, int stepIndex, int call)
 {
+    if (inOutage(run))
+        return Fault::Provider5xx;
     const WorkflowStep &step = run.scenario->steps()[static_cast<std::size_t>(stepIndex)];
     for (const Fault f : {Fault::Provider5xx, Fault::Provider429, Fault::ProviderTimeout,
                           Fault::ProviderRejection, Fault::DelayedConfirmation}) {

@@ -46,6 +46,7 @@ struct RunState
     std::vector<StepState> steps;
     bool settled = false; ///< for the progress bar only
     int parkedSeq = 0;
+    int replans = 0; ///< steps the planner planned again under a new key (provider-outage)
 };
 
 /// A worker that stalled (paused-worker fault) with what it held, to resume at `wakeAtMs`.
@@ -76,7 +77,7 @@ struct Counters
     std::atomic<std::int64_t> reconciledFound{0};
     std::atomic<std::int64_t> reconciledNoEffect{0};
     std::atomic<std::int64_t> reconciledToConfirmation{0};
-    std::array<std::atomic<std::int64_t>, 6> claimOutcomes{};
+    std::array<std::atomic<std::int64_t>, 7> claimOutcomes{};
     std::array<std::atomic<std::int64_t>, FaultCount> faults{};
 
     /// {"deliveries", "crashes", "fenced_writes", "retries", "model_calls",
@@ -211,6 +212,11 @@ public:
     std::optional<Fault> workerFault(RunState &run, int stepIndex, int delivery);
     /// The provider fault scripted for this call of the step, if any.
     std::optional<Fault> providerFault(RunState &run, int stepIndex, int call);
+    /// True when the provider-outage fault holds `run` (every call answers 503 and the planner
+    /// re-plans); counts the window once per run.
+    bool inOutage(RunState &run);
+    /// How often the planner re-plans one step of a run in an outage before it gives up.
+    static constexpr int MaxReplans = 10;
     /// The class a scripted rejection answers with for this step (validation, auth or policy).
     ErrorClass rejectionClass(const RunState &run, int stepIndex) const;
 
@@ -219,10 +225,11 @@ public:
     /// Asks the simulated model for a decision ("approve" or "review"): a new draw each call.
     std::string modelDecision(RunState &run, int stepIndex);
 
-    /// The envelope of `step` in `run` with `payload`, stamped on the sender's own clock.
+    /// The envelope of `step` in `run` with `payload`, stamped on the sender's own clock; its
+    /// operation key is `run:step` followed by `keySuffix` (a re-planned attempt's own key).
     std::string envelope(const RunState &run, const WorkflowStep &step,
                          const nlohmann::json &payload, const std::string &sourceAgent,
-                         std::int64_t producedAtMs) const;
+                         std::int64_t producedAtMs, const std::string &keySuffix = {}) const;
 
     void park(ParkedWorker parked);
     /// The parked workers due at `nowMs`, in run order, removed from the list.

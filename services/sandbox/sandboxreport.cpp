@@ -54,6 +54,20 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
             injected[std::string(FaultPlan::name(static_cast<Fault>(i)))] =
                 c.faults[static_cast<std::size_t>(i)].load();
     const nlohmann::json states = statesOf(ctx.store(), o.ns);
+    // Provider calls per run, as the runs in this process saw them (thread mode).
+    std::int64_t providerCalls = 0;
+    std::int64_t mostPerRun = 0;
+    for (const RunState &run : ctx.runs()) {
+        std::int64_t calls = 0;
+        for (const StepState &step : run.steps)
+            calls += step.providerCalls;
+        providerCalls += calls;
+        mostPerRun = std::max(mostPerRun, calls);
+    }
+    RunFilter halted;
+    halted.ns = o.ns;
+    halted.state = idempo::RunState::Halted;
+    halted.limit = 100'000;
     const double wallS = static_cast<double>(timing.wallNs) / 1e9;
     return {
         {"scenario", o.scenarioLabel},
@@ -70,7 +84,10 @@ nlohmann::json sandboxReport(SandboxContext &ctx, SandboxJournal &journal, const
           {"retry_later", outcome(ClaimOutcome::RetryLater)},
           {"reconcile_required", outcome(ClaimOutcome::ReconcileRequired)},
           {"payload_mismatch", outcome(ClaimOutcome::PayloadMismatch)},
+          {"budget_exhausted", outcome(ClaimOutcome::BudgetExhausted)},
           {"provider_dedupe", deduplicated}}},
+        {"provider_calls", {{"total", providerCalls}, {"most_per_run", mostPerRun}}},
+        {"runs_halted", o.naive ? 0 : ctx.store().listRuns(halted).size()},
         {"retries", c.retries.load()},
         {"crashes", c.crashes.load()},
         {"fenced_writes", c.fencedWrites.load()},

@@ -39,7 +39,8 @@ void resetPostgresLedger(const std::string &url)
         "ALTER TABLE idempo.audit_head DISABLE TRIGGER USER; "
         "TRUNCATE idempo.operations, idempo.operation_events, idempo.suppressions, "
         "idempo.approvals, "
-        "idempo.audit_log, idempo.guard_settings, idempo.dlq_replays, idempo.queue_acks RESTART "
+        "idempo.audit_log, idempo.guard_settings, idempo.dlq_replays, idempo.queue_acks, "
+        "idempo.runs, idempo.run_actions RESTART "
         "IDENTITY; "
         "UPDATE idempo.audit_head SET seq = 0, hash = repeat('0', 64), updated_at_ms = NULL; "
         "ALTER TABLE idempo.audit_head ENABLE TRIGGER USER; "
@@ -134,6 +135,10 @@ QByteArray LedgerFixture::snapshot()
     }
     for (const Suppression &s : m_store->suppressions({}, 0, 100'000))
         all.push_back({s.id, s.key, claimOutcomeName(s.outcome)});
+    RunFilter runs;
+    runs.limit = 100'000;
+    for (const RunRecord &r : m_store->listRuns(runs))
+        all.push_back(runJson(r));
     for (const AuditRecord &r : m_store->auditLog(0, 100'000))
         all.push_back({r.seq, r.entry.action, r.entry.target, r.hash});
     return QByteArray::fromStdString(all.dump());

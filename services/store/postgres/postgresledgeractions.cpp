@@ -138,6 +138,8 @@ ActorIdentity PostgresLedgerStore::actor()
 ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
                                               const ActionDecider &decide)
 {
+    if (!target.runId.empty())
+        return applyRunAction(target, decide);
     requireSchema();
     PgConnection &c = connection();
     // The decider sees the ledger as it is now; the function it leads to checks again under
@@ -275,6 +277,82 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
                         audit.action + "'");
     }
     result.audit = auditRecord(c, seq);
+    return result;
+}
+
+ActionResult PostgresLedgerStore::applyRunAction(const ActionTarget &target,
+                                                 const ActionDecider &decide)
+{
+    requireSchema();
+    PgConnection &c = connection();
+    // As applyAction(): the decider sees the ledger as it is; idempo.run_action judges again
+    // under the run's lock.
+    ActionState state;
+    state.nowMs = nowMs();
+    const std::optional<RunRecord> run = findRun(target.ns, target.runId);
+    state.run = run ? &*run : nullptr;
+    state.runRequests = selectRunRequests(c, target.ns, target.runId);
+    if (!target.approvalId.empty())
+        state.byRequestId = selectRunRequest(c, target.approvalId);
+    ActionResult result;
+    result.plan = decide(state);
+    result.run = run;
+    if (result.plan.runAnswer)
+        return result;
+    if (!result.plan.audit || !result.plan.runRequest)
+        throw Error(ErrorCode::Internal,
+                    "a run action's plan without its request and audit record");
+    const RunActionRecord &request = *result.plan.runRequest;
+    const nlohmann::json asked = nlohmann::json::parse(request.proposal);
+    const auto amount = [&asked](const char *name) -> std::optional<Amount> {
+        const auto it = asked.find(name);
+        if (it == asked.end() || it->is_null())
+            return std::nullopt;
+        return parseAmount(it->get<std::string>());
+    };
+    const auto count = [&asked](const char *name) {
+        const auto it = asked.find(name);
+        return it == asked.end() ? std::int64_t(0) : it->get<std::int64_t>();
+    };
+    nlohmann::json limits = nlohmann::json::object();
+    for (const char *name : {"failed_dispatches", "no_progress_s", "tokens"})
+        if (asked.contains(name))
+            limits[name] = asked.at(name);
+    if (asked.contains("spend")) {
+        const std::optional<Amount> spend = amount("spend");
+        limits["spend_minor"] = spend ? nlohmann::json(spend->minorUnits) : nlohmann::json();
+        if (spend)
+            limits["spend_currency"] = spend->currency;
+    }
+    const std::optional<Amount> add = amount("add_spend");
+    PgParams params;
+    params.text(request.ns)
+        .text(request.runId)
+        .text(request.requestId)
+        .text(request.action)
+        .text(request.reason)
+        .integer(count("add_failed_dispatches"))
+        .optionalInteger(add ? std::optional(add->minorUnits) : std::nullopt)
+        .optionalText(add ? std::optional(add->currency) : std::nullopt)
+        .integer(count("add_tokens"))
+        .text(limits.dump())
+        .text(result.plan.audit->who)
+        .text(result.plan.audit->role);
+    appendClock(params);
+    const PgResult r = c.execPrepared("run action", "idempo_run_action",
+                                      "SELECT * FROM idempo.run_action($1, $2, $3, $4, $5, "
+                                      "$6::bigint, $7::bigint, $8, $9::bigint, "
+                                      "$10::jsonb, $11, $12, $13::bigint, $14::bigint)",
+                                      params);
+    result.run = findRun(target.ns, target.runId);
+    if (r.text(0, 0) == "replayed") {
+        const std::optional<RunActionRecord> earlier = selectRunRequest(c, request.requestId);
+        result.plan = ActionPlan{};
+        result.plan.runAnswer = earlier;
+        return result;
+    }
+    result.plan.runRequest->status = r.text(0, 0);
+    result.audit = auditRecord(c, r.integer(0, 1));
     return result;
 }
 

@@ -51,6 +51,95 @@ Operation readOperation(const PgResult &r, int row, int column0)
     return op;
 }
 
+std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0)
+{
+    if (r.isNull(row, column0))
+        return std::nullopt;
+    BudgetExhaustion e;
+    e.budget = parseBudget(r.text(row, column0)).value_or(BudgetKind::FailedDispatches);
+    e.used = r.integer(row, column0 + 1);
+    e.limit = r.integer(row, column0 + 2);
+    e.requested = r.integer(row, column0 + 3);
+    e.currency = r.text(row, column0 + 4);
+    e.detail = r.text(row, column0 + 5);
+    return e;
+}
+
+RunRecord readRun(const PgResult &r, int row)
+{
+    RunRecord run;
+    run.ns = r.text(row, 0);
+    run.runId = r.text(row, 1);
+    run.state = parseRunState(r.text(row, 2)).value_or(RunState::Active);
+    run.budgets.failedDispatches = r.optionalInteger(row, 3);
+    run.budgets.noProgressMs = r.optionalInteger(row, 4);
+    run.currency = r.text(row, 7);
+    if (const auto spend = r.optionalInteger(row, 5))
+        run.budgets.spend = Amount{*spend, run.currency};
+    run.budgets.tokens = r.optionalInteger(row, 6);
+    run.failedDispatches = r.integer(row, 8);
+    run.spentMinor = r.integer(row, 9);
+    run.tokensUsed = r.integer(row, 10);
+    run.lastProgressAtMs = r.integer(row, 11);
+    run.createdAtMs = r.integer(row, 12);
+    run.updatedAtMs = r.integer(row, 13);
+    run.haltedAtMs = r.optionalInteger(row, 14);
+    if (!r.isNull(row, 15))
+        run.haltBudget = parseBudget(r.text(row, 15));
+    run.haltDetail = r.text(row, 16);
+    run.version = r.integer(row, 17);
+    return run;
+}
+
+namespace {
+
+constexpr const char *kRequestColumns =
+    "SELECT request_id, namespace, run_id, action, proposal, status, operator, role, reason, "
+    "audit_seq, created_at_ms FROM idempo.run_actions ";
+
+std::vector<RunActionRecord> readRequests(const PgResult &r)
+{
+    std::vector<RunActionRecord> rows;
+    for (int row = 0; row < r.rows(); ++row) {
+        RunActionRecord q;
+        q.requestId = r.text(row, 0);
+        q.ns = r.text(row, 1);
+        q.runId = r.text(row, 2);
+        q.action = r.text(row, 3);
+        q.proposal = r.text(row, 4);
+        q.status = r.text(row, 5);
+        q.operatorName = r.text(row, 6);
+        q.role = r.text(row, 7);
+        q.reason = r.text(row, 8);
+        q.auditSeq = r.integer(row, 9);
+        q.createdAtMs = r.integer(row, 10);
+        rows.push_back(std::move(q));
+    }
+    return rows;
+}
+
+} // namespace
+
+std::vector<RunActionRecord> selectRunRequests(PgConnection &c, const std::string &ns,
+                                               const std::string &runId)
+{
+    return readRequests(c.execPrepared(
+        "read run requests", "idempo_run_requests",
+        std::string(kRequestColumns) +
+            "WHERE namespace = $1 AND run_id = $2 ORDER BY created_at_ms, request_id",
+        PgParams().text(ns).text(runId)));
+}
+
+std::optional<RunActionRecord> selectRunRequest(PgConnection &c, const std::string &requestId)
+{
+    std::vector<RunActionRecord> rows = readRequests(c.execPrepared(
+        "read run request", "idempo_run_request",
+        std::string(kRequestColumns) + "WHERE request_id = $1", PgParams().text(requestId)));
+    if (rows.empty())
+        return std::nullopt;
+    return std::move(rows.front());
+}
+
 std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,
                                         const std::string &key)
 {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "actionrecords.h"
 #include "operation.h"
 #include "pgconnection.h"
 
@@ -24,6 +26,26 @@ inline constexpr int kOperationColumnCount = 28;
 
 /// The operation in columns column0 … column0 + 27 of `row`.
 Operation readOperation(const PgResult &r, int row, int column0);
+
+/// The budget_exhausted figures in columns column0 … column0 + 5 of `row` (budget, used, limit,
+/// requested, currency, detail: idempo.budget_answer), unset when the budget column is NULL.
+std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0);
+
+/// The columns of a run `r` of idempo.runs in readRun() order (0012_run_budgets.sql), its last
+/// progress judged by idempo.run_progress().
+inline constexpr const char *kRunColumns =
+    "r.namespace, r.run_id, r.state, r.failed_dispatch_limit, r.no_progress_ms, "
+    "r.spend_limit_minor, r.token_limit, r.currency, r.failed_dispatches, r.spent_minor, "
+    "r.tokens_used, idempo.run_progress(r), r.created_at_ms, r.updated_at_ms, r.halted_at_ms, "
+    "r.halt_budget, r.halt_detail, r.run_version";
+
+/// The run in columns 0 … 17 of `row`.
+RunRecord readRun(const PgResult &r, int row);
+
+/// The requests of guarded run actions of (ns, runId), oldest first; the one under `requestId`.
+std::vector<RunActionRecord> selectRunRequests(PgConnection &c, const std::string &ns,
+                                               const std::string &runId);
+std::optional<RunActionRecord> selectRunRequest(PgConnection &c, const std::string &requestId);
 
 /// The history of (ns, key) on `c`, oldest first.
 std::vector<OperationEvent> readHistory(PgConnection &c, const std::string &ns,

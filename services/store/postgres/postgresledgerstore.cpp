@@ -26,7 +26,8 @@ namespace {
 // round trip; the clock's two arguments (pinned instant, offset) come last.
 constexpr const char *kClaimSql = "SELECT * FROM idempo.claim($1, $2, $3, $4, $5, $6, $7::bigint, "
                                   "$8::integer, $9::boolean, $10, $11, $12, $13, $14, "
-                                  "$15::bigint, $16, $17::integer, $18::bigint, $19::bigint)";
+                                  "$15::bigint, $16, $17::integer, $18::bigint, $19, $20::bigint, "
+                                  "$21::bigint, $22::bigint)";
 
 constexpr const char *kTransitionArgs = "$1, $2, $3, $4::bigint, $5, $6, $7, $8, $9, $10, $11, "
                                         "$12::bigint, $13::bigint, $14::integer, $15::bigint";
@@ -279,7 +280,10 @@ PgParams PostgresLedgerStore::claimArguments(const ClaimRequest &request)
         .text(request.fingerprint)
         .optionalInteger(request.value ? std::optional(request.value->minorUnits) : std::nullopt)
         .optionalText(request.value ? std::optional(request.value->currency) : std::nullopt)
-        .integer(RecordSchemaVersion);
+        .integer(RecordSchemaVersion)
+        .optionalInteger(request.cost ? std::optional(request.cost->minorUnits) : std::nullopt)
+        .optionalText(request.cost ? std::optional(request.cost->currency) : std::nullopt)
+        .integer(request.tokens);
     return params;
 }
 
@@ -334,7 +338,7 @@ ClaimResult PostgresLedgerStore::claim(const ClaimRequest &request)
     if (!outcome)
         throw Error(ErrorCode::Internal,
                     "claim answered an unknown outcome '" + r.text(0, 0) + "'");
-    return {*outcome, readOperation(r, 0, 1)};
+    return {*outcome, readOperation(r, 0, 1), false, readExhaustion(r, 0, 29)};
 }
 
 Operation PostgresLedgerStore::transition(const TransitionRequest &request)

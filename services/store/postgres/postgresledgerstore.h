@@ -89,6 +89,13 @@ public:
     /// idempo.audit_head: the seq and hash the chain's trigger recorded with the newest record.
     std::optional<AuditHead> auditHead() override;
 
+    // Run budgets (postgresrunbudgets.cpp).
+    std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) override;
+    std::vector<RunRecord> listRuns(const RunFilter &filter) override;
+    std::int64_t sweepRuns(const std::string &ns) override;
+    std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                             const std::string &runId) override;
+
     std::string_view dialect() const override { return "postgresql"; }
     /// Pushed: PgChangeFeed on a new connection (postgreschangefeed.h).
     std::unique_ptr<ChangeFeed> changeFeed() override;
@@ -112,6 +119,8 @@ public:
 
     /// This thread's connection, opened on first use; shared with the ledger's queues
     /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.
+    /// applyAction() of a run action (target.runId): idempo.run_action.
+    ActionResult applyRunAction(const ActionTarget &target, const ActionDecider &decide);
     PgConnection &connection();
     /// Throws Error(SchemaMismatch) unless the ledger holds exactly this build's schema.
     void requireSchema();

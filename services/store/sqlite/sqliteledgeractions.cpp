@@ -10,6 +10,7 @@
 #include "error.h"
 #include "sqliteledgerrows.h"
 #include "sqliteledgerstore.h"
+#include "sqliterunbudgets.h"
 
 namespace idempo {
 namespace {
@@ -156,6 +157,31 @@ public:
     {
         updateOperation(m_db, after, before.version);
         appendEvent(m_db, after, before.state, request.actor, request.detail);
+    }
+    std::optional<RunRecord> lockRun(const std::string &ns, const std::string &runId) override
+    {
+        return selectRun(m_db, ns, runId, true);
+    }
+    std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                             const std::string &runId) override
+    {
+        return selectRunRequests(m_db, ns, runId);
+    }
+    std::optional<RunActionRecord> runRequest(const std::string &requestId) override
+    {
+        return selectRunRequest(m_db, requestId);
+    }
+    void insertRunRequest(const RunActionRecord &request, std::int64_t nowMs) override
+    {
+        idempo::insertRunRequest(m_db, request, nowMs);
+    }
+    void secondRunRequest(const std::string &requestId) override
+    {
+        idempo::secondRunRequest(m_db, requestId);
+    }
+    void writeRun(const RunRecord &before, const RunRecord &after) override
+    {
+        updateRun(m_db, after, before.version);
     }
 
 private:

@@ -22,6 +22,7 @@
 #include "migrations.h"
 #include "sqliteledgerrows.h"
 #include "sqliteoutbox.h"
+#include "sqliterunbudgets.h"
 #include "sqlitesupport.h"
 #include "transitiontable.h"
 
@@ -250,6 +251,17 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
     const std::int64_t now = m_clock->nowMs();
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
+    if (plan.outcome == ClaimOutcome::Claimed) {
+        if (auto exhausted = chargeRun(db, request, plan.write == ClaimWrite::Dispatch, now)) {
+            ClaimResult refused{ClaimOutcome::BudgetExhausted,
+                                plan.write == ClaimWrite::Dispatch ? *existing
+                                                                   : newOperation(request, now),
+                                false, std::move(exhausted)};
+            recordSuppression(db, request, refused.outcome, refused.operation.state, now);
+            tx.commit();
+            return refused;
+        }
+    }
 
     ClaimResult result{plan.outcome, {}, plan.projectionDiffers};
     switch (plan.write) {

@@ -64,6 +64,13 @@ public:
     std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
     std::optional<std::string> guardSetting(const std::string &name) override;
 
+    // Run budgets (sqliterunbudgets.cpp).
+    std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) override;
+    std::vector<RunRecord> listRuns(const RunFilter &filter) override;
+    std::int64_t sweepRuns(const std::string &ns) override;
+    std::vector<RunActionRecord> runRequests(const std::string &ns,
+                                             const std::string &runId) override;
+
     std::string_view dialect() const override { return "sqlite"; }
     /// Polled: SQLite's data_version on the calling thread's connection (sqlitechangefeed.h).
     std::unique_ptr<ChangeFeed> changeFeed() override;

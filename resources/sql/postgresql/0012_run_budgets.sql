@@ -301,7 +301,7 @@ DECLARE
     prior_state text;
     prior_owner text;
     detail text;
-    e idempo.budget_answer;
+    exhausted idempo.budget_answer;
     budgeted boolean := p_run_id <> '' AND NOT p_requires_approval;
 BEGIN
     IF p_namespace IS NULL OR p_namespace !~ '^[A-Za-z0-9._-]{1,63}$' OR p_key = ''
@@ -362,8 +362,8 @@ BEGIN
         now_ms := idempo.now_ms(p_clock_pinned_ms, p_clock_offset_ms);
         IF NOT present OR o.retention_expires_at_ms <= now_ms THEN
             IF budgeted THEN
-                e := idempo.check_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, false, now_ms);
-                IF e.budget IS NOT NULL THEN
+                exhausted := idempo.check_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, false, now_ms);
+                IF exhausted.budget IS NOT NULL THEN
                     outcome := 'budget_exhausted';
                     EXIT;
                 END IF;
@@ -386,7 +386,7 @@ BEGIN
                 detail := 'created';
             ELSE
                 -- Retention expired: a new operation under the same key, without the old history.
-                DELETE FROM idempo.operation_events AS e WHERE e.operation_id = o.id;
+                DELETE FROM idempo.operation_events AS ev WHERE ev.operation_id = o.id;
                 UPDATE idempo.operations AS x SET
                     id = DEFAULT, run_id = p_run_id, step_id = p_step_id, target = p_target, tool_kind = p_tool_kind,
                     state = CASE WHEN p_requires_approval THEN 'awaiting_approval' ELSE 'dispatching' END,
@@ -448,9 +448,9 @@ BEGIN
             -- Received or retryable after its backoff, or a lapsed lease on a read or idempotent write,
             -- unless the run is out of budget: then nothing dispatches and the record stays as it is.
             IF p_run_id <> '' THEN
-                e := idempo.check_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, true, now_ms);
+                exhausted := idempo.check_run(p_namespace, p_run_id, p_cost_minor, p_cost_currency, p_tokens, true, now_ms);
             END IF;
-            IF e.budget IS NOT NULL THEN
+            IF exhausted.budget IS NOT NULL THEN
                 outcome := 'budget_exhausted';
             ELSE
                 UPDATE idempo.operations AS x SET
@@ -505,8 +505,8 @@ BEGIN
                o.payload, o.payload_fingerprint, o.fingerprint_fields, o.attempt, o.max_attempts, o.lease_owner,
                o.lease_expires_at_ms, o.fencing_token, o.next_attempt_at_ms, o.error_class, o.error_detail, o.result,
                o.receipt, o.created_at_ms, o.updated_at_ms, o.retention_expires_at_ms, o.operation_version,
-               o.schema_version, o.value_minor, o.value_currency, e.budget, e.used, e.budget_limit, e.requested,
-               e.currency, e.detail)::idempo.claim_answer;
+               o.schema_version, o.value_minor, o.value_currency, exhausted.budget, exhausted.used, exhausted.budget_limit, exhausted.requested,
+               exhausted.currency, exhausted.detail)::idempo.claim_answer;
 END
 $$;
 

@@ -129,6 +129,10 @@ void ConsoleFixture::populate()
     e.fail("default", mail.operation.key, mail.operation.fencingToken, ErrorClass::RateLimited,
            "429 Too Many Requests", 600'000);
 
+    // The last minute before now: the takeover below must come within run-7005's no-progress
+    // budget, or the run would rightly halt instead.
+    m_clock->setMs(QDateTime::currentMSecsSinceEpoch() - 60'000);
+
     // run-7005: a paused worker loses its lease on a read; worker-b takes over with a new token.
     ClaimInput rates =
         input("run-7005", "lookup_rates", ToolKind::Read, R"({"pair":"EURUSD"})", "worker-a");

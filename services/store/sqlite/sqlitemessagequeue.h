@@ -19,7 +19,7 @@ namespace idempo {
 /// first read, so one reader's select-then-update cannot interleave with another's: what
 /// FOR UPDATE SKIP LOCKED achieves on PostgreSQL. The registry and last errors live in the
 /// tables of migration 0002_queue.sql, the receipts of acknowledged deliveries that of
-/// 0008_queue_acks.sql. Every message enters a queue through sqliteoutbox.h,
+/// 0006_queue_acks.sql. Every message enters a queue through sqliteoutbox.h,
 /// which the ledger's outbox shares.
 class SqliteMessageQueue final : public MessageQueue
 {

@@ -34,6 +34,18 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
     if (m.oldestPendingConfirmationMs)
         s.oldestConfirmationAgeMs = s.nowMs - *m.oldestPendingConfirmationMs;
 
+    RunFilter halted;
+    halted.state = RunState::Halted;
+    halted.limit = HaltedLimit + 1;
+    s.haltedRuns = store.listRuns(halted);
+    s.haltedMore = s.haltedRuns.size() > static_cast<std::size_t>(HaltedLimit);
+    if (s.haltedMore)
+        s.haltedRuns.pop_back();
+    std::stable_sort(s.haltedRuns.begin(), s.haltedRuns.end(),
+                     [](const RunRecord &a, const RunRecord &b) {
+                         return a.haltedAtMs.value_or(0) > b.haltedAtMs.value_or(0);
+                     });
+
     std::map<ErrorClass, std::int64_t> failures;
     const std::int64_t windowStart = s.nowMs - std::int64_t{Minutes} * 60'000;
     for (OperationState state :

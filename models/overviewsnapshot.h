@@ -29,6 +29,10 @@ struct OverviewSnapshot
     std::optional<std::int64_t> oldestConfirmationAgeMs;
     std::int64_t dlqDepth = 0;
     bool hasQueues = false;
+    /// Halted runs (at most HaltedLimit read), the latest halt first.
+    std::vector<RunRecord> haltedRuns;
+    bool haltedMore = false; ///< more than HaltedLimit are halted
+    static constexpr int HaltedLimit = 500;
     std::vector<std::pair<ErrorClass, std::int64_t>> failuresByClass;
     /// Failed attempts waiting for backoff or a person, by minute of their last change
     /// (index Minutes - 1 is the current minute).

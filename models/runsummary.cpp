@@ -24,6 +24,8 @@ void RunSummary::merge(const RunSummary &other)
         byState[i] += other.byState[i];
     startedAtMs = startedAtMs == 0 ? other.startedAtMs : std::min(startedAtMs, other.startedAtMs);
     lastChangeAtMs = std::max(lastChangeAtMs, other.lastChangeAtMs);
+    if (other.record)
+        record = other.record;
 }
 
 int RunSummary::steps() const
@@ -32,6 +34,12 @@ int RunSummary::steps() const
     for (int c : byState)
         n += c;
     return n;
+}
+
+int RunSummary::open() const
+{
+    return steps() - byState[static_cast<std::size_t>(OperationState::Succeeded)] -
+           byState[static_cast<std::size_t>(OperationState::FailedTerminal)];
 }
 
 OperationState RunSummary::headline() const

@@ -3,10 +3,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "operation.h"
+#include "runbudget.h"
 
 namespace idempo {
 
@@ -19,12 +21,17 @@ struct RunSummary
     std::array<int, OperationStateCount> byState{};
     std::int64_t startedAtMs = 0;
     std::int64_t lastChangeAtMs = 0;
+    /// The run's budgets and their use; unset for a run the ledger keeps no record of.
+    std::optional<RunRecord> record;
 
     /// Adds one operation of the run.
     void add(const Operation &op);
     /// Adds another partial summary of the same run.
     void merge(const RunSummary &other);
     int steps() const;
+    /// Operations not yet final (succeeded, failed_terminal).
+    int open() const;
+    bool halted() const { return record && record->state == RunState::Halted; }
     /// The state that most needs a person: confirmation first, succeeded last.
     OperationState headline() const;
     bool operator==(const RunSummary &) const = default;

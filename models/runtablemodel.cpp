@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtablemodel.h"
 
+#include <algorithm>
+#include <unordered_map>
+
+#include <QColor>
+
 #include "displayformat.h"
+#include "runbudgetuse.h"
 
 namespace idempo {
 
@@ -26,6 +32,7 @@ void RunTableModel::reload()
     beginResetModel();
     m_rows.clear();
     m_rowOf.clear();
+    m_pinned.clear();
     m_cursor = 0;
     m_more = true;
     m_fetching = false;
@@ -59,11 +66,63 @@ RunTableModel::Scan RunTableModel::scan(LedgerStore &store, const OperationQuery
                                         std::int64_t afterId, int limit)
 {
     Scan s;
+    s.nowMs = store.nowMs();
     const OperationQuery::Page page = query.scan(store, {0, afterId}, limit);
     s.runs = RunSummary::fold(page.rows);
+    attachRecords(store, s.runs);
     s.more = page.more;
     s.cursor = page.cursor.id;
     return s;
+}
+
+void RunTableModel::attachRecords(LedgerStore &store, std::vector<RunSummary> &runs)
+{
+    std::vector<std::pair<std::string, std::string>> ids;
+    ids.reserve(runs.size());
+    for (const RunSummary &run : runs)
+        ids.emplace_back(run.ns, run.runId);
+    std::unordered_map<std::string, RunRecord> byIdentity;
+    for (RunRecord &record : store.findRuns(ids)) {
+        std::string identity = record.ns + '\x1f' + record.runId;
+        byIdentity.emplace(std::move(identity), std::move(record));
+    }
+    for (RunSummary &run : runs)
+        if (const auto found = byIdentity.find(run.identity()); found != byIdentity.end())
+            run.record = found->second;
+}
+
+std::vector<RunSummary> RunTableModel::halted(LedgerStore &store, const OperationQuery &query)
+{
+    RunFilter filter;
+    filter.ns = query.ns;
+    filter.state = RunState::Halted;
+    filter.limit = MaxPinned;
+    // A filter on the steps pins only the halted runs with a step that passes it.
+    const bool narrowed = !query.states.empty() || !query.keyPrefix.empty() || query.minAgeMs;
+    std::vector<RunSummary> pinned;
+    for (RunRecord &record : store.listRuns(filter)) {
+        if (!query.runId.empty() && record.runId != query.runId)
+            continue;
+        if (query.ns.empty() && query.hideSandbox && isSandboxNamespace(record.ns))
+            continue;
+        OperationQuery one = query;
+        one.ns = record.ns;
+        one.runId = record.runId;
+        std::vector<RunSummary> folded =
+            RunSummary::fold(one.page(store, KeysetPosition::start(), 1000));
+        if (folded.empty() && narrowed)
+            continue;
+        RunSummary run = folded.empty() ? RunSummary{} : std::move(folded.front());
+        run.ns = record.ns;
+        run.runId = record.runId;
+        run.record = std::move(record);
+        pinned.push_back(std::move(run));
+    }
+    // The latest halt first: it is the one the person was just told about.
+    std::stable_sort(pinned.begin(), pinned.end(), [](const RunSummary &a, const RunSummary &b) {
+        return a.record->haltedAtMs.value_or(0) > b.record->haltedAtMs.value_or(0);
+    });
+    return pinned;
 }
 
 void RunTableModel::fetchMore(const QModelIndex &parent)
@@ -74,12 +133,27 @@ void RunTableModel::fetchMore(const QModelIndex &parent)
     const quint64 generation = m_generation;
     m_connection->query(
         this,
-        [query = m_query, after = m_cursor](LedgerStore &s, MessageQueue *) {
-            return scan(s, query, after, OperationsPerPage);
+        [query = m_query, after = m_cursor,
+         first = m_rows.empty() && m_cursor == 0](LedgerStore &s, MessageQueue *) {
+            Scan result = scan(s, query, after, OperationsPerPage);
+            if (first)
+                result.pinned = halted(s, query);
+            return result;
         },
         [this, generation](Scan result) {
             if (generation != m_generation)
                 return;
+            if (!result.pinned.empty() && m_rows.empty()) {
+                beginInsertRows({}, 0, static_cast<int>(result.pinned.size()) - 1);
+                for (RunSummary &run : result.pinned) {
+                    const QString identity = QString::fromStdString(run.identity());
+                    m_pinned.insert(identity);
+                    m_rowOf.insert(identity, static_cast<int>(m_rows.size()));
+                    m_rows.push_back(std::move(run));
+                }
+                endInsertRows();
+            }
+            m_nowMs = result.nowMs;
             m_cursor = result.cursor;
             m_more = result.more;
             mergeRuns(result.runs);
@@ -92,11 +166,14 @@ void RunTableModel::mergeRuns(const std::vector<RunSummary> &runs)
 {
     std::vector<RunSummary> fresh;
     for (const RunSummary &run : runs) {
-        const auto found = m_rowOf.constFind(QString::fromStdString(run.identity()));
+        const QString identity = QString::fromStdString(run.identity());
+        const auto found = m_rowOf.constFind(identity);
         if (found == m_rowOf.constEnd()) {
             fresh.push_back(run);
             continue;
         }
+        if (isPinned(identity))
+            continue;
         m_rows[static_cast<std::size_t>(*found)].merge(run);
         Q_EMIT dataChanged(index(*found, 0), index(*found, ColumnCount - 1));
     }
@@ -126,6 +203,7 @@ void RunTableModel::refresh()
     {
         std::vector<RunSummary> visible;
         Scan tail;
+        std::int64_t nowMs = 0;
     };
     const quint64 generation = m_generation;
     m_connection->query(
@@ -133,6 +211,7 @@ void RunTableModel::refresh()
         [query = m_query, visible, tail = !m_more, after = m_cursor](LedgerStore &s,
                                                                      MessageQueue *) {
             Result r;
+            r.nowMs = s.nowMs();
             for (const auto &[ns, runId] : visible) {
                 OperationQuery one = query;
                 one.ns = ns;
@@ -144,6 +223,7 @@ void RunTableModel::refresh()
                 run.runId = runId;
                 r.visible.push_back(std::move(run));
             }
+            attachRecords(s, r.visible);
             if (tail)
                 r.tail = scan(s, query, after, OperationsPerPage);
             return r;
@@ -152,6 +232,7 @@ void RunTableModel::refresh()
             if (generation != m_generation)
                 return;
             m_refreshing = false;
+            m_nowMs = r.nowMs;
             for (std::size_t i = 0; i < r.visible.size(); ++i) {
                 const int row = first + static_cast<int>(i);
                 if (row >= rowCount() ||
@@ -163,6 +244,10 @@ void RunTableModel::refresh()
                 if (!(current == r.visible[i])) {
                     current = r.visible[i];
                     Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+                } else if (current.record && current.record->budgets.noProgressMs &&
+                           current.open() > 0) {
+                    // Only the clock moved: the time-without-progress bar grows.
+                    Q_EMIT dataChanged(index(row, Budget), index(row, Budget));
                 }
             }
             if (tail) {
@@ -193,6 +278,45 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
                         count(OperationState::AwaitingApproval);
     if (role == KeyRole)
         return displayText(run.runId);
+    const std::vector<BudgetUse> uses = run.record && index.column() == Budget
+                                            ? budgetUses(*run.record, run.open(), m_nowMs)
+                                            : std::vector<BudgetUse>{};
+    if (index.column() == Budget) {
+        QStringList labels;
+        for (const BudgetUse &use : uses)
+            labels << use.label;
+        if (role == BudgetRole) {
+            QVariantList bars;
+            for (const BudgetUse &use : uses)
+                bars << QVariantMap{{QStringLiteral("fraction"), use.fraction},
+                                    {QStringLiteral("label"), use.label},
+                                    {QStringLiteral("brief"), use.brief},
+                                    {QStringLiteral("halted_it"), use.haltedIt}};
+            return bars;
+        }
+        if (role == Qt::ToolTipRole)
+            return labels.isEmpty() ? QVariant() : QVariant(labels.join(QLatin1Char('\n')));
+        if (role == RawRole) {
+            double most = 0;
+            for (const BudgetUse &use : uses)
+                most = std::max(most, use.fraction);
+            return most;
+        }
+        if (role == Qt::DisplayRole)
+            return labels.isEmpty() ? (run.record ? tr("no limits") : tr("no run record"))
+                                    : labels.join(QStringLiteral(" · "));
+        return {};
+    }
+    if (index.column() == State && run.halted()) {
+        if (role == Qt::DecorationRole)
+            return QColor(QStringLiteral("#c62828"));
+        if (role == Qt::ToolTipRole)
+            return runStateText(*run.record);
+        if (role == Qt::DisplayRole || role == RawRole)
+            return run.record->haltBudget
+                       ? tr("Halted: %1").arg(budgetText(*run.record->haltBudget))
+                       : tr("Halted");
+    }
     if (role == Qt::DecorationRole && index.column() == State)
         return stateColor(run.headline());
     if (role == RawRole) {
@@ -241,6 +365,8 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
         return tr("Namespace");
     case State:
         return tr("Most urgent state");
+    case Budget:
+        return tr("Budget use");
     case Steps:
         return tr("Steps");
     case Pending:

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actioncontroller.h"
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <thread>
 
 #include <QHeaderView>
+#include <QLineEdit>
 #include <QProgressDialog>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QUuid>
 
@@ -17,6 +21,8 @@
 #include "journallookup.h"
 #include "ledgerconnection.h"
 #include "reconcilecommand.h"
+#include "runactioncommand.h"
+#include "runbudgetuse.h"
 
 namespace idempo {
 
@@ -301,6 +307,95 @@ void ActionController::start(OperationAction action, const Operation &op)
                             this,
                             [actor, r](LedgerStore &s, MessageQueue *) {
                                 ApproveCommand cmd(s, actor, r);
+                                return validateAndExecute(cmd);
+                            },
+                            [this](const Answer &done) {
+                                finishExecute(done.ok, done.ok ? done.outcome : done.error);
+                            });
+                    });
+            m_dialog->open();
+            Q_EMIT dialogOpened(m_dialog);
+        });
+}
+
+void ActionController::resumeRun(const RunSummary &run)
+{
+    if (!m_actor || !run.record)
+        return;
+    const ActorIdentity actor = *m_actor;
+    const RunRecord &record = *run.record;
+    RunActionCommand::Request req;
+    req.kind = RunActionCommand::Kind::Resume;
+    req.ns = run.ns;
+    req.runId = run.runId;
+    if (record.haltBudget == BudgetKind::FailedDispatches && record.budgets.failedDispatches)
+        req.addFailed = std::max<std::int64_t>(1, *record.budgets.failedDispatches);
+    m_connection->query(
+        this,
+        [actor, req](LedgerStore &s, MessageQueue *) {
+            RunActionCommand cmd(s, actor, req);
+            return describeOnly(cmd);
+        },
+        [this, actor, req, record](const Answer &a) {
+            if (!a.ok) {
+                Q_EMIT refused(a.error);
+                return;
+            }
+            openDialog(tr("Resume run"), tr("Resume run"), *a.preview);
+            m_dialog->setSubject(
+                tr("Run %1 · namespace %2 · %3")
+                    .arg(displayText(record.runId), displayText(record.ns), runStateText(record)));
+            m_dialog->setNote(
+                tr("Resuming lets the run dispatch again: the budget that halted it needs room "
+                   "afterwards. Raising the spend cap above the four-eyes threshold needs a "
+                   "second identity."));
+            m_dialog->addDetail(tr("Run"),
+                                jsonText(a.preview->details.value("run", nlohmann::json())));
+            QSpinBox *failed = nullptr;
+            QLineEdit *spend = nullptr;
+            QSpinBox *tokens = nullptr;
+            if (record.budgets.failedDispatches) {
+                failed = new QSpinBox;
+                failed->setObjectName(QStringLiteral("addFailedDispatches"));
+                failed->setRange(0, 1'000'000);
+                failed->setValue(static_cast<int>(req.addFailed));
+                m_dialog->addField(tr("Add &failed dispatches"), failed);
+            }
+            if (record.budgets.spend) {
+                spend = new QLineEdit;
+                spend->setObjectName(QStringLiteral("addSpend"));
+                spend->setPlaceholderText(
+                    tr("e.g. 50.00 %1 (empty: none)")
+                        .arg(QString::fromStdString(record.budgets.spend->currency)));
+                m_dialog->addField(tr("Add &spend"), spend);
+            }
+            if (record.budgets.tokens) {
+                tokens = new QSpinBox;
+                tokens->setObjectName(QStringLiteral("addTokens"));
+                tokens->setRange(0, std::numeric_limits<int>::max());
+                tokens->setSingleStep(1000);
+                m_dialog->addField(tr("Add &tokens"), tokens);
+            }
+            connect(m_dialog, &GuardedActionDialog::submitted, this,
+                    [this, actor, req, failed, spend,
+                     tokens](const GuardedActionDialog::Submission &sub) {
+                        RunActionCommand::Request r = req;
+                        r.reason = sub.reason.toStdString();
+                        r.addFailed = failed ? failed->value() : 0;
+                        r.addTokens = tokens ? tokens->value() : 0;
+                        try {
+                            const QString text = spend ? spend->text().trimmed() : QString();
+                            if (!text.isEmpty())
+                                r.addSpend = parseAmount(text.toStdString());
+                        } catch (const std::exception &e) {
+                            finishExecute(false,
+                                          tr("Add spend: %1").arg(QString::fromUtf8(e.what())));
+                            return;
+                        }
+                        m_connection->query(
+                            this,
+                            [actor, r](LedgerStore &s, MessageQueue *) {
+                                RunActionCommand cmd(s, actor, r);
                                 return validateAndExecute(cmd);
                             },
                             [this](const Answer &done) {

@@ -15,6 +15,7 @@
 #include "guardedaction.h"
 #include "operation.h"
 #include "operationdetailpane.h"
+#include "runsummary.h"
 
 class QProgressDialog;
 class QWidget;
@@ -48,6 +49,9 @@ public:
 
     /// Opens the confirmation of `action` on `op` once the command described it.
     void start(OperationAction action, const Operation &op);
+    /// Opens the resume of the halted `run` (RunActionCommand): what to add to the budget that
+    /// halted it, prefilled with a fresh allowance of failed dispatches where that one ran out.
+    void resumeRun(const RunSummary &run);
     /// Opens the DLQ replay of the dead letters `ids` of `queue` (a frozen set) with its dry run.
     void replay(const std::string &queue, const std::vector<std::int64_t> &ids);
 

@@ -20,7 +20,7 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
                                          const QString &okText, QWidget *parent)
     : QDialog(parent), m_submissionId(QUuid::createUuid().toString(QUuid::WithoutBraces)),
       m_sentence(new QLabel(sentence, this)), m_subject(new QLabel(this)), m_note(new QLabel(this)),
-      m_details(new QTabWidget(this)), m_reason(new QPlainTextEdit(this)),
+      m_details(new QTabWidget(this)), m_form(new QFormLayout), m_reason(new QPlainTextEdit(this)),
       m_referenceLabel(new QLabel(this)), m_reference(new QLineEdit(this)),
       m_countLabel(new QLabel(this)), m_count(new QLineEdit(this)), m_outcome(new QLabel(this)),
       m_buttons(new QDialogButtonBox(this))
@@ -50,14 +50,13 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     m_outcome->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_outcome->setVisible(false);
 
-    auto *form = new QFormLayout;
     auto *reasonLabel = new QLabel(tr("&Reason"), this);
     reasonLabel->setBuddy(m_reason);
-    form->addRow(reasonLabel, m_reason);
+    m_form->addRow(reasonLabel, m_reason);
     m_referenceLabel->setBuddy(m_reference);
-    form->addRow(m_referenceLabel, m_reference);
+    m_form->addRow(m_referenceLabel, m_reference);
     m_countLabel->setBuddy(m_count);
-    form->addRow(m_countLabel, m_count);
+    m_form->addRow(m_countLabel, m_count);
     for (QWidget *w :
          {static_cast<QWidget *>(m_referenceLabel), static_cast<QWidget *>(m_reference),
           static_cast<QWidget *>(m_countLabel), static_cast<QWidget *>(m_count)})
@@ -81,7 +80,7 @@ GuardedActionDialog::GuardedActionDialog(const QString &title, const QString &se
     layout->addWidget(m_subject);
     layout->addWidget(m_note);
     layout->addWidget(m_details, 1);
-    layout->addLayout(form);
+    layout->addLayout(m_form);
     layout->addWidget(m_outcome);
     layout->addWidget(m_buttons);
 
@@ -107,6 +106,11 @@ void GuardedActionDialog::addDetailWidget(const QString &title, QWidget *widget)
 {
     m_details->addTab(widget, title);
     m_details->setVisible(true);
+}
+
+void GuardedActionDialog::addField(const QString &label, QWidget *field)
+{
+    m_form->addRow(label, field);
 }
 
 void GuardedActionDialog::requireReference(const QString &label)

@@ -7,6 +7,7 @@
 #include <QString>
 
 class QDialogButtonBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -58,6 +59,9 @@ public:
     /// Asks the operator to type `count` (the number of items that will change) before OK; with
     /// a count of 0 OK stays disabled.
     void requireTypedCount(qint64 count);
+    /// Adds an input of the action below the reason (e.g. what a resume adds to a budget); the
+    /// dialog takes ownership. The caller reads it when submitted() is emitted.
+    void addField(const QString &label, QWidget *field);
     /// A line under the sentence, e.g. why a second approver is needed.
     void setNote(const QString &text);
     /// What the action is on, under the sentence: the operation key, namespace and customer.
@@ -97,6 +101,7 @@ private:
     QLabel *m_subject;
     QLabel *m_note;
     QTabWidget *m_details;
+    QFormLayout *m_form;
     QPlainTextEdit *m_reason;
     QLabel *m_referenceLabel;
     QLineEdit *m_reference;

@@ -23,6 +23,7 @@
 #include "leasesview.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "notifier.h"
 #include "operationdetailpane.h"
 #include "operationsview.h"
 #include "overviewmodel.h"
@@ -40,19 +41,15 @@ MainWindow::MainWindow(QWidget *parent)
       m_ledgerLabel(new QLabel(this)), m_liveLabel(new QLabel(this))
 {
     m_overview = new OverviewView(m_connection, m_tabs);
+    m_notifier = new Notifier(m_overview->model(), this);
     auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
     auto *dlq = new DlqView(m_connection, m_tabs);
     auto *leases = new LeasesView(m_connection, m_tabs);
     auto *operations = new OperationsView(m_connection, m_tabs);
+    auto *runs = new RunsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
-    m_views = {m_overview,
-               leases,
-               confirmations,
-               new SuppressionsView(m_connection, m_tabs),
-               new RunsView(m_connection, m_tabs),
-               dlq,
-               m_sandbox,
-               new AuditView(m_connection, m_tabs),
+    m_views = {m_overview, leases, confirmations, new SuppressionsView(m_connection, m_tabs),
+               runs,       dlq,    m_sandbox,     new AuditView(m_connection, m_tabs),
                operations};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
@@ -107,6 +104,11 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_tabs, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrent);
     connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateTabCounts);
     connect(m_overview->model(), &OverviewModel::updated, this, &MainWindow::updateGuidance);
+    connect(m_connection, &LedgerConnection::opened, m_notifier, &Notifier::resetBaseline);
+    connect(m_notifier, &Notifier::notified, this,
+            [this](Notifier::Kind, const QString &title, const QString &text) {
+                statusBar()->showMessage(QStringLiteral("%1: %2").arg(title, text), 30'000);
+            });
     connect(m_overview, &OverviewView::linkActivated, this, &MainWindow::followLink);
     for (LedgerView *v : std::as_const(m_views))
         if (EmptyState *empty = v->emptyState())
@@ -119,6 +121,7 @@ MainWindow::MainWindow(QWidget *parent)
     }
     dlq->setActions(m_actions);
     leases->setActions(m_actions);
+    runs->setActions(m_actions);
     connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);
     });
@@ -178,6 +181,15 @@ void MainWindow::buildMenus()
                             this, [this, i] { m_tabs->setCurrentIndex(i); });
     }
     viewMenu->addSeparator();
+    QMenu *notify = viewMenu->addMenu(tr("&Notify me of"));
+    for (Notifier::Kind kind :
+         {Notifier::Kind::HaltedRun, Notifier::Kind::Confirmation, Notifier::Kind::DeadLetter}) {
+        QAction *a = notify->addAction(Notifier::kindText(kind));
+        a->setCheckable(true);
+        a->setChecked(m_notifier->isEnabled(kind));
+        connect(a, &QAction::toggled, m_notifier,
+                [this, kind](bool on) { m_notifier->setEnabled(kind, on); });
+    }
     // One choice of zone for every list, dialog and tooltip, remembered; exports stay UTC (ISO).
     setTimesInUtc(QSettings().value(QStringLiteral("display/timesInUtc"), true).toBool());
     QAction *utc = viewMenu->addAction(tr("Times in &UTC"));
@@ -289,7 +301,7 @@ void MainWindow::updateTabCounts()
     if (!m_overview->model()->hasSnapshot()) {
         for (const auto &[tab, name] :
              {std::pair{1, tr("&Leases")}, std::pair{2, tr("&Confirmations")},
-              std::pair{5, tr("&Dead letters")}})
+              std::pair{4, tr("&Runs")}, std::pair{5, tr("&Dead letters")}})
             m_tabs->setTabText(tab, name);
         return;
     }
@@ -300,6 +312,8 @@ void MainWindow::updateTabCounts()
     m_tabs->setTabText(1, label(tr("&Leases"), s.leasesLive + s.leasesLapsed));
     m_tabs->setTabText(
         2, label(tr("&Confirmations"), s.confirmations + s.awaitingApproval + s.unknownOutcome));
+    m_tabs->setTabText(4, s.haltedRuns.empty() ? tr("&Runs")
+                                               : tr("&Runs (%1 halted)").arg(s.haltedRuns.size()));
     m_tabs->setTabText(5, label(tr("&Dead letters"), s.dlqDepth));
 }
 

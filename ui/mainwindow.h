@@ -12,6 +12,7 @@ namespace idempo {
 class ActionController;
 class LedgerConnection;
 class LedgerView;
+class Notifier;
 class OverviewView;
 
 /// The console's window: one tab per view over one open ledger. The title and the status bar
@@ -59,6 +60,7 @@ private:
     ActionController *m_actions;
     QTabWidget *m_tabs;
     OverviewView *m_overview = nullptr;
+    Notifier *m_notifier = nullptr;
     QList<LedgerView *> m_views;
     LedgerView *m_sandbox = nullptr;
     QLabel *m_ledgerLabel;

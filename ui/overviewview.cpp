@@ -10,6 +10,7 @@
 #include "ledgerconnection.h"
 #include "overviewcharts.h"
 #include "overviewmodel.h"
+#include "runbudgetuse.h"
 #include "sandboxsession.h"
 #include "stattile.h"
 
@@ -30,6 +31,7 @@ OverviewView::OverviewView(LedgerConnection *connection, QWidget *parent)
         {"approvals", tr("Awaiting approval")},
         {"suppressions", tr("Duplicates suppressed (1 h)")},
         {"dlq", tr("Dead letters")},
+        {"halted", tr("Halted runs")},
         {"failures", tr("Failures by class")},
     };
     for (const auto &[name, caption] : names) {
@@ -131,6 +133,16 @@ void OverviewView::render()
         ->setValue(s.hasQueues ? QString::number(s.dlqDepth) : tr("n/a"),
                    s.hasQueues ? tr("replay from Dead letters") : tr("no queues in this ledger"),
                    s.dlqDepth > 0);
+    const auto halted = static_cast<qint64>(s.haltedRuns.size());
+    tile(QStringLiteral("halted"))
+        ->setValue(s.haltedMore ? tr("%1+").arg(halted) : QString::number(halted),
+                   halted == 0 ? tr("no run out of budget")
+                               : tr("latest %1: %2")
+                                     .arg(displayText(s.haltedRuns.front().runId),
+                                          s.haltedRuns.front().haltBudget
+                                              ? budgetText(*s.haltedRuns.front().haltBudget)
+                                              : tr("halted")),
+                   halted > 0);
     QStringList failures;
     std::int64_t total = 0;
     for (const auto &[cls, count] : s.failuresByClass) {

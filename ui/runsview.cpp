@@ -9,11 +9,15 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "actioncontroller.h"
+#include "budgetbardelegate.h"
 #include "displayformat.h"
 #include "emptystate.h"
 #include "filterbar.h"
+#include "guardedactiondialog.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "runbudgetpanel.h"
 #include "runtablemodel.h"
 #include "timelinewidget.h"
 
@@ -32,7 +36,8 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
                          OperationState::ConfirmationRequired, OperationState::FailedTerminal},
                         tr("Untouched for"), this)),
       m_table(new LedgerTableView(this)), m_timeline(new TimelineWidget(this)),
-      m_scroll(new QScrollArea(this)), m_legend(new QLabel(this))
+      m_budget(new RunBudgetPanel(this)), m_scroll(new QScrollArea(this)),
+      m_legend(new QLabel(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_filters);
@@ -41,6 +46,7 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     auto *bottom = new QWidget(split);
     auto *bottomLayout = new QVBoxLayout(bottom);
     bottomLayout->setContentsMargins(0, 0, 0, 0);
+    bottomLayout->addWidget(m_budget);
     auto *tools = new QHBoxLayout;
     QString legend;
     for (OperationState s : {OperationState::Received, OperationState::AwaitingApproval,
@@ -78,6 +84,9 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     m_table->setKeyRole(RunTableModel::KeyRole, tr("Copy run id"));
     m_table->horizontalHeader()->resizeSection(RunTableModel::RunId, 220);
     m_table->horizontalHeader()->resizeSection(RunTableModel::State, 190);
+    m_table->horizontalHeader()->resizeSection(RunTableModel::Budget, 260);
+    m_table->setItemDelegateForColumn(RunTableModel::Budget,
+                                      new BudgetBarDelegate(RunTableModel::BudgetRole, m_table));
     m_table->setSettingsKey(QStringLiteral("runs"));
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
@@ -88,14 +97,43 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     });
     connect(m_model, &RunTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &RunsView::reload);
-    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-            &RunsView::loadTimeline);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+        showBudgets();
+        loadTimeline();
+    });
     connect(m_model, &QAbstractItemModel::dataChanged, this,
             [this](const QModelIndex &from, const QModelIndex &to) {
                 const int row = m_table->currentIndex().row();
-                if (row >= from.row() && row <= to.row())
+                if (row < from.row() || row > to.row())
+                    return;
+                showBudgets();
+                // Only the clock moved the budget bar: the steps are as they were.
+                if (from.column() != RunTableModel::Budget || to.column() != RunTableModel::Budget)
                     loadTimeline();
             });
+    connect(m_model, &QAbstractItemModel::modelReset, this, &RunsView::showBudgets);
+    connect(m_budget, &RunBudgetPanel::resumeRequested, this, [this] {
+        const QModelIndex current = m_table->currentIndex();
+        if (m_actions && current.isValid())
+            m_actions->resumeRun(m_model->runAt(current.row()));
+    });
+}
+
+void RunsView::setActions(ActionController *actions)
+{
+    m_actions = actions;
+    const auto update = [this] {
+        m_budget->setRefusal(m_actions->refusal(Capability::ResumeRuns));
+    };
+    connect(actions, &ActionController::actorChanged, this, update);
+    update();
+}
+
+void RunsView::showBudgets()
+{
+    const QModelIndex current = m_table->currentIndex();
+    m_budget->setRun(current.isValid() ? &m_model->runAt(current.row()) : nullptr,
+                     m_model->ledgerNowMs());
 }
 
 void RunsView::reload()

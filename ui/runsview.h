@@ -8,12 +8,15 @@ class QScrollArea;
 
 namespace idempo {
 
+class ActionController;
 class LedgerConnection;
+class RunBudgetPanel;
 class RunTableModel;
 class TimelineWidget;
 
-/// Runs with their most urgent state; selecting one loads its steps and their histories on
-/// the worker and paints them as a timeline.
+/// Runs with their most urgent state and budget use, halted runs first; selecting one shows its
+/// budgets (with Resume for a halted run) and loads its steps and their histories on the worker,
+/// painted as a timeline.
 class RunsView final : public LedgerView
 {
     Q_OBJECT
@@ -27,12 +30,16 @@ public:
     FilterBar *filters() const override { return m_filters; }
     RunTableModel *model() const { return m_model; }
     TimelineWidget *timeline() const { return m_timeline; }
+    RunBudgetPanel *budgetPanel() const { return m_budget; }
+    /// Resume goes through `actions` (its dialog, the identity's role).
+    void setActions(ActionController *actions);
 
 Q_SIGNALS:
     void timelineLoaded();
 
 private:
     void loadTimeline();
+    void showBudgets();
 
     LedgerConnection *m_connection;
     RunTableModel *m_model;
@@ -40,6 +47,8 @@ private:
     LedgerTableView *m_table;
     EmptyState *m_empty;
     TimelineWidget *m_timeline;
+    RunBudgetPanel *m_budget;
+    ActionController *m_actions = nullptr;
     QScrollArea *m_scroll;
     QLabel *m_legend;
     quint64 m_generation = 0;

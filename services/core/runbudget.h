@@ -81,6 +81,8 @@ struct RunRecord
     std::optional<BudgetKind> haltBudget;
     std::string haltDetail; ///< the figures, as a sentence
     std::int64_t version = 1;
+
+    bool operator==(const RunRecord &) const = default;
 };
 
 /// Which budget a claim found exhausted, with the figures (for spend in minor units of

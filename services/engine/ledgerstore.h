@@ -132,6 +132,12 @@ public:
     /// A page of runs matching `filter`, ordered by (namespace, run id).
     virtual std::vector<RunRecord> listRuns(const RunFilter &filter) = 0;
 
+    /// The records of those of `runs` ((namespace, run id) pairs) that exist, in no particular
+    /// order: a list of runs folded from operations reads its page's budgets at once. By default
+    /// one findRun() each.
+    virtual std::vector<RunRecord>
+    findRuns(const std::vector<std::pair<std::string, std::string>> &runs);
+
     /// The requests of guarded run actions (resume, budget) of the run, oldest first.
     virtual std::vector<RunActionRecord> runRequests(const std::string &ns,
                                                      const std::string &runId) = 0;

@@ -129,16 +129,6 @@ void ConsoleFixture::populate()
     e.fail("default", mail.operation.key, mail.operation.fencingToken, ErrorClass::RateLimited,
            "429 Too Many Requests", 600'000);
 
-    // The last minute before now: the takeover below must come within run-7005's no-progress
-    // budget, or the run would rightly halt instead.
-    m_clock->setMs(QDateTime::currentMSecsSinceEpoch() - 60'000);
-
-    // run-7005: a paused worker loses its lease on a read; worker-b takes over with a new token.
-    ClaimInput rates =
-        input("run-7005", "lookup_rates", ToolKind::Read, R"({"pair":"EURUSD"})", "worker-a");
-    rates.leaseMs = 20'000;
-    e.claim(rates);
-
     // run-7007: a protected write whose lease lapsed: nobody has claimed it since.
     ClaimInput charge = input("run-7007", "charge_card", ToolKind::ProtectedWrite,
                               R"({"amount":4999,"currency":"EUR"})", "worker-d");
@@ -156,6 +146,16 @@ void ConsoleFixture::populate()
     m_queues->read("payments", 30'000, 1);
     m_queues->nack("payments", msg, ErrorClass::Transient, "payments API 503", 0);
     m_queues->read("payments", 30'000, 1);
+
+    // The last minute before now: the takeover below must come within run-7005's no-progress
+    // budget, or the run would rightly halt instead.
+    m_clock->setMs(QDateTime::currentMSecsSinceEpoch() - 60'000);
+
+    // run-7005: a paused worker loses its lease on a read; worker-b takes over with a new token.
+    ClaimInput rates =
+        input("run-7005", "lookup_rates", ToolKind::Read, R"({"pair":"EURUSD"})", "worker-a");
+    rates.leaseMs = 20'000;
+    e.claim(rates);
 
     // Bring the clock to the real time so countdowns and ages read naturally.
     m_clock->setMs(QDateTime::currentMSecsSinceEpoch());

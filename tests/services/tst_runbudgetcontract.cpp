@@ -2,9 +2,11 @@
 // Run budgets (runbudget.h), through the engine: one suite, run against every store. Each budget
 // at its limit and one past it, workers racing the last unit, the no-progress sweep on the
 // ledger's clock, and what a halted run still answers.
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <thread>
+#include <tuple>
 
 #include <QtTest>
 
@@ -94,6 +96,26 @@ private Q_SLOTS:
         QCOMPARE(run->failedDispatches, std::int64_t(0));
         QVERIFY(run->lastProgressAtMs >= t0);
         QCOMPARE(f.store().listRuns({}).size(), std::size_t(1));
+    }
+
+    void findRunsReadsAPageOfRunsAtOnce()
+    {
+        LedgerFixture f;
+        f.engine().claim(inRun("a", "run-1"));
+        f.engine().claim(inRun("a", "run-2"));
+        ClaimInput elsewhere = inRun("a", "run-1");
+        elsewhere.ns = "other";
+        f.engine().claim(elsewhere);
+        QVERIFY(f.store().findRuns({}).empty());
+
+        std::vector<RunRecord> found = f.store().findRuns(
+            {{kNs, "run-1"}, {"other", "run-1"}, {kNs, "nosuch"}, {"other", "run-2"}});
+        std::sort(found.begin(), found.end(), [](const RunRecord &a, const RunRecord &b) {
+            return std::tie(a.ns, a.runId) < std::tie(b.ns, b.runId);
+        });
+        QCOMPARE(found.size(), std::size_t(2));
+        QCOMPARE(found[0], *f.store().findRun(kNs, "run-1"));
+        QCOMPARE(found[1], *f.store().findRun("other", "run-1"));
     }
 
     void defaultsComeFromTheAuditedGuardSettings()

@@ -92,6 +92,8 @@ public:
     // Run budgets (postgresrunbudgets.cpp).
     std::optional<RunRecord> findRun(const std::string &ns, const std::string &runId) override;
     std::vector<RunRecord> listRuns(const RunFilter &filter) override;
+    std::vector<RunRecord>
+    findRuns(const std::vector<std::pair<std::string, std::string>> &runs) override;
     std::int64_t sweepRuns(const std::string &ns) override;
     std::vector<RunActionRecord> runRequests(const std::string &ns,
                                              const std::string &runId) override;

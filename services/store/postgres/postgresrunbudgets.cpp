@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shared ledger's run budgets: reads of idempo.runs and the no-progress sweep
 // (0012_run_budgets.sql). Claims check and charge budgets inside idempo.claim.
+#include <nlohmann/json.hpp>
+
 #include "postgresledgerrows.h"
 #include "postgresledgerstore.h"
 
@@ -15,6 +17,12 @@ const std::string kListRunsSql =
     " FROM idempo.runs AS r WHERE (r.namespace, r.run_id) > ($1, $2) AND ($3 = '' OR "
     "r.namespace = $3) AND ($4 = '' OR r.state = $4) ORDER BY r.namespace, r.run_id "
     "LIMIT $5::integer";
+
+// The pairs travel as one JSON array of [namespace, run id], a bound parameter like any other.
+const std::string kFindRunsSql =
+    std::string("SELECT ") + kRunColumns +
+    " FROM idempo.runs AS r JOIN jsonb_array_elements($1::jsonb) AS k(pair) ON r.namespace = "
+    "k.pair->>0 AND r.run_id = k.pair->>1";
 
 constexpr const char *kSweepSql = "SELECT idempo.sweep_runs($1, $2::bigint, $3::bigint)";
 
@@ -47,6 +55,24 @@ std::vector<RunRecord> PostgresLedgerStore::listRuns(const RunFilter &filter)
     for (int row = 0; row < r.rows(); ++row)
         runs.push_back(readRun(r, row));
     return runs;
+}
+
+std::vector<RunRecord>
+PostgresLedgerStore::findRuns(const std::vector<std::pair<std::string, std::string>> &runs)
+{
+    if (runs.empty())
+        return {};
+    requireSchema();
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto &[ns, runId] : runs)
+        pairs.push_back({ns, runId});
+    const PgResult r = connection().execPrepared("read runs", "idempo_find_runs", kFindRunsSql,
+                                                 PgParams().text(pairs.dump()));
+    std::vector<RunRecord> found;
+    found.reserve(static_cast<std::size_t>(r.rows()));
+    for (int row = 0; row < r.rows(); ++row)
+        found.push_back(readRun(r, row));
+    return found;
 }
 
 std::vector<RunActionRecord> PostgresLedgerStore::runRequests(const std::string &ns,

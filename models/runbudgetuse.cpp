@@ -61,19 +61,14 @@ std::vector<BudgetUse> budgetUses(const RunRecord &run, int open, std::int64_t n
             tr("%1 of %2 failed dispatches")
                 .arg(count(run.failedDispatches), count(*b.failedDispatches)),
             tr("%1/%2 failed").arg(count(run.failedDispatches), count(*b.failedDispatches)));
-    if (b.noProgressMs) {
+    if (b.noProgressMs && open > 0) {
         // A halted run waits for a person, not for progress: its clock stops at the halt.
         const std::int64_t until =
             run.state == RunState::Halted ? run.haltedAtMs.value_or(nowMs) : nowMs;
-        const std::int64_t idle =
-            open > 0 ? std::max<std::int64_t>(0, until - run.lastProgressAtMs) : 0;
+        const std::int64_t idle = std::max<std::int64_t>(0, until - run.lastProgressAtMs);
         add(BudgetKind::NoProgress, share(idle, *b.noProgressMs),
-            open > 0
-                ? tr("%1 of %2 without progress")
-                      .arg(durationText(idle), durationText(*b.noProgressMs))
-                : tr("nothing open (limit %1 without progress)").arg(durationText(*b.noProgressMs)),
-            open > 0 ? tr("idle %1/%2").arg(durationText(idle), durationText(*b.noProgressMs))
-                     : tr("nothing open"));
+            tr("%1 of %2 without progress").arg(durationText(idle), durationText(*b.noProgressMs)),
+            tr("idle %1/%2").arg(durationText(idle), durationText(*b.noProgressMs)));
     }
     if (b.spend)
         add(BudgetKind::Spend, share(run.spentMinor, b.spend->minorUnits),

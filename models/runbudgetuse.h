@@ -23,7 +23,7 @@ struct BudgetUse
 };
 
 /// The budgets of `run` that have a limit, in BudgetKind order, at `nowMs` on the ledger's clock.
-/// Time without progress counts only while `open` operations wait: a run whose steps are all
+/// Time without progress has a bar only while `open` operations wait: a run whose steps are all
 /// final makes no progress and needs none.
 std::vector<BudgetUse> budgetUses(const RunRecord &run, int open, std::int64_t nowMs);
 

@@ -59,8 +59,10 @@ void LedgerTableView::setKeyRole(int role, const QString &label)
 
 void LedgerTableView::setSettingsKey(const QString &name)
 {
-    const QString key = QStringLiteral("columns/") + name;
-    // A state saved with another set of columns is refused by restoreState().
+    // restoreState() takes a state saved with fewer columns and shifts every width it holds onto
+    // the wrong column: a state is only ever read back for the same number of columns.
+    const QString key =
+        QStringLiteral("columns/%1-%2").arg(name).arg(model() ? model()->columnCount() : 0);
     horizontalHeader()->restoreState(QSettings().value(key).toByteArray());
     connect(horizontalHeader(), &QHeaderView::sectionResized, this,
             [this, key] { QSettings().setValue(key, horizontalHeader()->saveState()); });

@@ -19,7 +19,8 @@ public:
     /// what that is ("Copy operation key", "Copy run id").
     void setKeyRole(int role, const QString &label = {});
     QString keyLabel() const { return m_keyLabel; }
-    /// Remembers the column widths under `name` (QSettings) and restores them now.
+    /// Remembers the column widths under `name` and the model's column count (QSettings) and
+    /// restores them now; call it after setModel().
     void setSettingsKey(const QString &name);
     /// Called with (first visible row, visible row count) whenever the view scrolls or resizes.
     void setViewportListener(std::function<void(int, int)> listener);

@@ -39,8 +39,12 @@ void RunBudgetPanel::setRun(const RunSummary *run, std::int64_t nowMs)
         m_state->setText(tr("No run record: no claim of this run reached the ledger's budgets."));
     } else {
         const QString state = runStateText(*run->record).toHtmlEscaped();
-        m_state->setText(m_halted ? QStringLiteral("<b style='color:#c62828'>%1</b>").arg(state)
-                                  : QStringLiteral("<b>%1</b>").arg(state));
+        // The red of the bars, lighter on a dark palette so the words stay readable.
+        const bool dark = palette().color(QPalette::Window).lightness() < 128;
+        m_state->setText(
+            m_halted ? QStringLiteral("<b style='color:%1'>%2</b>")
+                           .arg(dark ? QStringLiteral("#ef5350") : QStringLiteral("#c62828"), state)
+                     : QStringLiteral("<b>%1</b>").arg(state));
         const std::vector<BudgetUse> uses = budgetUses(*run->record, run->open(), nowMs);
         if (uses.empty())
             m_bars->addWidget(new QLabel(tr("no limits"), this));
@@ -51,7 +55,8 @@ void RunBudgetPanel::setRun(const RunSummary *run, std::int64_t nowMs)
             bar->setFormat(use.label);
             bar->setTextVisible(true);
             bar->setToolTip(budgetText(use.kind));
-            bar->setMinimumWidth(150);
+            bar->setMinimumWidth(bar->fontMetrics().horizontalAdvance(use.label) + 24);
+            bar->setAlignment(Qt::AlignCenter);
             if (use.haltedIt || use.fraction >= 1.0)
                 bar->setStyleSheet(QStringLiteral("QProgressBar::chunk { background: #c62828; }"));
             else if (use.fraction >= 0.75)

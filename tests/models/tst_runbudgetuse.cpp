@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -77,9 +79,10 @@ void TestRunBudgetUse::noProgressCountsOnlyWhileSomethingWaits()
 {
     const std::int64_t now = 10'000'000;
     RunRecord run = budgeted(now);
-    const BudgetUse finished = budgetUses(run, 0, now)[1];
-    QCOMPARE(finished.fraction, 0.0);
-    QCOMPARE(finished.brief, QStringLiteral("nothing open"));
+    const std::vector<BudgetUse> finished = budgetUses(run, 0, now);
+    QCOMPARE(finished.size(), std::size_t(3));
+    QVERIFY(std::none_of(finished.begin(), finished.end(),
+                         [](const BudgetUse &u) { return u.kind == BudgetKind::NoProgress; }));
 
     // A halted run's clock stops at its halt: it waits for a person, not for progress.
     run.state = RunState::Halted;
@@ -129,8 +132,15 @@ void TestRunBudgetUse::haltedRunsComeFirstWithTheirBars()
     QVERIFY(m.runAt(1).record);
     QCOMPARE(m.index(1, RunTableModel::State).data().toString(), QStringLiteral("succeeded"));
     QCOMPARE(m.index(1, RunTableModel::Budget).data().toString(),
-             QStringLiteral("0 of 3 failed dispatches · nothing open (limit 10 min 00 s without "
-                            "progress)"));
+             QStringLiteral("0 of 3 failed dispatches"));
+    // run-7006's capture is still in flight: its time without progress is counting.
+    for (int row = 0; row < m.rowCount(); ++row)
+        if (m.runAt(row).runId == "run-7006") {
+            const QString text = m.index(row, RunTableModel::Budget).data().toString();
+            QVERIFY2(text.startsWith(QStringLiteral("0 of 3 failed dispatches · ")) &&
+                         text.endsWith(QStringLiteral(" of 10 min 00 s without progress")),
+                     qPrintable(text));
+        }
 }
 
 void TestRunBudgetUse::aFilterPinsOnlyTheHaltedRunsItMatches()

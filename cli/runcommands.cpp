@@ -84,7 +84,8 @@ int cmdRunList(Context &c)
         const std::string state = c.parser.value(QStringLiteral("state")).toStdString();
         filter.state = parseRunState(state);
         if (!filter.state)
-            throw UsageError{"--state must be active or halted, not " + quotedValue(state)};
+            throw UsageError{"--state must be active, halted or finished, not " +
+                             quotedValue(state)};
     }
     filter.afterNs = c.ns;
     filter.afterRunId = c.parser.value(QStringLiteral("after")).toStdString();
@@ -221,7 +222,7 @@ void addRunCommands(std::map<QString, Command> &table)
           "it used and why it halted; a halted run dispatches nothing (budget_exhausted, exit 75)\n"
           "until a person resumes it:\n"
           "  show RUN                        budgets, used, state, halt reason\n"
-          "  list [--state active|halted] [--limit N] [--after RUN]\n"
+          "  list [--state active|halted|finished] [--limit N] [--after RUN]\n"
           "  resume RUN --reason TEXT [--add-failed N] [--add-spend AMOUNT] [--add-tokens N]\n"
           "      a guarded action: audited, idempotent by --request-id, four-eyes when the added\n"
           "      spend is above the threshold (exit 75 while it waits for a second identity)\n"
@@ -230,7 +231,7 @@ void addRunCommands(std::map<QString, Command> &table)
           "  sweep                           halt runs without progress for their limit\n"
           "  defaults [--failed-dispatches N] [--no-progress S] [--spend AMOUNT] [--tokens N]\n"
           "      --reason TEXT   show or set what new runs get (admins; audited)",
-          {opt("state", "list: active or halted.", "S"),
+          {opt("state", "list: active, halted or finished (active, every operation final).", "S"),
            opt("limit", "list: page size (default 50).", "N"),
            opt("after", "list: continue after this run id (the previous page's next_after).",
                "RUN"),

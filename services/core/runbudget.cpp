@@ -10,9 +10,10 @@
 namespace idempo {
 namespace {
 
-constexpr std::array<std::pair<RunState, std::string_view>, 2> kRunStates{{
+constexpr std::array<std::pair<RunState, std::string_view>, 3> kRunStates{{
     {RunState::Active, "active"},
     {RunState::Halted, "halted"},
+    {RunState::Finished, "finished"},
 }};
 
 constexpr std::array<std::pair<BudgetKind, std::string_view>, 4> kBudgets{{

@@ -12,10 +12,13 @@
 namespace idempo {
 
 /// A run's state: `active` dispatches, `halted` dispatches nothing until a person resumes it.
+/// `finished` is how an active run whose operations are all final (succeeded, failed_terminal)
+/// is reported: the ledger stores it as active, and its next claim simply goes on.
 enum class RunState
 {
     Active,
     Halted,
+    Finished,
 };
 
 /// The budgets of one run (design.md "Run budgets").

@@ -118,6 +118,40 @@ private Q_SLOTS:
         QCOMPARE(found[1], *f.store().findRun("other", "run-1"));
     }
 
+    void aRunWithEveryOperationFinalIsReportedFinished()
+    {
+        LedgerFixture f;
+        const ClaimResult a = f.engine().claim(inRun("a"));
+        QCOMPARE(f.store().findRun(kNs, kRun)->state, RunState::Active);
+        f.engine().complete(kNs, a.operation.key, a.operation.fencingToken, "{}", "");
+        QCOMPARE(f.store().findRun(kNs, kRun)->state, RunState::Finished);
+        RunFilter finished;
+        finished.state = RunState::Finished;
+        RunFilter active;
+        active.state = RunState::Active;
+        QCOMPARE(f.store().listRuns(finished).size(), std::size_t(1));
+        QVERIFY(f.store().listRuns(active).empty());
+
+        // Its next claim goes on: the ledger stored it as active all along.
+        QCOMPARE(f.engine().claim(inRun("b")).outcome, ClaimOutcome::Claimed);
+        QCOMPARE(f.store().findRun(kNs, kRun)->state, RunState::Active);
+        QCOMPARE(f.store().listRuns(active).size(), std::size_t(1));
+        QVERIFY(f.store().listRuns(finished).empty());
+
+        // A run halted on terminal failures stays halted, though nothing of it is open.
+        const std::string other = "run-8";
+        for (const std::string step : {"x", "y", "z"}) {
+            const ClaimResult r = f.engine().claim(inRun(step, other));
+            QCOMPARE(r.outcome, ClaimOutcome::Claimed);
+            f.engine().fail(kNs, r.operation.key, r.operation.fencingToken, ErrorClass::Validation,
+                            "refused");
+        }
+        QCOMPARE(f.store().findRun(kNs, other)->state, RunState::Halted);
+        RunFilter halted;
+        halted.state = RunState::Halted;
+        QCOMPARE(f.store().listRuns(halted).size(), std::size_t(1));
+    }
+
     void defaultsComeFromTheAuditedGuardSettings()
     {
         LedgerFixture f;

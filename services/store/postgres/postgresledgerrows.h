@@ -31,10 +31,19 @@ Operation readOperation(const PgResult &r, int row, int column0);
 /// requested, currency, detail: idempo.budget_answer), unset when the budget column is NULL.
 std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0);
 
+/// The state of run `r` as reported: an active run with operations, all of them final, is
+/// `finished` (runbudget.h). Only reads show it; the functions that write runs never see it.
+inline const std::string kReportedRunState =
+    "CASE WHEN r.state = 'active' AND EXISTS (SELECT 1 FROM idempo.operations AS o WHERE "
+    "o.namespace = r.namespace AND o.run_id = r.run_id) AND NOT EXISTS (SELECT 1 FROM "
+    "idempo.operations AS o WHERE o.namespace = r.namespace AND o.run_id = r.run_id AND o.state "
+    "NOT IN ('succeeded', 'failed_terminal')) THEN 'finished' ELSE r.state END";
+
 /// The columns of a run `r` of idempo.runs in readRun() order (0012_run_budgets.sql), its last
 /// progress judged by idempo.run_progress().
-inline constexpr const char *kRunColumns =
-    "r.namespace, r.run_id, r.state, r.failed_dispatch_limit, r.no_progress_ms, "
+inline const std::string kRunColumns =
+    "r.namespace, r.run_id, " + kReportedRunState +
+    ", r.failed_dispatch_limit, r.no_progress_ms, "
     "r.spend_limit_minor, r.token_limit, r.currency, r.failed_dispatches, r.spent_minor, "
     "r.tokens_used, idempo.run_progress(r), r.created_at_ms, r.updated_at_ms, r.halted_at_ms, "
     "r.halt_budget, r.halt_detail, r.run_version";

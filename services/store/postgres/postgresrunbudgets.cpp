@@ -15,7 +15,10 @@ const std::string kFindRunSql = std::string("SELECT ") + kRunColumns +
 const std::string kListRunsSql =
     std::string("SELECT ") + kRunColumns +
     " FROM idempo.runs AS r WHERE (r.namespace, r.run_id) > ($1, $2) AND ($3 = '' OR "
-    "r.namespace = $3) AND ($4 = '' OR r.state = $4) ORDER BY r.namespace, r.run_id "
+    "r.namespace = $3) AND ($4 = '' OR (r.state = $4 AND $4 = 'halted') OR ($4 <> 'halted' AND "
+    "r.state = 'active' AND " +
+    kReportedRunState +
+    " = $4)) ORDER BY r.namespace, r.run_id "
     "LIMIT $5::integer";
 
 // The pairs travel as one JSON array of [namespace, run id], a bound parameter like any other.

@@ -160,7 +160,7 @@ public:
     }
     std::optional<RunRecord> lockRun(const std::string &ns, const std::string &runId) override
     {
-        return selectRun(m_db, ns, runId, true);
+        return selectRun(m_db, ns, runId, RunRead::Judged);
     }
     std::vector<RunActionRecord> runRequests(const std::string &ns,
                                              const std::string &runId) override

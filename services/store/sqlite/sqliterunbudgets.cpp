@@ -22,11 +22,23 @@ const QString kProgress = QStringLiteral(
     "'failed_terminal') THEN o.updated_at_ms ELSE o.created_at_ms END) FROM operations o "
     "WHERE o.namespace = runs.namespace AND o.run_id = runs.run_id), 0))");
 
-/// kRunColumns with the last progress judged (kProgress), for reads.
-QString judgedColumns()
+/// The state a caller is shown (RunRead::Reported).
+const QString kReportedState = QStringLiteral(
+    "CASE WHEN state = 'active' AND EXISTS (SELECT 1 FROM operations o WHERE o.namespace = "
+    "runs.namespace AND o.run_id = runs.run_id) AND NOT EXISTS (SELECT 1 FROM operations o "
+    "WHERE o.namespace = runs.namespace AND o.run_id = runs.run_id AND o.state NOT IN "
+    "('succeeded', 'failed_terminal')) THEN 'finished' ELSE state END");
+
+QString columns(RunRead read)
 {
     QString columns = kRunColumns;
-    return columns.replace(QStringLiteral("last_progress_at_ms"), kProgress);
+    if (read == RunRead::Stored)
+        return columns;
+    columns.replace(QStringLiteral("last_progress_at_ms"), kProgress);
+    if (read == RunRead::Reported)
+        columns.replace(QStringLiteral("run_id, state,"),
+                        QStringLiteral("run_id, ") + kReportedState + QStringLiteral(","));
+    return columns;
 }
 
 QVariant text(const std::string &s)
@@ -196,10 +208,10 @@ void secondRunRequest(SqliteConnection &db, const std::string &requestId)
 }
 
 std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
-                                   const std::string &runId, bool judged)
+                                   const std::string &runId, RunRead read)
 {
     Statement q = run(db,
-                      QStringLiteral("SELECT ") + (judged ? judgedColumns() : kRunColumns) +
+                      QStringLiteral("SELECT ") + columns(read) +
                           QStringLiteral(" FROM runs WHERE namespace = ? AND run_id = ?"),
                       {text(ns), text(runId)}, "read run");
     if (!q->next())
@@ -211,10 +223,10 @@ std::vector<RunRecord> selectRuns(SqliteConnection &db, const RunFilter &filter)
 {
     Statement q = run(
         db,
-        QStringLiteral("SELECT ") + judgedColumns() +
+        QStringLiteral("SELECT ") + columns(RunRead::Reported) +
             QStringLiteral(" FROM runs WHERE (namespace, run_id) > (?, ?) "
-                           "AND (? = '' OR namespace = ?) AND (? = '' OR state = ?) "
-                           "ORDER BY namespace, run_id LIMIT ?"),
+                           "AND (? = '' OR namespace = ?) AND (? = '' OR ") +
+            kReportedState + QStringLiteral(" = ?) ORDER BY namespace, run_id LIMIT ?"),
         {text(filter.afterNs), text(filter.afterRunId), text(filter.ns), text(filter.ns),
          filter.state ? text(std::string(runStateName(*filter.state))) : text({}),
          filter.state ? text(std::string(runStateName(*filter.state))) : text({}), filter.limit},
@@ -250,7 +262,8 @@ std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimReque
     if (request.runId.empty())
         return std::nullopt;
     // Only a re-dispatch is judged on progress (a new operation is progress itself).
-    std::optional<RunRecord> found = selectRun(db, request.ns, request.runId, redispatch);
+    std::optional<RunRecord> found =
+        selectRun(db, request.ns, request.runId, redispatch ? RunRead::Judged : RunRead::Stored);
     RunRecord r = found ? *found : newRun(db, request, nowMs);
     const RunRecord before = r;
     const std::optional<BudgetExhaustion> exhausted =
@@ -301,7 +314,7 @@ std::int64_t haltStalledRuns(SqliteConnection &db, const std::string &ns, std::i
 
 std::optional<RunRecord> SqliteLedgerStore::findRun(const std::string &ns, const std::string &runId)
 {
-    return selectRun(connection(), ns, runId, true);
+    return selectRun(connection(), ns, runId, RunRead::Reported);
 }
 
 std::vector<RunRecord> SqliteLedgerStore::listRuns(const RunFilter &filter)

@@ -21,10 +21,20 @@ namespace idempo {
 std::optional<BudgetExhaustion> chargeRun(SqliteConnection &db, const ClaimRequest &request,
                                           bool redispatch, std::int64_t nowMs);
 
-/// The run (ns, runId); `judged`: with its last progress read from its operations too (what
-/// the no-progress budget judges), else as the row stores it.
+/// How a run is read: as the row stores it (to write it back), with its last progress read from
+/// its operations too (what the no-progress budget judges), or as a caller is shown it (judged,
+/// and an active run whose operations are all final reads `finished`). Only the first two may
+/// be written back.
+enum class RunRead
+{
+    Stored,
+    Judged,
+    Reported,
+};
+
 std::optional<RunRecord> selectRun(SqliteConnection &db, const std::string &ns,
-                                   const std::string &runId, bool judged);
+                                   const std::string &runId, RunRead read);
+/// A page of runs, as reported.
 std::vector<RunRecord> selectRuns(SqliteConnection &db, const RunFilter &filter);
 
 /// Halts the active runs of `ns` (empty = all) with an open operation and no progress for their

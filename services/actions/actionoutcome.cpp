@@ -115,7 +115,8 @@ std::string RunActionOutcome::text() const
                " (request " + requestId + ").";
     if (status == "replayed")
         return "Already done: request " + requestId +
-               " was submitted before; nothing applied again (run " + name + " is " + state + ").";
+               " was submitted before; nothing applied again (run " + name + " is " + state +
+               "). To ask again, give another reason or a --request-id of its own.";
     return "Applied: run " + name + " is " + state + " (request " + requestId + ", audit record " +
            std::to_string(auditSeq.value_or(0)) + ").";
 }

@@ -47,6 +47,37 @@ nlohmann::json proposalOf(const RunActionCommand::Request &r, std::int64_t runVe
     return p;
 }
 
+/// What is asked, whatever the run's version when it was, in the shape idempo.run_action stores
+/// (amounts in minor units, a budget's limits as one object), so that a proposal this command
+/// wrote and one the PostgreSQL ledger wrote compare: a request id answers only the same ask.
+nlohmann::json askOf(nlohmann::json p)
+{
+    p.erase("run_version");
+    const auto minor = [](const nlohmann::json &amount) {
+        return amount.is_null() ? nlohmann::json()
+                                : nlohmann::json(parseAmount(amount.get<std::string>()).minorUnits);
+    };
+    if (p.value("action", "") == "resume") {
+        if (p.contains("add_spend")) {
+            p["add_spend_minor"] = minor(p["add_spend"]);
+            p.erase("add_spend");
+        }
+        return p;
+    }
+    if (p.contains("limits"))
+        return p;
+    nlohmann::json limits = nlohmann::json::object();
+    for (const char *name : {"failed_dispatches", "no_progress_s", "tokens"})
+        if (p.contains(name))
+            limits[name] = p[name];
+    if (p.contains("spend")) {
+        limits["spend_minor"] = minor(p["spend"]);
+        if (!p["spend"].is_null())
+            limits["spend_currency"] = parseAmount(p["spend"].get<std::string>()).currency;
+    }
+    return {{"action", p.value("action", "")}, {"limits", limits}};
+}
+
 /// The run after `r`, applied at `nowMs`.
 RunRecord applied(const RunRecord &run, const RunActionCommand::Request &r, std::int64_t nowMs)
 {
@@ -134,13 +165,19 @@ void RunActionCommand::load()
 {
     m_run = m_store.findRun(m_request.ns, m_request.runId);
     m_threshold = m_store.guardSetting(FourEyesSetting);
-    if (m_request.requestId.empty() && m_run)
-        m_request.requestId =
-            "rr-" + payloadFingerprint({{"ns", m_request.ns},
-                                        {"run", m_request.runId},
-                                        {"proposal", proposalOf(m_request, m_run->version)},
-                                        {"operator", m_actor.name}})
-                        .substr(0, 24);
+    // Derived from what is asked, by whom and why, not from the run's version (which the first
+    // request moves): the same command again is the same request. A later ask of the same thing
+    // for the same reason is answered as done; another reason or --request-id asks anew.
+    if (m_request.requestId.empty() && m_run) {
+        nlohmann::json ask = proposalOf(m_request, 0);
+        ask.erase("run_version");
+        m_request.requestId = "rr-" + payloadFingerprint({{"ns", m_request.ns},
+                                                          {"run", m_request.runId},
+                                                          {"proposal", ask},
+                                                          {"operator", m_actor.name},
+                                                          {"reason", m_request.reason}})
+                                          .substr(0, 24);
+    }
 }
 
 RunActionCommand::Decision RunActionCommand::judge(const RunRecord *run,
@@ -278,11 +315,15 @@ ActionPlan RunActionCommand::decide(const ActionState &state) const
     ActionPlan plan;
     if (state.byRequestId) {
         const RunActionRecord &first = *state.byRequestId;
+        const nlohmann::json asked = askOf(proposalOf(m_request, 0));
         if (first.ns != m_request.ns || first.runId != m_request.runId ||
-            first.action != kindName(m_request.kind))
-            throw Error(ErrorCode::Refused, "request id " + m_request.requestId +
-                                                " was used for another request (" + first.action +
-                                                " of run " + first.runId + ")");
+            first.action != kindName(m_request.kind) || first.operatorName != m_actor.name ||
+            askOf(nlohmann::json::parse(first.proposal)) != asked)
+            throw Error(ErrorCode::Refused,
+                        "request id " + m_request.requestId + " was used for another request (" +
+                            first.action + " of run " + first.runId + " by " + first.operatorName +
+                            ": " + askOf(nlohmann::json::parse(first.proposal)).dump() +
+                            "): give this one an id of its own");
         plan.runAnswer = first;
         return plan;
     }
@@ -337,7 +378,8 @@ RunActionOutcome RunActionCommand::execute()
     outcome.operatorName = m_actor.name;
     outcome.run = result.run;
     if (result.plan.runAnswer) {
-        outcome.status = "replayed";
+        // A request still waiting for its second identity is answered as what it is.
+        outcome.status = result.plan.runAnswer->status == "pending" ? "pending" : "replayed";
         outcome.operatorName = result.plan.runAnswer->operatorName;
         return outcome;
     }

@@ -118,6 +118,26 @@ private Q_SLOTS:
         QCOMPARE(found[1], *f.store().findRun("other", "run-1"));
     }
 
+    void aRetryNamingAnotherRunOrNoneStaysInTheHaltedRun()
+    {
+        LedgerFixture f;
+        failedDispatch(f, "a");
+        failedDispatch(f, "b");
+        failedDispatch(f, "c");
+        QCOMPARE(f.store().findRun(kNs, kRun)->state, RunState::Halted);
+        f.advanceMs(300'000); // past every retry's backoff
+        for (const std::string &named : {std::string(), std::string("run-other")}) {
+            ClaimInput retry = inRun("a");
+            retry.runId = named;
+            const ClaimResult r = f.engine().claim(retry);
+            QCOMPARE(r.outcome, ClaimOutcome::BudgetExhausted);
+            QCOMPARE(r.operation.state, OperationState::FailedRetryable);
+            QCOMPARE(r.operation.attempt, 1);
+        }
+        QCOMPARE(f.store().findRun(kNs, kRun)->failedDispatches, std::int64_t(3));
+        QVERIFY(!f.store().findRun(kNs, "run-other"));
+    }
+
     void aRunWithEveryOperationFinalIsReportedFinished()
     {
         LedgerFixture f;
@@ -381,7 +401,7 @@ private Q_SLOTS:
         QCOMPARE(run.state, RunState::Halted);
         QCOMPARE(run.haltBudget, std::optional(BudgetKind::NoProgress));
         QCOMPARE(run.haltDetail, std::string("no progress for 600 s (limit 600 s)"));
-        QCOMPARE(f.store().findRun(kNs, "run-done")->state, RunState::Active);
+        QCOMPARE(f.store().findRun(kNs, "run-done")->state, RunState::Finished);
         QCOMPARE(f.store().sweepRuns({}), std::int64_t(0));
 
         const ClaimResult retry = f.engine().claim(inRun("a"));

@@ -143,6 +143,72 @@ private Q_SLOTS:
         QCOMPARE(refusal(f.store(), kAlice, reused).code(), ErrorCode::Refused);
     }
 
+    void theSameCommandAgainIsTheSameRequest()
+    {
+        LedgerFixture f;
+        haltByFailures(f);
+        QCOMPARE(RunActionCommand(f.store(), kAlice, resume(2)).execute().status,
+                 std::string("applied"));
+        const std::size_t records = f.store().auditLog(0, 100).size();
+        // A retry after a lost answer: same ask, same person, same reason, no id given.
+        RunActionCommand retry(f.store(), kAlice, resume(2));
+        QVERIFY(retry.validate().empty());
+        QCOMPARE(retry.execute().status, std::string("replayed"));
+        QCOMPARE(f.store().auditLog(0, 100).size(), records);
+        QCOMPARE(f.store().findRun(kNs, kRun)->budgets.failedDispatches,
+                 std::optional<std::int64_t>(5));
+
+        RunActionCommand::Request tokens;
+        tokens.kind = RunActionCommand::Kind::Budget;
+        tokens.runId = kRun;
+        tokens.reason = "cap the planner";
+        tokens.tokens = std::optional<std::int64_t>(5000);
+        QCOMPARE(RunActionCommand(f.store(), kAlice, tokens).execute().status,
+                 std::string("applied"));
+        QCOMPARE(RunActionCommand(f.store(), kAlice, tokens).execute().status,
+                 std::string("replayed"));
+        QCOMPARE(f.store().auditLog(0, 100).size(), records + 1);
+    }
+
+    void aRequestIdAnswersOnlyTheSameAsk()
+    {
+        LedgerFixture f;
+        haltByFailures(f);
+        RunActionCommand::Request first = resume(2);
+        first.requestId = "rr-ticket-311";
+        QCOMPARE(RunActionCommand(f.store(), kAlice, first).execute().status,
+                 std::string("applied"));
+        RunActionCommand::Request other = first;
+        other.addFailed = 7;
+        const Error figures = refusal(f.store(), kAlice, other);
+        QCOMPARE(figures.code(), ErrorCode::Refused);
+        QVERIFY2(std::string(figures.what()).find("rr-ticket-311") != std::string::npos,
+                 figures.what());
+        QCOMPARE(refusal(f.store(), kBob, first).code(), ErrorCode::Refused);
+        QCOMPARE(f.store().findRun(kNs, kRun)->budgets.failedDispatches,
+                 std::optional<std::int64_t>(5));
+        QCOMPARE(RunActionCommand(f.store(), kAlice, first).execute().status,
+                 std::string("replayed"));
+    }
+
+    void aPendingRequestAgainIsStillPending()
+    {
+        LedgerFixture f;
+        setting(f.store(), FourEyesSetting, "50");
+        setting(f.store(), RunSpendCapSetting, "10.00 EUR");
+        ClaimInput pricey = inRun("a");
+        pricey.cost = Amount{1500, "EUR"};
+        QCOMPARE(f.engine().claim(pricey).outcome, ClaimOutcome::BudgetExhausted);
+        RunActionCommand::Request more = resume();
+        more.addSpend = Amount{10000, "EUR"};
+        QCOMPARE(RunActionCommand(f.store(), kAlice, more).execute().status,
+                 std::string("pending"));
+        const RunActionOutcome again = RunActionCommand(f.store(), kAlice, more).execute();
+        QCOMPARE(again.status, std::string("pending"));
+        QVERIFY(again.text().find("pending a second identity") != std::string::npos);
+        QCOMPARE(f.store().findRun(kNs, kRun)->state, RunState::Halted);
+    }
+
     void resumeRestartsTheProgressClock()
     {
         LedgerFixture f;

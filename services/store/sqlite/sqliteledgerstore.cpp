@@ -252,7 +252,12 @@ ClaimResult SqliteLedgerStore::claim(const ClaimRequest &request)
     std::optional<Operation> existing = selectOperation(db, request.ns, request.key);
     const ClaimPlan plan = planClaim(existing ? &*existing : nullptr, request, now);
     if (plan.outcome == ClaimOutcome::Claimed) {
-        if (auto exhausted = chargeRun(db, request, plan.write == ClaimWrite::Dispatch, now)) {
+        // A re-dispatch is judged and charged by the run its record belongs to, whatever run
+        // the claim names: a retry that leaves the run id out must not slip past a halt.
+        ClaimRequest charged = request;
+        if (plan.write == ClaimWrite::Dispatch)
+            charged.runId = existing->runId;
+        if (auto exhausted = chargeRun(db, charged, plan.write == ClaimWrite::Dispatch, now)) {
             ClaimResult refused{ClaimOutcome::BudgetExhausted,
                                 plan.write == ClaimWrite::Dispatch ? *existing
                                                                    : newOperation(request, now),

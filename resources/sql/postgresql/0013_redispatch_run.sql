@@ -290,12 +290,13 @@ BEGIN
 
     SELECT * INTO earlier FROM idempo.run_actions AS q WHERE q.request_id = p_request_id;
     IF FOUND THEN
+        -- What this call asks, the run's version aside (an IF condition cannot hold a CASE).
+        asked := CASE WHEN p_action = 'resume'
+                      THEN jsonb_build_object('action', 'resume', 'add_failed_dispatches', p_add_failed,
+                                              'add_spend_minor', p_add_spend_minor, 'add_tokens', p_add_tokens)
+                      ELSE jsonb_build_object('action', 'budget', 'limits', p_limits) END::text;
         IF earlier.namespace <> p_namespace OR earlier.run_id <> p_run_id OR earlier.action <> p_action
-           OR earlier.operator <> me.who
-           OR earlier.proposal::jsonb - 'run_version' <> CASE WHEN p_action = 'resume'
-                  THEN jsonb_build_object('action', 'resume', 'add_failed_dispatches', p_add_failed,
-                                          'add_spend_minor', p_add_spend_minor, 'add_tokens', p_add_tokens)
-                  ELSE jsonb_build_object('action', 'budget', 'limits', p_limits) END THEN
+           OR earlier.operator <> me.who OR earlier.proposal::jsonb - 'run_version' <> asked::jsonb THEN
             PERFORM idempo.raise('ID008', 'request id ' || p_request_id || ' was used for another request ('
                                           || earlier.action || ' of run ' || earlier.run_id || ' by ' || earlier.operator
                                           || ': ' || earlier.proposal || '): give this one an id of its own');

@@ -100,6 +100,11 @@ private Q_SLOTS:
         LedgerFixture f;
         const std::int64_t now = f.store().nowMs();
         PgConnection admin(testUrl());
+        // planClaim() is the rule before run budgets: the seeded records' run has none (its
+        // seeded failures would halt it otherwise; tst_runbudgetcontract covers budgets).
+        admin.exec("no run budgets", "INSERT INTO idempo.guard_settings (name, value) VALUES "
+                                     "('run_failed_dispatches', ''), ('run_no_progress_s', '') "
+                                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
         const std::vector<ClaimCase> cases = everyClaimCase(now);
         QCOMPARE(cases.size(), std::size_t(OperationStateCount * 2 * 3 * 3 * 3 * 3 * 2));
         std::int64_t lastSuppression = 0;

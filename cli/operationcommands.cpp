@@ -117,7 +117,16 @@ int cmdFail(Context &c)
     const Operation op =
         c.engine().fail(c.ns, c.key(), c.token(), *errorClass,
                         c.parser.value(QStringLiteral("detail")).toStdString(), retryAfter);
-    c.print(operationJson(op), describe(op));
+    std::string human = describe(op);
+    // The failure that uses up the run's budget halts it: say so now, not at the next claim.
+    if (!op.runId.empty())
+        if (const std::optional<RunRecord> run = c.engine().store().findRun(op.ns, op.runId);
+            run && run->state == RunState::Halted && run->haltedAtMs &&
+            *run->haltedAtMs >= op.updatedAtMs)
+            human += "\nrun " + escapedText(op.runId) +
+                     " is halted: " + escapedText(run->haltDetail) + " (idempo run resume " +
+                     escapedText(op.runId) + " --reason …)";
+    c.print(operationJson(op), human);
     return ExitOk;
 }
 

@@ -47,6 +47,26 @@ private:
 private Q_SLOTS:
     void init() { QVERIFY(m_cli.useNewLedger(QString::fromLatin1(QTest::currentTestFunction()))); }
 
+    void theFailureThatHaltsTheRunSaysSo()
+    {
+        QString said;
+        for (const char *step : {"run-2:a", "run-2:b", "run-2:c"}) {
+            const CliRun c = m_cli.run({S("--json"), S("claim"), S(step), S("--payload"), S("{}"),
+                                        S("--run"), S("run-2")});
+            QCOMPARE(c.exitCode, 0);
+            const CliRun f =
+                m_cli.run({S("fail"), S(step), S("--token"),
+                           QString::number(c.json.value(S("fencing_token")).toInteger()),
+                           S("--class"), S("transient"), S("--detail"), S("503")});
+            QCOMPARE(f.exitCode, 0);
+            said = QString::fromUtf8(f.out);
+            if (QLatin1String(step) != QLatin1String("run-2:c"))
+                QVERIFY2(!said.contains(S("halted")), qPrintable(said));
+        }
+        QVERIFY2(said.contains(S("run run-2 is halted: 3 failed dispatches")), qPrintable(said));
+        QVERIFY2(said.contains(S("idempo run resume run-2")), qPrintable(said));
+    }
+
     void budgetExhaustedNamesTheBudgetAndFigures()
     {
         haltBySpend();

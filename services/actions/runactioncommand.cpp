@@ -254,7 +254,11 @@ RunActionCommand::Decision RunActionCommand::judge(const RunRecord *run,
         m_threshold && !m_threshold->empty() && !currency.empty()
             ? parseMajorAmount(*m_threshold, currency)
             : std::nullopt;
-    d.fourEyes = threshold && raise > *threshold;
+    // Raising the cap to above the threshold needs two identities, however small the step: the
+    // threshold bounds what one person lets a run spend, not each change (steps of a little each
+    // would walk any cap up alone). No cap after the change is above every threshold.
+    const std::optional<Amount> &capAfter = d.after->budgets.spend;
+    d.fourEyes = threshold && raise > 0 && (!capAfter || capAfter->minorUnits > *threshold);
     for (const RunActionRecord &q : requests) {
         if (q.status != "pending" || q.proposal != d.proposal)
             continue;

@@ -249,17 +249,61 @@ private Q_SLOTS:
         QCOMPARE(run.budgets.spend, std::optional<Amount>(Amount{11000, "EUR"}));
         QCOMPARE(f.engine().claim(pricey).outcome, ClaimOutcome::Claimed);
 
-        // Below the threshold one identity is enough.
+        // Above the threshold even a little more needs a second identity; lowering needs one.
         RunActionCommand::Request small;
         small.kind = RunActionCommand::Kind::Budget;
         small.runId = kRun;
         small.reason = "a little more";
         small.spend = std::optional<Amount>(Amount{12000, "EUR"});
         QCOMPARE(RunActionCommand(f.store(), kAlice, small).execute().status,
+                 std::string("pending"));
+        RunActionCommand::Request lower = small;
+        lower.reason = "less";
+        lower.spend = std::optional<Amount>(Amount{10000, "EUR"});
+        QCOMPARE(RunActionCommand(f.store(), kAlice, lower).execute().status,
                  std::string("applied"));
         RunActionCommand::Request usd = small;
+        usd.reason = "in dollars";
         usd.spend = std::optional<Amount>(Amount{12000, "USD"});
         QCOMPARE(refusal(f.store(), kAlice, usd).code(), ErrorCode::Refused);
+    }
+
+    void steppingTheCapUpStillMeetsFourEyes()
+    {
+        LedgerFixture f;
+        setting(f.store(), FourEyesSetting, "50");
+        setting(f.store(), RunSpendCapSetting, "10.00 EUR");
+        QCOMPARE(f.engine().claim(inRun("a")).outcome, ClaimOutcome::Claimed);
+        const auto raiseTo = [&f](std::int64_t minor, const ActorIdentity &who) {
+            RunActionCommand::Request step;
+            step.kind = RunActionCommand::Kind::Budget;
+            step.runId = kRun;
+            step.reason = "step to " + std::to_string(minor);
+            step.spend = std::optional<Amount>(Amount{minor, "EUR"});
+            return RunActionCommand(f.store(), who, step).execute().status;
+        };
+        QCOMPARE(raiseTo(3000, kAlice), std::string("applied"));
+        QCOMPARE(raiseTo(5000, kAlice), std::string("applied")); // at the threshold exactly
+        QCOMPARE(raiseTo(5500, kAlice), std::string("pending")); // a small step, but past it
+        QCOMPARE(f.store().findRun(kNs, kRun)->budgets.spend,
+                 std::optional<Amount>(Amount{5000, "EUR"}));
+
+        // Adding spend on resume follows the same rule.
+        setting(f.store(), RunSpendCapSetting, "10.00 EUR");
+        ClaimInput other = inRun("x");
+        other.key = "run-9:x";
+        other.runId = "run-9";
+        other.cost = Amount{1000, "EUR"};
+        QCOMPARE(f.engine().claim(other).outcome, ClaimOutcome::Claimed);
+        other.key = "run-9:y";
+        QCOMPARE(f.engine().claim(other).outcome, ClaimOutcome::BudgetExhausted);
+        RunActionCommand::Request more;
+        more.runId = "run-9";
+        more.reason = "a little more";
+        more.addSpend = Amount{4100, "EUR"}; // 51.00 EUR afterwards
+        QCOMPARE(RunActionCommand(f.store(), kAlice, more).execute().status,
+                 std::string("pending"));
+        QCOMPARE(RunActionCommand(f.store(), kBob, more).execute().status, std::string("applied"));
     }
 
     void budgetSetsLimits()

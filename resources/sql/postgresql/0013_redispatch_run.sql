@@ -14,6 +14,10 @@
 -- Now the same id must carry the same ask (the run's version aside) from the same identity, or
 -- it is refused (ID008); a repeat of a request still waiting for its second identity answers
 -- `pending` again, not `replayed`.
+--
+-- Four-eyes on the spend cap looked at each raise alone: one identity walked a cap up to any
+-- height in steps below the threshold. Now a raise that takes the cap above four_eyes_above
+-- needs a second identity, however small it is.
 
 CREATE OR REPLACE FUNCTION idempo.claim(
     p_namespace text, p_key text, p_payload text, p_payload_sha256 text, p_owner text,
@@ -399,7 +403,9 @@ BEGIN
     threshold := CASE WHEN a.currency <> '' THEN
         idempo.major_to_minor(nullif((SELECT s.value FROM idempo.guard_settings AS s WHERE s.name = 'four_eyes_above'), ''),
                               a.currency) END;
-    waits := threshold IS NOT NULL AND raise_minor > threshold AND cardinality(partners) = 0;
+    -- Raising the cap to above the threshold needs two identities, however small the step.
+    waits := threshold IS NOT NULL AND raise_minor > 0 AND (a.spend_limit_minor IS NULL OR a.spend_limit_minor > threshold)
+             AND cardinality(partners) = 0;
     audit := idempo.append_audit(now_ms, me.who, me.role, 'run_' || p_action, 'run:' || p_namespace || '/' || p_run_id,
                                  p_reason, idempo.canonical_json(to_jsonb(r)),
                                  idempo.canonical_json(to_jsonb(CASE WHEN waits THEN r ELSE a END)), p_request_id,

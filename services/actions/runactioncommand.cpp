@@ -122,8 +122,9 @@ std::int64_t spendRaise(const RunRecord &run, const RunActionCommand::Request &r
         return 0;
     if (!*r.spend)
         return run.budgets.spend ? kMaxCount : 0; // removing the cap raises it without bound
-    return std::max<std::int64_t>(0, (*r.spend)->minorUnits -
-                                         (run.budgets.spend ? run.budgets.spend->minorUnits : 0));
+    if (!run.budgets.spend)
+        return 0; // a first cap narrows a run that had none
+    return std::max<std::int64_t>(0, (*r.spend)->minorUnits - run.budgets.spend->minorUnits);
 }
 
 struct Problem

@@ -288,6 +288,21 @@ private Q_SLOTS:
         QCOMPARE(f.store().findRun(kNs, kRun)->budgets.spend,
                  std::optional<Amount>(Amount{5000, "EUR"}));
 
+        // A first cap on a run without one narrows it: one identity, whatever its height.
+        ClaimInput uncapped = inRun("u");
+        uncapped.key = "run-8:u";
+        uncapped.runId = "run-8";
+        setting(f.store(), RunSpendCapSetting, "");
+        QCOMPARE(f.engine().claim(uncapped).outcome, ClaimOutcome::Claimed);
+        QVERIFY(!f.store().findRun(kNs, "run-8")->budgets.spend);
+        RunActionCommand::Request first;
+        first.kind = RunActionCommand::Kind::Budget;
+        first.runId = "run-8";
+        first.reason = "cap it";
+        first.spend = std::optional<Amount>(Amount{12000, "EUR"});
+        QCOMPARE(RunActionCommand(f.store(), kAlice, first).execute().status,
+                 std::string("applied"));
+
         // Adding spend on resume follows the same rule.
         setting(f.store(), RunSpendCapSetting, "10.00 EUR");
         ClaimInput other = inRun("x");

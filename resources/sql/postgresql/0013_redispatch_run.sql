@@ -17,7 +17,8 @@
 --
 -- Four-eyes on the spend cap looked at each raise alone: one identity walked a cap up to any
 -- height in steps below the threshold. Now a raise that takes the cap above four_eyes_above
--- needs a second identity, however small it is.
+-- needs a second identity, however small it is; a first cap on a run that had none narrows it
+-- and needs one.
 
 CREATE OR REPLACE FUNCTION idempo.claim(
     p_namespace text, p_key text, p_payload text, p_payload_sha256 text, p_owner text,
@@ -384,7 +385,8 @@ BEGIN
             a.spend_limit_minor := (p_limits ->> 'spend_minor')::bigint;
             raise_minor := CASE WHEN a.spend_limit_minor IS NULL
                                 THEN CASE WHEN r.spend_limit_minor IS NULL THEN 0 ELSE 1000000000000000000 END
-                                ELSE greatest(0, a.spend_limit_minor - coalesce(r.spend_limit_minor, 0)) END;
+                                WHEN r.spend_limit_minor IS NULL THEN 0 -- a first cap narrows the run
+                                ELSE greatest(0, a.spend_limit_minor - r.spend_limit_minor) END;
         END IF;
         asked := idempo.canonical_json(jsonb_build_object('action', 'budget', 'run_version', r.run_version,
                                                              'limits', p_limits));

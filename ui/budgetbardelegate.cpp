@@ -39,7 +39,7 @@ void BudgetBarDelegate::paint(QPainter *painter, const QStyleOptionViewItem &opt
     for (int i = 0; i < n; ++i) {
         const QVariantMap bar = bars.at(i).toMap();
         const double fraction =
-            std::clamp(bar.value(QStringLiteral("fraction")).toDouble(), 0.0, 1.0);
+            std::clamp(bar.value(QStringLiteral("fraction")).value<double>(), 0.0, 1.0);
         const bool haltedIt = bar.value(QStringLiteral("halted_it")).toBool();
         const QRect slot(area.left() + i * (width + gap), area.top(), width, area.height());
         const QColor fill = haltedIt || fraction >= 1.0 ? QColor(QStringLiteral("#c62828"))

@@ -11,6 +11,7 @@
 
 #include "auditview.h"
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "firststepspanel.h"
@@ -51,13 +52,8 @@ private Q_SLOTS:
     void init()
     {
         m_fixture = std::make_unique<test::ConsoleFixture>(); // migrated, nothing written
-        m_window = std::make_unique<MainWindow>();
-        m_window->setInteractive(false);
-        m_window->resize(1024, 700);
-        QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-        m_window->show();
-        m_window->openLedger(m_fixture->url());
-        QVERIFY(opened.wait());
+        m_window = test::openConsole(m_fixture->url(), QSize(1024, 700));
+        QVERIFY(m_window);
         QTRY_VERIFY(overview()->model()->hasSnapshot());
     }
 

@@ -8,6 +8,7 @@
 
 #include "confirmationsview.h"
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"
@@ -59,12 +60,8 @@ void TestNamespaces::init()
     gated("tenant-b", "run-7002:refund", "run-7002");
     gated("sandbox-x", "run-9:refund", "run-9");
     gated("default", "loose-key-1", "");
-    m_window = std::make_unique<MainWindow>();
-    m_window->setInteractive(false);
-    QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-    m_window->show();
-    m_window->openLedger(m_fixture->url());
-    QVERIFY(opened.wait());
+    m_window = test::openConsole(m_fixture->url());
+    QVERIFY(m_window);
 }
 
 void TestNamespaces::cleanup()

@@ -10,6 +10,7 @@
 #include "approvecommand.h"
 #include "confirmationsview.h"
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "guardedactiondialog.h"
 #include "guardsettingcommand.h"
 #include "leasesview.h"
@@ -48,12 +49,8 @@ void TestReviewFlow::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    m_window = std::make_unique<MainWindow>();
-    m_window->setInteractive(false);
-    QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-    m_window->show();
-    m_window->openLedger(m_fixture->url());
-    QVERIFY(opened.wait());
+    m_window = test::openConsole(m_fixture->url());
+    QVERIFY(m_window);
     m_view = qobject_cast<ConfirmationsView *>(m_window->views().at(2));
     QVERIFY(m_view);
     m_window->tabs()->setCurrentWidget(m_view);

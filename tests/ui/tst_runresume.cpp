@@ -10,6 +10,7 @@
 
 #include "actioncontroller.h"
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "guardedactiondialog.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
@@ -49,12 +50,8 @@ void TestRunResume::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    m_window = std::make_unique<MainWindow>();
-    m_window->setInteractive(false);
-    QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-    m_window->show();
-    m_window->openLedger(m_fixture->url());
-    QVERIFY(opened.wait());
+    m_window = test::openConsole(m_fixture->url());
+    QVERIFY(m_window);
     for (LedgerView *v : m_window->views())
         if (auto *view = qobject_cast<RunsView *>(v))
             m_view = view;

@@ -10,6 +10,7 @@
 #include <QTreeWidget>
 
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "ledgerconnection.h"
 #include "mainwindow.h"
 #include "runsview.h"
@@ -43,12 +44,8 @@ void TestSandboxPanel::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    m_window = std::make_unique<MainWindow>();
-    m_window->setInteractive(false);
-    QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-    m_window->show();
-    m_window->openLedger(m_fixture->url());
-    QVERIFY(opened.wait());
+    m_window = test::openConsole(m_fixture->url());
+    QVERIFY(m_window);
     view<SandboxPanel>()->setInteractive(false);
 }
 

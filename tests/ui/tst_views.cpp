@@ -9,6 +9,7 @@
 
 #include "confirmationsview.h"
 #include "consolefixture.h"
+#include "consolewindow.h"
 #include "deadlettertablemodel.h"
 #include "dlqview.h"
 #include "eventtablemodel.h"
@@ -59,12 +60,8 @@ void TestViews::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    m_window = std::make_unique<MainWindow>();
-    m_window->setInteractive(false);
-    QSignalSpy opened(m_window.get(), &MainWindow::ledgerOpened);
-    m_window->show();
-    m_window->openLedger(m_fixture->url());
-    QVERIFY(opened.wait());
+    m_window = test::openConsole(m_fixture->url());
+    QVERIFY(m_window);
 }
 
 void TestViews::cleanup()

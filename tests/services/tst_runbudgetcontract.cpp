@@ -11,10 +11,12 @@
 #include <QtTest>
 
 #include "error.h"
+#include "errorof.h"
 #include "guardsettingcommand.h"
 #include "ledgerfixture.h"
 
 using namespace idempo;
+using idempo::test::errorOf;
 using idempo::test::LedgerFixture;
 
 namespace {
@@ -55,16 +57,6 @@ void failedDispatch(LedgerFixture &f, const std::string &step)
     const ClaimResult r = f.engine().claim(inRun(step));
     QCOMPARE(r.outcome, ClaimOutcome::Claimed);
     f.engine().fail(kNs, r.operation.key, r.operation.fencingToken, ErrorClass::Transient, "503");
-}
-
-ErrorCode errorOf(const std::function<void()> &f)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        return e.code();
-    }
-    return ErrorCode::Internal;
 }
 
 } // namespace

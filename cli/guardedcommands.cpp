@@ -2,12 +2,15 @@
 // The guarded actions: each command object validates, describes and executes
 // (approvecommand.h, reconcilecommand.h, guardsettingcommand.h); the CLI only gathers arguments
 // and prints. Also the audit log they write.
+#include <memory>
+
 #include "approvecommand.h"
 #include "auditverify.h"
 #include "context.h"
 #include "error.h"
 #include "guardsettingcommand.h"
 #include "journallookup.h"
+#include "money.h"
 #include "optionvalue.h"
 #include "output.h"
 #include "reconcilecommand.h"
@@ -250,21 +253,48 @@ int cmdAudit(Context &c)
 int cmdFourEyes(Context &c)
 {
     LedgerStore &store = c.engine().store();
-    if (!c.parser.isSet(QStringLiteral("above"))) {
+    const bool setAbove = c.parser.isSet(QStringLiteral("above"));
+    const bool setRates = c.parser.isSet(QStringLiteral("rates"));
+    if (!setAbove && !setRates) {
         const auto current = store.guardSetting(FourEyesSetting);
-        c.print({{"four_eyes_above",
-                  current && !current->empty() ? nlohmann::json(*current) : nlohmann::json()}},
-                current && !current->empty() ? "two approvers needed above " + *current
-                                             : std::string("four-eyes approval is off"));
+        const auto rates = store.guardSetting(ReferenceRatesSetting);
+        const bool on = current && !current->empty();
+        const bool rated = rates && !rates->empty();
+        std::string text = on ? "two approvers needed above " + *current
+                              : std::string("four-eyes approval is off");
+        if (on)
+            text += rated ? " " + rates->substr(0, 3) + ", other currencies at " + *rates +
+                                " (a currency without a rate always needs two)"
+                          : ", as written in every currency (no reference rates: set them with "
+                            "--rates)";
+        c.print({{"four_eyes_above", on ? nlohmann::json(*current) : nlohmann::json()},
+                 {"reference_rates", rated ? nlohmann::json(*rates) : nlohmann::json()}},
+                text);
         return ExitOk;
     }
-    std::string value = c.parser.value(QStringLiteral("above")).toStdString();
-    if (value == "off")
-        value.clear();
-    GuardSettingCommand command(store, store.actor(), FourEyesSetting, value, requiredReason(c));
-    requireValid(command.validate());
-    const ActionPreview preview = command.describe();
-    c.print(command.execute().toJson(), preview.sentence + ": done");
+    const auto valueOf = [&c](const char *option) {
+        std::string value = c.parser.value(QLatin1String(option)).toStdString();
+        return value == "off" ? std::string() : value;
+    };
+    const std::string reason = requiredReason(c);
+    std::vector<std::unique_ptr<GuardSettingCommand>> commands;
+    if (setRates)
+        commands.push_back(std::make_unique<GuardSettingCommand>(
+            store, store.actor(), ReferenceRatesSetting, valueOf("rates"), reason));
+    if (setAbove)
+        commands.push_back(std::make_unique<GuardSettingCommand>(
+            store, store.actor(), FourEyesSetting, valueOf("above"), reason));
+    // Both are checked before either is stored: a bad value writes nothing.
+    for (const auto &command : commands)
+        requireValid(command->validate());
+    nlohmann::json done = nlohmann::json::array();
+    std::string text;
+    for (const auto &command : commands) {
+        const ActionPreview preview = command->describe();
+        done.push_back(command->execute().toJson());
+        text += (text.empty() ? "" : "\n") + preview.sentence + ": done";
+    }
+    c.print(done.size() == 1 ? done.front() : nlohmann::json{{"settings", done}}, text);
     return ExitOk;
 }
 
@@ -337,11 +367,19 @@ void addGuardedCommands(std::map<QString, Command> &table)
           cmdAudit}},
         {QStringLiteral("four-eyes"),
          {0,
-          "four-eyes [--above AMOUNT|off --reason TEXT]",
-          "Show or set the ledger's four-eyes threshold: above AMOUNT (major units, in the "
-          "operation's\n"
-          "own currency) a re-dispatch or confirm needs two different approvers. Admins only.",
+          "four-eyes [--above AMOUNT|off] [--rates 'REF CUR=RATE ...'|off] --reason TEXT",
+          "Show or set the ledger's four-eyes threshold: above AMOUNT (major units) a "
+          "re-dispatch or\n"
+          "confirm needs two different approvers. With reference rates (e.g. 'EUR USD=0.92 "
+          "JPY=0.0061':\n"
+          "what one unit of each currency is worth in the first) AMOUNT is in the reference "
+          "currency,\n"
+          "every value is converted, a currency without a rate always needs two approvers, and "
+          "the\n"
+          "console ranks values by it; without, AMOUNT applies as written in every currency. "
+          "Admins only.",
           {opt("above", "The threshold, e.g. 1000.00, or off.", "AMOUNT"),
+           opt("rates", "Reference rates, e.g. 'EUR USD=0.92 JPY=0.0061', or off.", "RATES"),
            opt("reason", "Why (required).", "TEXT")},
           cmdFourEyes}},
     });

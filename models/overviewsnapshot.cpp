@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <map>
 
+#include "money.h"
+#include "operationquery.h"
+
 namespace idempo {
 
 namespace {
@@ -45,6 +48,17 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
                      [](const RunRecord &a, const RunRecord &b) {
                          return a.haltedAtMs.value_or(0) > b.haltedAtMs.value_or(0);
                      });
+
+    OperationQuery waiting;
+    waiting.states = {OperationState::ConfirmationRequired, OperationState::AwaitingApproval,
+                      OperationState::UnknownOutcome};
+    waiting.highestValueFirst = true;
+    for (Operation &op : waiting.page(store, KeysetPosition::start(), ValuableLimit)) {
+        op.value = operationValue(op); // declared, else what its payload says (money.h)
+        if (op.value)
+            s.valuableWaiting.push_back(std::move(op));
+    }
+    s.referenceRates = store.guardSetting(ReferenceRatesSetting);
 
     std::map<ErrorClass, std::int64_t> failures;
     const std::int64_t windowStart = s.nowMs - std::int64_t{Minutes} * 60'000;

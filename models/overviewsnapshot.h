@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ledgerstore.h"
@@ -33,6 +34,14 @@ struct OverviewSnapshot
     std::vector<RunRecord> haltedRuns;
     bool haltedMore = false; ///< more than HaltedLimit are halted
     static constexpr int HaltedLimit = 500;
+    /// Operations waiting for a person (confirmation_required, awaiting_approval,
+    /// unknown_outcome) that carry a value (money.h operationValue), highest declared value
+    /// first in the store's order, at most ValuableLimit: what is told of when only
+    /// confirmations above a value are notified.
+    std::vector<Operation> valuableWaiting;
+    static constexpr int ValuableLimit = 200;
+    /// The ledger's reference_rates guard setting (money.h), for comparing those values.
+    std::optional<std::string> referenceRates;
     std::vector<std::pair<ErrorClass, std::int64_t>> failuresByClass;
     /// Failed attempts waiting for backoff or a person, by minute of their last change
     /// (index Minutes - 1 is the current minute).

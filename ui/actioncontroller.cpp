@@ -118,6 +118,21 @@ QString jsonText(const nlohmann::json &value)
     return QString::fromStdString(value.dump(2));
 }
 
+/// Why a second approver must confirm, in the terms the ledger gates by.
+QString fourEyesNote(const nlohmann::json &details)
+{
+    const auto rates = details.find("reference_rates");
+    if (rates == details.end() || !rates->is_string())
+        return QObject::tr(" · above the four-eyes threshold (no reference rates are "
+                           "set, so it applies as written in every currency): a second "
+                           "approver must confirm");
+    const QString text = QString::fromStdString(rates->get<std::string>());
+    return QObject::tr(" · above the four-eyes threshold in %1 at the ledger's rates "
+                       "(%2), or in a currency without a rate: a second approver must "
+                       "confirm")
+        .arg(text.left(3), text);
+}
+
 } // namespace
 
 QString consequenceButtonText(const QString &sentence)
@@ -283,11 +298,8 @@ void ActionController::start(OperationAction action, const Operation &op)
                                   .arg(QString::fromStdString(p.details.value("from", "")),
                                        QString::fromStdString(p.details.value("to", "")),
                                        submissionId,
-                                       p.details.value("four_eyes", false)
-                                           ? tr(" · above the four-eyes threshold (one "
-                                                "amount, applied as it stands in every "
-                                                "currency): a second approver must confirm")
-                                           : QString()));
+                                       p.details.value("four_eyes", false) ? fourEyesNote(p.details)
+                                                                           : QString()));
             m_dialog->addDetail(tr("Evidence"),
                                 jsonText(p.details.value("evidence", nlohmann::json())));
             m_dialog->addDetail(tr("Attempt history"),

@@ -3,8 +3,10 @@
 
 #include <QAbstractItemView>
 #include <QApplication>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -19,10 +21,13 @@
 #include "emptystate.h"
 #include "filterbar.h"
 #include "firststepspanel.h"
+#include "foureyesmodel.h"
+#include "foureyesview.h"
 #include "guardedactiondialog.h"
 #include "leasesview.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "money.h"
 #include "notifier.h"
 #include "operationdetailpane.h"
 #include "operationsview.h"
@@ -38,7 +43,7 @@ namespace idempo {
 MainWindow::MainWindow(QWidget *parent)
     : QMainWindow(parent), m_connection(new LedgerConnection(this)),
       m_actions(new ActionController(m_connection, this)), m_tabs(new QTabWidget(this)),
-      m_ledgerLabel(new QLabel(this)), m_liveLabel(new QLabel(this))
+      m_ledgerLabel(new QLabel(this)), m_whoLabel(new QLabel(this)), m_liveLabel(new QLabel(this))
 {
     m_overview = new OverviewView(m_connection, m_tabs);
     m_notifier = new Notifier(m_overview->model(), this);
@@ -48,17 +53,21 @@ MainWindow::MainWindow(QWidget *parent)
     auto *operations = new OperationsView(m_connection, m_tabs);
     auto *runs = new RunsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
-    m_views = {m_overview, leases, confirmations, new SuppressionsView(m_connection, m_tabs),
-               runs,       dlq,    m_sandbox,     new AuditView(m_connection, m_tabs),
-               operations};
+    m_fourEyes = new FourEyesView(m_connection, m_tabs);
+    m_views = {m_overview, leases,    confirmations, new SuppressionsView(m_connection, m_tabs),
+               runs,       dlq,       m_sandbox,     new AuditView(m_connection, m_tabs),
+               operations, m_fourEyes};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
-                            tr("Sand&box"),      tr("A&udit"),  tr("&Find")};
+                            tr("Sand&box"),      tr("A&udit"),  tr("&Find"),
+                            tr("Four &eyes")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);
     m_liveLabel->setTextFormat(Qt::RichText);
     statusBar()->addWidget(m_ledgerLabel, 1);
+    m_whoLabel->setTextFormat(Qt::RichText);
+    statusBar()->addPermanentWidget(m_whoLabel);
     statusBar()->addPermanentWidget(m_liveLabel);
     buildMenus();
 
@@ -113,7 +122,15 @@ MainWindow::MainWindow(QWidget *parent)
     for (LedgerView *v : std::as_const(m_views))
         if (EmptyState *empty = v->emptyState())
             connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
-    for (OperationDetailPane *pane : {confirmations->detail(), operations->detail()}) {
+    connect(m_actions, &ActionController::actorChanged, this, [this] {
+        const auto &actor = m_actions->actor();
+        m_fourEyes->setActor(actor ? QString::fromStdString(actor->name) : QString(),
+                             actor ? QString::fromStdString(actor->role) : QString());
+        updateTitle();
+    });
+    connect(m_fourEyes, &FourEyesView::waitingChanged, this, &MainWindow::updateTabCounts);
+    for (OperationDetailPane *pane :
+         {confirmations->detail(), operations->detail(), m_fourEyes->detail()}) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
         connect(m_actions, &ActionController::actorChanged, pane,
                 [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
@@ -190,6 +207,34 @@ void MainWindow::buildMenus()
         connect(a, &QAction::toggled, m_notifier,
                 [this, kind](bool on) { m_notifier->setEnabled(kind, on); });
     }
+    QAction *floor = notify->addAction(QString());
+    const auto floorText = [this] {
+        const QString amount = m_notifier->confirmationFloor();
+        return amount.isEmpty() ? tr("Confirmations of any &value…")
+                                : tr("Confirmations only &above %1…").arg(amount);
+    };
+    floor->setText(floorText());
+    connect(floor, &QAction::triggered, this, [this, floor, floorText] {
+        bool ok = false;
+        const QString amount =
+            QInputDialog::getText(this, tr("Notify me of confirmations above"),
+                                  tr("Tell me of new confirmations above this value (major "
+                                     "units; in the reference currency when the ledger has "
+                                     "reference rates).\nEmpty: every new confirmation."),
+                                  QLineEdit::Normal, m_notifier->confirmationFloor(), &ok)
+                .trimmed();
+        if (!ok)
+            return;
+        if (!amount.isEmpty() && !parseMajorAmount(amount.toStdString(), {})) {
+            QMessageBox::warning(this, tr("Not an amount"),
+                                 tr("“%1” is not an amount such as 5000 or 5,000.00; the "
+                                    "setting is unchanged.")
+                                     .arg(amount));
+            return;
+        }
+        m_notifier->setConfirmationFloor(amount);
+        floor->setText(floorText());
+    });
     // One choice of zone for every list, dialog and tooltip, remembered; exports stay UTC (ISO).
     setTimesInUtc(QSettings().value(QStringLiteral("display/timesInUtc"), true).toBool());
     QAction *utc = viewMenu->addAction(tr("Times in &UTC"));
@@ -221,7 +266,8 @@ void MainWindow::chooseLedger(const QString &error, const QString &hint)
 
 QString MainWindow::statusText() const
 {
-    return m_ledgerLabel->text() + QStringLiteral(" | ") + m_liveLabel->text();
+    return m_ledgerLabel->text() + QStringLiteral(" | ") + m_whoLabel->text() +
+           QStringLiteral(" | ") + m_liveLabel->text();
 }
 
 void MainWindow::updateTitle()
@@ -244,7 +290,14 @@ void MainWindow::updateTitle()
     }
     m_ledgerLabel->setText(
         tr("Ledger: %1 · times in %2").arg(ledger, timesInUtc() ? tr("UTC") : tr("local time")));
-    setWindowTitle(tr("%1 [%2] — Idempo Console").arg(ledger, live));
+    // Who acts is always in sight: every guarded action is recorded under this identity.
+    const auto &actor = m_actions->actor();
+    const QString who = actor ? tr("%1 (%2)").arg(QString::fromStdString(actor->name),
+                                                  QString::fromStdString(actor->role))
+                              : QString();
+    m_whoLabel->setText(actor ? tr("You: <b>%1</b>").arg(who.toHtmlEscaped()) : QString());
+    setWindowTitle(actor ? tr("%1 [%2] — %3 — Idempo Console").arg(ledger, live, who)
+                         : tr("%1 [%2] — Idempo Console").arg(ledger, live));
 }
 
 void MainWindow::showUnavailable(const QString &why)
@@ -298,6 +351,10 @@ void MainWindow::refreshCurrent()
 
 void MainWindow::updateTabCounts()
 {
+    const int secondApprovals = m_fourEyes->model()->waitingForMe();
+    m_tabs->setTabText(m_tabs->indexOf(m_fourEyes), secondApprovals > 0
+                                                        ? tr("Four &eyes (%1)").arg(secondApprovals)
+                                                        : tr("Four &eyes"));
     if (!m_overview->model()->hasSnapshot()) {
         for (const auto &[tab, name] :
              {std::pair{1, tr("&Leases")}, std::pair{2, tr("&Confirmations")},

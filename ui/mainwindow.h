@@ -10,6 +10,7 @@ class QTabWidget;
 namespace idempo {
 
 class ActionController;
+class FourEyesView;
 class LedgerConnection;
 class LedgerView;
 class Notifier;
@@ -63,7 +64,9 @@ private:
     Notifier *m_notifier = nullptr;
     QList<LedgerView *> m_views;
     LedgerView *m_sandbox = nullptr;
+    FourEyesView *m_fourEyes = nullptr;
     QLabel *m_ledgerLabel;
+    QLabel *m_whoLabel;
     QLabel *m_liveLabel;
     bool m_interactive = true;
 };

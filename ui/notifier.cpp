@@ -5,14 +5,16 @@
 #include <QSettings>
 #include <QSystemTrayIcon>
 
+#include "amount.h"
 #include "displayformat.h"
+#include "money.h"
 #include "overviewmodel.h"
 
 namespace idempo {
 
 namespace {
 
-/// More halts than this in one snapshot are told as one count.
+/// More halts (or valuable confirmations) than this in one snapshot are told as one count.
 constexpr int MaxHaltsTold = 3;
 
 QString settingKey(Notifier::Kind kind)
@@ -32,6 +34,13 @@ QString identity(const RunRecord &run)
 {
     return QString::fromStdString(run.ns + '\x1f' + run.runId);
 }
+
+QString identity(const Operation &op)
+{
+    return QString::fromStdString(op.ns + '\x1f' + op.key);
+}
+
+const QString kFloorKey = QStringLiteral("notifications/confirmationsAbove");
 
 } // namespace
 
@@ -68,10 +77,21 @@ void Notifier::setEnabled(Kind kind, bool on)
     QSettings().setValue(settingKey(kind), on);
 }
 
+void Notifier::setConfirmationFloor(const QString &amount)
+{
+    QSettings().setValue(kFloorKey, amount.trimmed());
+}
+
+QString Notifier::confirmationFloor() const
+{
+    return QSettings().value(kFloorKey).toString();
+}
+
 void Notifier::resetBaseline()
 {
     m_hasBaseline = false;
     m_halted.clear();
+    m_valuable.clear();
     m_confirmations = 0;
     m_deadLetters = 0;
 }
@@ -98,10 +118,29 @@ void Notifier::compare()
         else
             for (const QString &text : std::as_const(fresh))
                 tell(Kind::HaltedRun, tr("Run halted"), text);
-        if (confirmations > m_confirmations)
+        const QString floor = confirmationFloor();
+        if (floor.isEmpty() && confirmations > m_confirmations)
             tell(Kind::Confirmation, tr("Confirmation needed"),
                  tr("%n new operation(s) wait for a person to confirm what happened.", nullptr,
                     static_cast<int>(confirmations - m_confirmations)));
+        if (!floor.isEmpty()) {
+            QStringList above;
+            for (const Operation &op : s.valuableWaiting)
+                if (!m_valuable.contains(identity(op)) &&
+                    needsFourEyes(*op.value, floor.toStdString(), s.referenceRates))
+                    above << tr("%1 of %2 (namespace %3)")
+                                 .arg(displayText(op.key),
+                                      QString::fromStdString(formatAmount(*op.value)).trimmed(),
+                                      displayText(op.ns));
+            if (above.size() > MaxHaltsTold)
+                tell(Kind::Confirmation, tr("Confirmations needed"),
+                     tr("%1 new operations above %2 wait for a person: see Confirmations.")
+                         .arg(above.size())
+                         .arg(floor));
+            else
+                for (const QString &text : std::as_const(above))
+                    tell(Kind::Confirmation, tr("Confirmation needed above %1").arg(floor), text);
+        }
         if (s.dlqDepth > m_deadLetters)
             tell(Kind::DeadLetter, tr("Dead letters"),
                  tr("%n new message(s) in the dead-letter queues.", nullptr,
@@ -110,6 +149,9 @@ void Notifier::compare()
     m_hasBaseline = true;
     m_halted = halted;
     m_confirmations = confirmations;
+    m_valuable.clear();
+    for (const Operation &op : s.valuableWaiting)
+        m_valuable.insert(identity(op));
     m_deadLetters = s.dlqDepth;
     if (m_tray)
         m_tray->setToolTip(tr("Idempo: %1 halted run(s), %2 confirmation(s), %3 dead letter(s)")

@@ -39,6 +39,11 @@ public:
     void resetBaseline();
     /// "halted runs", "new confirmations", "new dead letters", for the menu.
     static QString kindText(Kind kind);
+    /// Tell only of new confirmations whose value is above `amount` (major units; in the
+    /// reference currency when the ledger has reference rates, and then a value in a currency
+    /// without a rate counts as above); empty tells of every new confirmation. Remembered.
+    void setConfirmationFloor(const QString &amount);
+    QString confirmationFloor() const;
 
 Q_SIGNALS:
     void notified(idempo::Notifier::Kind kind, const QString &title, const QString &text);
@@ -52,6 +57,7 @@ private:
     bool m_hasBaseline = false;
     QSet<QString> m_halted; ///< (namespace, run id) identities halted in the last snapshot
     std::int64_t m_confirmations = 0;
+    QSet<QString> m_valuable; ///< (namespace, key) of the valuable waiting operations last seen
     std::int64_t m_deadLetters = 0;
 };
 

@@ -158,6 +158,7 @@ void ApproveCommand::load()
     m_history =
         m_operation ? m_store.history(m_request.ns, m_request.key) : std::vector<OperationEvent>{};
     m_threshold = m_store.guardSetting(FourEyesSetting);
+    m_rates = m_store.guardSetting(ReferenceRatesSetting);
     if (m_request.approvalId.empty() && m_operation) {
         m_request.approvalId =
             "ap-" + payloadFingerprint({{"ns", m_request.ns},
@@ -170,12 +171,10 @@ void ApproveCommand::load()
     }
 }
 
-std::optional<std::int64_t> ApproveCommand::thresholdMinor(const Operation &op) const
+bool ApproveCommand::needsTwo(ApprovalDecision decision, const std::optional<Amount> &value) const
 {
-    if (!m_threshold)
-        return std::nullopt;
-    const auto value = operationValue(op);
-    return parseMajorAmount(*m_threshold, value ? value->currency : std::string());
+    return decision != ApprovalDecision::Reject && value &&
+           needsFourEyes(*value, m_threshold, m_rates);
 }
 
 std::vector<std::string> ApproveCommand::validate()
@@ -205,9 +204,7 @@ ActionPreview ApproveCommand::describe()
                     "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
     const Operation &op = *m_operation;
     const auto value = operationValue(op);
-    const auto threshold = thresholdMinor(op);
-    const bool fourEyes = m_request.decision != ApprovalDecision::Reject && value && threshold &&
-                          value->minorUnits > *threshold;
+    const bool fourEyes = needsTwo(m_request.decision, value);
     std::string what = subjectOf(op);
     const std::string valueText = value ? formatAmount(*value) : std::string();
     if (value)
@@ -241,6 +238,8 @@ ActionPreview ApproveCommand::describe()
                                               {"text", valueText}}
                              : nlohmann::json()},
              {"four_eyes", fourEyes},
+             {"reference_rates",
+              m_rates && !m_rates->empty() ? nlohmann::json(*m_rates) : nlohmann::json()},
              {"approval_id", m_request.approvalId},
              {"evidence",
               op.receipt.empty() ? nlohmann::json(op.errorDetail) : nlohmann::json(op.receipt)},
@@ -273,10 +272,8 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
     const std::vector<const ApprovalRecord *> &pending = found.approvals;
 
     const auto value = operationValue(op);
-    const auto threshold = thresholdMinor(op);
-    const bool needsTwo = r.decision != ApprovalDecision::Reject && value && threshold &&
-                          value->minorUnits > *threshold;
-    const bool applies = !needsTwo || !pending.empty();
+    const bool fourEyes = needsTwo(r.decision, value);
+    const bool applies = !fourEyes || !pending.empty();
 
     ApprovalRecord approval;
     approval.approvalId = r.approvalId;
@@ -336,7 +333,7 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
                                   {"revision", approval.revision},
                                   {"status", approval.status},
                                   {"external_reference", r.externalReference},
-                                  {"four_eyes", needsTwo},
+                                  {"four_eyes", fourEyes},
                                   {"seconds", plan.seconded}});
     plan.audit = audit;
     return plan;

@@ -78,7 +78,8 @@ public:
 
 private:
     ActionPlan decide(const ActionState &state) const;
-    std::optional<std::int64_t> thresholdMinor(const Operation &op) const;
+    /// Whether `decision` on an operation moving `value` waits for a second approver.
+    bool needsTwo(ApprovalDecision decision, const std::optional<Amount> &value) const;
     void load();
 
     LedgerStore &m_store;
@@ -88,6 +89,7 @@ private:
     std::optional<Operation> m_operation;
     std::vector<OperationEvent> m_history;
     std::optional<std::string> m_threshold;
+    std::optional<std::string> m_rates; ///< the reference_rates setting (money.h)
 };
 
 } // namespace idempo

@@ -23,6 +23,10 @@ std::vector<std::string> GuardSettingCommand::validate()
     if (isRunBudgetSetting(m_name)) {
         if (std::string problem = runBudgetSettingProblem(m_name, m_value); !problem.empty())
             problems.push_back(std::move(problem));
+    } else if (m_name == ReferenceRatesSetting) {
+        std::string problem;
+        if (!m_value.empty() && !ReferenceRates::parse(m_value, &problem))
+            problems.push_back(std::move(problem));
     } else if (m_name != FourEyesSetting)
         problems.push_back("unknown guard setting '" + m_name + "'");
     else if (!m_value.empty() && !parseMajorAmount(m_value, {}))
@@ -41,6 +45,11 @@ ActionPreview GuardSettingCommand::describe()
     if (isRunBudgetSetting(m_name))
         sentence = m_value.empty() ? "Give new runs no " + m_name + " limit"
                                    : "Give new runs " + m_name + " = " + m_value;
+    else if (m_name == ReferenceRatesSetting)
+        sentence = m_value.empty() ? "Drop the reference rates: the four-eyes threshold applies "
+                                     "as written in every currency"
+                                   : "State every amount in " + m_value.substr(0, 3) +
+                                         " at the rates " + m_value;
     else
         sentence = m_value.empty() ? "Turn four-eyes approval off"
                                    : "Require two approvers above " + m_value;

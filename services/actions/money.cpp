@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "money.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -32,6 +33,114 @@ std::optional<std::int64_t> parseMajorAmount(const std::string &text, const std:
     for (int d = decimals < 0 ? 0 : decimals; d < exponent; ++d)
         minor *= 10;
     return minor;
+}
+
+namespace {
+
+bool isCurrencyCode(const std::string &code)
+{
+    return code.size() == 3 &&
+           std::all_of(code.begin(), code.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+/// "0.92" as 920000000: 1–9 integer digits, up to 9 decimals.
+std::optional<std::int64_t> parseNanoRate(const std::string &text)
+{
+    const auto dot = text.find('.');
+    const std::string whole = text.substr(0, dot);
+    const std::string fraction = dot == std::string::npos ? std::string() : text.substr(dot + 1);
+    const auto digits = [](const std::string &t) {
+        return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || whole.size() > 9 || !digits(whole) || fraction.size() > 9 ||
+        !digits(fraction) || (dot != std::string::npos && fraction.empty()))
+        return std::nullopt;
+    std::int64_t nano = std::strtoll(whole.c_str(), nullptr, 10);
+    for (std::size_t i = 0; i < 9; ++i)
+        nano = nano * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
+    return nano;
+}
+
+__int128 power10(int n)
+{
+    __int128 p = 1;
+    while (n-- > 0)
+        p *= 10;
+    return p;
+}
+
+} // namespace
+
+std::optional<ReferenceRates> ReferenceRates::parse(const std::string &text, std::string *problem)
+{
+    const auto fail = [problem](std::string why) -> std::optional<ReferenceRates> {
+        if (problem)
+            *problem = std::move(why);
+        return std::nullopt;
+    };
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+        const auto space = text.find(' ', at);
+        parts.push_back(
+            text.substr(at, space == std::string::npos ? std::string::npos : space - at));
+        if (space == std::string::npos)
+            break;
+        at = space + 1;
+    }
+    ReferenceRates rates;
+    rates.reference = parts.front();
+    if (!isCurrencyCode(rates.reference))
+        return fail("reference_rates must start with the reference currency (three capital "
+                    "letters, e.g. EUR), not '" +
+                    rates.reference + "'");
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        const std::string &part = parts[i];
+        const auto eq = part.find('=');
+        const std::string code = part.substr(0, eq);
+        const auto nano =
+            eq == std::string::npos ? std::nullopt : parseNanoRate(part.substr(eq + 1));
+        if (!isCurrencyCode(code) || !nano)
+            return fail("each rate of reference_rates is CUR=RATE (e.g. USD=0.92, up to 9 "
+                        "decimals, single spaces between), not '" +
+                        part + "'");
+        if (*nano == 0)
+            return fail("the rate of " + code + " must be above zero");
+        if (code == rates.reference || rates.nanoRate(code))
+            return fail("reference_rates names " + code + " twice");
+        rates.nanoRates.emplace_back(code, *nano);
+    }
+    return rates;
+}
+
+std::optional<std::int64_t> ReferenceRates::nanoRate(const std::string &currency) const
+{
+    if (currency == reference)
+        return 1'000'000'000;
+    for (const auto &[code, nano] : nanoRates)
+        if (code == currency)
+            return nano;
+    return std::nullopt;
+}
+
+bool needsFourEyes(const Amount &value, const std::optional<std::string> &threshold,
+                   const std::optional<std::string> &rates)
+{
+    if (!threshold || threshold->empty())
+        return false;
+    // The threshold in units of 10^-s, s the exponent of no currency (what validation allows).
+    const int scale = currencyExponent({});
+    const auto limit = parseMajorAmount(*threshold, {});
+    if (!limit)
+        return true;
+    const __int128 exponent = power10(currencyExponent(value.currency));
+    if (!rates || rates->empty())
+        return __int128(value.minorUnits) * power10(scale) > __int128(*limit) * exponent;
+    const auto parsed = ReferenceRates::parse(*rates);
+    const auto nano = parsed ? parsed->nanoRate(value.currency) : std::nullopt;
+    if (!nano)
+        return true;
+    return __int128(value.minorUnits) * *nano * power10(scale) >
+           __int128(*limit) * 1'000'000'000 * exponent;
 }
 
 std::optional<Amount> operationValue(const Operation &op)

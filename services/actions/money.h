@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "amount.h"
 #include "operation.h"
@@ -21,5 +23,34 @@ std::optional<Amount> operationValue(const Operation &op);
 /// minor units of `currency` (currencyExponent()). Unset for text that is not such an amount,
 /// or has more fraction digits than the currency.
 std::optional<std::int64_t> parseMajorAmount(const std::string &text, const std::string &currency);
+
+/// The guard setting that states every amount in one reference currency, for the four-eyes
+/// threshold and the "highest value first" order: "EUR USD=0.92 JPY=0.0061", the reference
+/// currency, then what one unit of each other currency is worth in it (up to 9 decimals).
+/// Single spaces between the parts; empty or unset: no rates.
+inline constexpr const char *ReferenceRatesSetting = "reference_rates";
+
+/// A parsed reference_rates setting.
+struct ReferenceRates
+{
+    std::string reference;
+    /// (currency, value of one unit in the reference currency × 10^9), the reference excluded.
+    std::vector<std::pair<std::string, std::int64_t>> nanoRates;
+
+    /// Unset for text that is not such a setting; `problem` (if given) then says what is wrong.
+    static std::optional<ReferenceRates> parse(const std::string &text,
+                                               std::string *problem = nullptr);
+    /// The rate × 10^9 of `currency` (10^9 for the reference), unset when it has none.
+    std::optional<std::int64_t> nanoRate(const std::string &currency) const;
+};
+
+/// Whether approving `value` takes a second approver: above `threshold` (the four_eyes_above
+/// setting in major units; unset or empty turns four-eyes off). With `rates` (the
+/// reference_rates setting, unset or empty for none) the threshold is in the reference
+/// currency, every value is converted at its rate, and a currency without a rate always needs
+/// two approvers; without rates the threshold applies as written in every currency. Exact:
+/// the same comparison as idempo.needs_four_eyes on PostgreSQL (0019_reference_rates.sql).
+bool needsFourEyes(const Amount &value, const std::optional<std::string> &threshold,
+                   const std::optional<std::string> &rates);
 
 } // namespace idempo

@@ -166,6 +166,7 @@ void RunActionCommand::load()
 {
     m_run = m_store.findRun(m_request.ns, m_request.runId);
     m_threshold = m_store.guardSetting(FourEyesSetting);
+    m_rates = m_store.guardSetting(ReferenceRatesSetting);
     // Derived from what is asked, by whom and why, not from the run's version (which the first
     // request moves): the same command again is the same request. A later ask of the same thing
     // for the same reason is answered as done; another reason or --request-id asks anew.
@@ -251,15 +252,13 @@ RunActionCommand::Decision RunActionCommand::judge(const RunRecord *run,
             refuse(ErrorCode::Refused, "run '" + r.runId + "' would still be out of " + still);
     }
     const std::int64_t raise = spendRaise(*run, r);
-    const std::optional<std::int64_t> threshold =
-        m_threshold && !m_threshold->empty() && !currency.empty()
-            ? parseMajorAmount(*m_threshold, currency)
-            : std::nullopt;
+    const bool fourEyesOn = m_threshold && !m_threshold->empty() && !currency.empty();
     // Raising the cap to above the threshold needs two identities, however small the step: the
     // threshold bounds what one person lets a run spend, not each change (steps of a little each
     // would walk any cap up alone). No cap after the change is above every threshold.
     const std::optional<Amount> &capAfter = d.after->budgets.spend;
-    d.fourEyes = threshold && raise > 0 && (!capAfter || capAfter->minorUnits > *threshold);
+    d.fourEyes =
+        fourEyesOn && raise > 0 && (!capAfter || needsFourEyes(*capAfter, m_threshold, m_rates));
     for (const RunActionRecord &q : requests) {
         if (q.status != "pending" || q.proposal != d.proposal)
             continue;

@@ -80,6 +80,7 @@ private:
     Request m_request;
     std::optional<RunRecord> m_run;
     std::optional<std::string> m_threshold;
+    std::optional<std::string> m_rates; ///< the reference_rates setting (money.h)
 };
 
 } // namespace idempo

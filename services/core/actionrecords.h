@@ -45,6 +45,16 @@ struct ApprovalRecord
     std::int64_t createdAtMs = 0;
 };
 
+/// A first four-eyes approval still waiting for its second approver: the pending approval of
+/// the operation's latest proposal while the operation stands at the version it was made on.
+struct PendingApproval
+{
+    ApprovalRecord approval; ///< the first approver's submission (operatorName, role, reason)
+    Operation operation;     ///< as it stands now
+    /// Who put the operation where it waits: the actor of its latest history event.
+    std::string requestedBy;
+};
+
 /// One submitted guarded run action (table `run_actions`): resume a halted run or change its
 /// budgets. Idempotent by request id; four-eyes pairs requests with the same proposal.
 struct RunActionRecord

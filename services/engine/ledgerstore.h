@@ -113,6 +113,10 @@ public:
     virtual std::vector<ApprovalRecord> approvals(const std::string &ns,
                                                   const std::string &key) = 0;
 
+    /// The four-eyes worklist: first approvals still waiting for a second approver, oldest
+    /// first, at most `limit`.
+    virtual std::vector<PendingApproval> pendingApprovals(int limit) = 0;
+
     /// A guard setting (e.g. "four_eyes_above"), unset when never stored.
     virtual std::optional<std::string> guardSetting(const std::string &name) = 0;
 

@@ -383,6 +383,43 @@ std::vector<ApprovalRecord> PostgresLedgerStore::approvals(const std::string &ns
     return selectApprovals(connection(), ns, key);
 }
 
+std::vector<PendingApproval> PostgresLedgerStore::pendingApprovals(int limit)
+{
+    requireSchema();
+    // Two reads with no column of one table shadowing the other's; joined here by key, so an
+    // operation that moved on between them drops its approval from the list.
+    const std::string waiting =
+        " FROM idempo.approvals AS a WHERE a.status = 'pending' AND a.revision = (SELECT "
+        "max(x.revision) FROM idempo.approvals AS x WHERE x.namespace = a.namespace AND "
+        "x.operation_key = a.operation_key) AND EXISTS (SELECT FROM idempo.operations AS o WHERE "
+        "o.namespace = a.namespace AND o.operation_key = a.operation_key AND o.operation_version "
+        "= a.operation_version) ORDER BY a.created_at_ms, a.approval_id LIMIT $1";
+    PgConnection &c = connection();
+    const PgResult ar = c.execPrepared("read pending approvals", "idempo_pending_approvals",
+                                       "SELECT " + std::string(kApprovalColumns) + waiting,
+                                       PgParams().integer(limit));
+    const PgResult orow = c.execPrepared(
+        "read operations awaiting a second approval", "idempo_pending_operations",
+        "SELECT " + std::string(kOperationColumns) +
+            ", (SELECT e.actor FROM idempo.operation_events AS e WHERE e.operation_id = "
+            "operations.id ORDER BY e.id DESC LIMIT 1) FROM idempo.operations WHERE (namespace, "
+            "operation_key) IN (SELECT a.namespace, a.operation_key" +
+            waiting + ")",
+        PgParams().integer(limit));
+    std::vector<PendingApproval> rows;
+    for (int row = 0; row < ar.rows(); ++row) {
+        ApprovalRecord a = readApproval(ar, row, 0);
+        for (int o = 0; o < orow.rows(); ++o) {
+            Operation op = readOperation(orow, o, 0);
+            if (op.ns == a.ns && op.key == a.key && op.version == a.operationVersion) {
+                rows.push_back({std::move(a), std::move(op), orow.text(o, kOperationColumnCount)});
+                break;
+            }
+        }
+    }
+    return rows;
+}
+
 std::optional<std::string> PostgresLedgerStore::guardSetting(const std::string &name)
 {
     requireSchema();

@@ -239,6 +239,44 @@ std::vector<ApprovalRecord> SqliteLedgerStore::approvals(const std::string &ns,
     return selectApprovals(connection(), ns, key);
 }
 
+std::vector<PendingApproval> SqliteLedgerStore::pendingApprovals(int limit)
+{
+    // As on PostgreSQL: two reads joined here by key, so an operation that moved on between
+    // them drops its approval from the list.
+    const QString waiting = QStringLiteral(
+        " FROM approvals AS a WHERE a.status = 'pending' AND a.revision = (SELECT "
+        "max(x.revision) FROM approvals AS x WHERE x.namespace = a.namespace AND x.operation_key "
+        "= a.operation_key) AND EXISTS (SELECT 1 FROM operations AS o WHERE o.namespace = "
+        "a.namespace AND o.operation_key = a.operation_key AND o.operation_version = "
+        "a.operation_version) ORDER BY a.created_at_ms, a.rowid LIMIT ?");
+    SqliteConnection &db = connection();
+    Statement aq = run(db, QStringLiteral("SELECT ") + kApprovalColumns + waiting, {limit},
+                       "read pending approvals");
+    std::vector<ApprovalRecord> approvals;
+    while (aq->next())
+        approvals.push_back(readApproval(*aq));
+    Statement oq =
+        run(db,
+            QStringLiteral("SELECT ") + kOperationColumns +
+                QStringLiteral(", (SELECT e.actor FROM operation_events AS e WHERE "
+                               "e.operation_id = operations.id ORDER BY e.id DESC "
+                               "LIMIT 1) FROM operations WHERE (namespace, "
+                               "operation_key) IN (SELECT a.namespace, a.operation_key") +
+                waiting + QLatin1Char(')'),
+            {limit}, "read operations awaiting a second approval");
+    std::vector<std::pair<Operation, std::string>> operations;
+    while (oq->next())
+        operations.emplace_back(readOperation(*oq), toStd(oq->value(kOperationColumnCount)));
+    std::vector<PendingApproval> rows;
+    for (ApprovalRecord &a : approvals)
+        for (auto &[op, requestedBy] : operations)
+            if (op.ns == a.ns && op.key == a.key && op.version == a.operationVersion) {
+                rows.push_back({std::move(a), op, requestedBy});
+                break;
+            }
+    return rows;
+}
+
 std::optional<std::string> SqliteLedgerStore::guardSetting(const std::string &name)
 {
     Statement q =

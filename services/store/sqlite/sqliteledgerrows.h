@@ -20,6 +20,7 @@ namespace idempo::sqliterows {
 
 /// The columns of an operation in readOperation() order.
 extern const QString kOperationColumns;
+inline constexpr int kOperationColumnCount = 28;
 
 QVariant text(const std::string &s);
 /// Bytes bound as a blob and cast to TEXT in SQL: compared byte for byte, never re-encoded.

@@ -7,7 +7,8 @@
 -- the payload is parsed only when it is not the recorded payload again (same SHA-256).
 -- idempo.transition: one statement that compares state and token, moves and appends the
 -- history event; a refusal is judged on the locked record as before. A new record and its first
--- event are one statement too. Queue send, read and ack: the registry read, the clock and the
+-- event are one statement too, and a NULL result or receipt is not parsed (it was, inside an
+-- exception block, for nothing). Queue send, read and ack: the registry read, the clock and the
 -- message checks inline, the JSON text parsed once.
 
 -- As in schema 13; see above for what changed.
@@ -283,7 +284,8 @@ BEGIN
        OR octet_length(p_error_detail) > 65536 OR NOT coalesce(idempo.is_error_class(p_error_class), true)
        OR p_retry_delay_ms < 0 OR p_lease_ms NOT BETWEEN 1 AND 86400000 OR p_extra_attempts NOT BETWEEN 0 AND 100
        OR p_retention_ms < 0 OR octet_length(p_result) > 1048576 OR octet_length(p_receipt) > 1048576
-       OR (p_result <> '' AND NOT idempo.is_json(p_result)) OR (p_receipt <> '' AND NOT idempo.is_json(p_receipt)) THEN
+       OR (coalesce(p_result, '') <> '' AND NOT idempo.is_json(p_result))
+       OR (coalesce(p_receipt, '') <> '' AND NOT idempo.is_json(p_receipt)) THEN
         PERFORM idempo.check_transition(p_namespace, p_key, p_from, p_fencing_token, p_to, p_actor, p_detail, p_result,
                                         p_receipt, p_error_class, p_error_detail, p_retry_delay_ms, p_lease_ms,
                                         p_extra_attempts, p_retention_ms);

@@ -272,6 +272,10 @@ private Q_SLOTS:
             ErrorCode::InvalidKey, "p_key");
         row("payload not JSON", "idempo.claim('d', 'k', '{', idempo.sha256_hex('{'), 'w')",
             ErrorCode::InvalidJson, "p_payload");
+        // A recorded key: the payload is parsed whenever it is not the recorded one again.
+        row("payload not JSON for a recorded key",
+            "idempo.claim('default', 'sec:live', '{', idempo.sha256_hex('{'), 'w')",
+            ErrorCode::InvalidJson, "p_payload");
         row("payload over 1 MiB",
             "idempo.claim('d', 'k', repeat(' ', 1048577), idempo.sha256_hex(repeat(' ', 1048577)), "
             "'w')",
@@ -285,6 +289,13 @@ private Q_SLOTS:
         row("result not JSON",
             "idempo.transition('d', 'k', 'dispatching', 1, 'succeeded', p_result => 'nope')",
             ErrorCode::InvalidJson, "p_result");
+        row("receipt not JSON",
+            "idempo.transition('d', 'k', 'dispatching', 1, 'succeeded', p_receipt => 'nope')",
+            ErrorCode::InvalidJson, "p_receipt");
+        row("message not JSON", "idempo.queue_send('sec_jobs', '{')", ErrorCode::InvalidJson,
+            "p_message");
+        row("headers not JSON", "idempo.queue_send('sec_jobs', '{}', '{')", ErrorCode::InvalidJson,
+            "p_headers");
         row("bad queue name", "idempo.queue_send('Jobs', '{}')", ErrorCode::InvalidArgument,
             "p_queue");
         row("headers not an object", "idempo.queue_send('sec_jobs', '{}', '[1]')",

@@ -133,5 +133,7 @@ void addGuardedCommands(std::map<QString, Command> &table);
 void addSandboxCommands(std::map<QString, Command> &table);
 /// run (show, list, resume, budget, sweep, defaults).
 void addRunCommands(std::map<QString, Command> &table);
+/// bulk (approve, reject, reconcile a frozen set).
+void addBulkCommands(std::map<QString, Command> &table);
 
 } // namespace idempo::cli

@@ -9,6 +9,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "bulkactionbar.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "ledgerconnection.h"
@@ -66,6 +67,11 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
             pinLeavingRow();
     });
     m_table->setModel(m_model);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_bulk = new BulkActionBar(
+        {BulkAction::Approve, BulkAction::Reject, BulkAction::Reconcile}, m_table, m_model,
+        [this] { return m_model->query(); }, left);
+    leftLayout->addWidget(m_bulk);
     m_table->setKeyRole(OperationTableModel::KeyRole);
     for (int c :
          {OperationTableModel::Owner, OperationTableModel::Token, OperationTableModel::LeaseExpiry})

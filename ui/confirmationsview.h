@@ -7,6 +7,7 @@ class QComboBox;
 
 namespace idempo {
 
+class BulkActionBar;
 class LedgerConnection;
 class OperationDetailPane;
 class OperationTableModel;
@@ -15,6 +16,8 @@ class OperationTableModel;
 /// `unknown_outcome`), oldest first or highest value first (ordered by the store), with the
 /// selected one in full beside the list. When the selected operation leaves the list (a decision
 /// moved it on), the pane stays on it, refreshed, and no other row is selected in its place.
+/// Rows select several at once: the bulk row under the list approves, rejects or reconciles
+/// them, or everything the filter matches (BulkActionBar).
 class ConfirmationsView final : public LedgerView
 {
     Q_OBJECT
@@ -30,6 +33,7 @@ public:
     OperationDetailPane *detail() const { return m_detail; }
     /// The order selector: index 0 oldest first (the default), 1 highest value first.
     QComboBox *order() const { return m_order; }
+    BulkActionBar *bulkBar() const { return m_bulk; }
 
 private:
     void showCurrent();
@@ -43,6 +47,7 @@ private:
     LedgerTableView *m_table;
     EmptyState *m_empty;
     OperationDetailPane *m_detail;
+    BulkActionBar *m_bulk;
     LedgerConnection *m_connection;
     bool m_currentLeaving = false; ///< the selected row is being removed
     bool m_pinned = false;         ///< the pane shows an operation no longer selected

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "actioncontroller.h"
+#include "bulkactionbar.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "guardedactiondialog.h"
@@ -32,6 +33,10 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     layout->addWidget(m_filters);
     layout->addWidget(m_table, 1);
     m_table->setModel(m_model);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_bulk = new BulkActionBar(
+        {BulkAction::Reconcile}, m_table, m_model, [this] { return m_model->query(); }, this);
+    layout->addWidget(m_bulk);
     m_table->setKeyRole(OperationTableModel::KeyRole);
     m_table->setColumnHidden(OperationTableModel::Error, true);
     m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);

@@ -9,6 +9,7 @@ class QPushButton;
 namespace idempo {
 
 class ActionController;
+class BulkActionBar;
 class LedgerConnection;
 class OperationTableModel;
 
@@ -30,6 +31,8 @@ public:
     /// Enables "Reconcile…" through `actions` (per the acting role and the selected row).
     void setActions(ActionController *actions);
     QPushButton *reconcileButton() const { return m_reconcile; }
+    /// Reconciles the selected rows, or every lapsed protected write the filter matches.
+    BulkActionBar *bulkBar() const { return m_bulk; }
 
 private:
     void updateSummary();
@@ -41,6 +44,7 @@ private:
     QLabel *m_summary;
     QPushButton *m_reconcile;
     ActionController *m_actions = nullptr;
+    BulkActionBar *m_bulk;
     EmptyState *m_empty;
 };
 

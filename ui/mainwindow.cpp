@@ -13,6 +13,8 @@
 
 #include "actioncontroller.h"
 #include "auditview.h"
+#include "bulkactionbar.h"
+#include "bulkactioncontroller.h"
 #include "confirmationsview.h"
 #include "connectiondialog.h"
 #include "connectionprofiles.h"
@@ -138,6 +140,17 @@ MainWindow::MainWindow(QWidget *parent)
     }
     dlq->setActions(m_actions);
     leases->setActions(m_actions);
+    auto *bulk = new BulkActionController(m_connection, m_actions, this);
+    for (BulkActionBar *bar : {confirmations->bulkBar(), leases->bulkBar()})
+        bar->setControllers(bulk, m_actions);
+    connect(bulk, &BulkActionController::refused, this, [this](const QString &message) {
+        statusBar()->showMessage(tr("Bulk action not possible: %1").arg(message), 10'000);
+    });
+    connect(bulk, &BulkActionController::executed, this, [this](bool, const QString &outcome) {
+        statusBar()->showMessage(outcome, 15'000);
+        m_connection->pollNow();
+        refreshCurrent();
+    });
     runs->setActions(m_actions);
     connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);

@@ -90,6 +90,11 @@ std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const Ac
     }
     if (resubmitted)
         return problems;
+    if (r.version && op->version != *r.version)
+        refuse(ErrorCode::IllegalTransition, "the operation changed since it was seen (version " +
+                                                 std::to_string(*r.version) + ", now " +
+                                                 std::to_string(op->version) + ", " +
+                                                 std::string(stateName(op->state)) + ")");
     if (!allowedFrom(r.decision, op->state))
         refuse(ErrorCode::IllegalTransition,
                "an operation in " + std::string(stateName(op->state)) +
@@ -161,13 +166,14 @@ void ApproveCommand::load()
     m_rates = m_store.guardSetting(ReferenceRatesSetting);
     if (m_request.approvalId.empty() && m_operation) {
         m_request.approvalId =
-            "ap-" + payloadFingerprint({{"ns", m_request.ns},
-                                        {"key", m_request.key},
-                                        {"version", m_operation->version},
-                                        {"decision", decisionName(m_request.decision)},
-                                        {"reference", m_request.externalReference},
-                                        {"operator", m_actor.name}})
-                        .substr(0, 32);
+            "ap-" +
+            payloadFingerprint({{"ns", m_request.ns},
+                                {"key", m_request.key},
+                                {"version", m_request.version.value_or(m_operation->version)},
+                                {"decision", decisionName(m_request.decision)},
+                                {"reference", m_request.externalReference},
+                                {"operator", m_actor.name}})
+                .substr(0, 32);
     }
 }
 

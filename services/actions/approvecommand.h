@@ -55,6 +55,10 @@ public:
         /// Chosen once per dialog or command; empty: derived from (operation, version,
         /// decision, reference, operator), so that a retried command is the same submission.
         std::string approvalId;
+        /// The operation version the operator saw (a frozen bulk set): when the operation moved
+        /// since, the decision is refused (IllegalTransition) instead of applied to what it
+        /// became. The derived approval id uses it, so a run again answers with the first decision.
+        std::optional<std::int64_t> version;
     };
     struct Options
     {

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "canonicaljson.h"
 #include "error.h"
 #include "ledgerrules.h"
+#include "pacedrun.h"
 #include "queueenvelope.h"
 #include "queuename.h"
 
@@ -64,8 +64,6 @@ DlqReplayCommand::DlqReplayCommand(LedgerStore &store, MessageQueue &queue, Acto
     std::sort(m_request.ids.begin(), m_request.ids.end());
     m_request.ids.erase(std::unique(m_request.ids.begin(), m_request.ids.end()),
                         m_request.ids.end());
-    if (!m_options.sleep)
-        m_options.sleep = [](std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); };
     if (m_request.replayId.empty())
         m_request.replayId = "rp-" + payloadFingerprint({{"queue", m_request.queue},
                                                          {"ns", m_request.ns},
@@ -277,8 +275,9 @@ std::vector<std::string> DlqReplayCommand::validate()
     if (m_request.ids.empty())
         problems.push_back(
             "the replay set is empty: select messages or a filter that matches some");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
-        problems.push_back("the rate must be more than 0 and at most 10000 messages per second");
+    if (const auto rate =
+            PacedRun::rateProblem(m_request.ratePerSecond, MaxRatePerSecond, "messages"))
+        problems.push_back(*rate);
     if (QueueName(m_request.queue).isDeadLetterName())
         problems.push_back("'" + m_request.queue +
                            "' is a dead-letter queue: name its source queue");
@@ -327,9 +326,9 @@ ReplayOutcome DlqReplayCommand::execute()
         throw Error(ErrorCode::Refused, roleRefusal(m_actor.role, Capability::Replay));
     if (m_request.reason.empty())
         throw Error(ErrorCode::Refused, "a reason is required");
-    if (!(m_request.ratePerSecond > 0) || m_request.ratePerSecond > MaxRatePerSecond)
-        throw Error(ErrorCode::InvalidArgument,
-                    "the rate must be more than 0 and at most 10000 messages per second");
+    if (const auto rate =
+            PacedRun::rateProblem(m_request.ratePerSecond, MaxRatePerSecond, "messages"))
+        throw Error(ErrorCode::InvalidArgument, *rate);
     const ActionPreview preview = describe();
     if (!m_unknown.empty())
         throw Error(ErrorCode::Refused, unknownIdsProblem(m_unknown));
@@ -369,22 +368,16 @@ ReplayOutcome DlqReplayCommand::execute()
                                                        {"by_class", preview.details.at("by_class")},
                                                        {"rate_per_s", m_request.ratePerSecond}});
 
-    const auto gap =
-        std::chrono::milliseconds(static_cast<std::int64_t>(1000.0 / m_request.ratePerSecond));
+    PacedRun run(m_request.ratePerSecond, count,
+                 {m_options.sleep, m_options.progress, m_options.cancelled});
     std::int64_t requeued = 0;
     std::int64_t taken = 0;
-    std::int64_t done = 0;
-    bool cancelled = false;
     const std::vector<DeadLetter> letters = frozenLetters();
     for (const ReplayItem &item : m_items) {
         if (!replayable(item.replayClass))
             continue;
-        if (m_options.cancelled && m_options.cancelled()) {
-            cancelled = true;
+        if (!run.next())
             break;
-        }
-        if (done > 0)
-            m_options.sleep(gap);
         const auto letter = std::find_if(letters.begin(), letters.end(), [&](const DeadLetter &d) {
             return d.message.msgId == item.msgId;
         });
@@ -401,10 +394,9 @@ ReplayOutcome DlqReplayCommand::execute()
             sent = m_queue.requeueDeadLetter(m_request.queue, item.msgId, canonicalJson(headers));
         }
         ++(sent ? requeued : taken);
-        ++done;
-        if (m_options.progress)
-            m_options.progress(done, count);
+        run.done();
     }
+    const bool cancelled = run.cancelled();
     const std::int64_t endSeq = audit("dlq_replay_finished", {{"requeued", requeued},
                                                               {"taken_by_other_replay", taken},
                                                               {"not_replayed", notReplayed},

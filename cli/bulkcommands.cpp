@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// `idempo bulk`: approve, reject or reconcile a counted, frozen set (bulkcommand.h). The set is
+// frozen before anything is written, and the count the operator expects must match it.
+#include <atomic>
+#include <csignal>
+#include <fstream>
+
+#include "bulkcommand.h"
+#include "context.h"
+#include "journallookup.h"
+#include "optionvalue.h"
+#include "output.h"
+#include "textescape.h"
+#include "usageerror.h"
+
+namespace idempo::cli {
+namespace {
+
+std::atomic<bool> g_stopBulk{false};
+
+/// Progress lines on stderr every this many operations, for sets larger than it.
+constexpr std::int64_t ProgressEvery = 25;
+
+/// The set of `--keys FILE`: one operation a line, `KEY` or `KEY<TAB>VERSION` (the version seen;
+/// without it, the version read now), in namespace `ns`; further tab-separated columns are
+/// ignored. Blank lines are skipped. A line naming no operation, or a
+/// version that is not a whole number, refuses the whole run.
+std::vector<BulkTarget> targetsFromFile(LedgerStore &store, const std::string &ns,
+                                        const std::string &path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw UsageError{"--keys: cannot read " + quotedValue(path)};
+    std::vector<BulkTarget> targets;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos)
+            continue;
+        const std::size_t tab = line.find('\t');
+        const std::string key = line.substr(0, tab);
+        const std::size_t end = tab == std::string::npos ? tab : line.find('\t', tab + 1);
+        const std::optional<Operation> op = store.find(ns, key);
+        if (!op)
+            throw Error(ErrorCode::NotFound, "--keys line " + std::to_string(number) +
+                                                 ": no operation " + quotedValue(key) +
+                                                 " in namespace '" + ns + "'");
+        const std::int64_t version =
+            tab == std::string::npos
+                ? op->version
+                : parseWholeNumber(
+                      "the version on --keys line " + std::to_string(number),
+                      line.substr(tab + 1, end == std::string::npos ? end : end - tab - 1), 0,
+                      MaxWholeNumber);
+        targets.push_back({ns, key, version});
+    }
+    return targets;
+}
+
+std::vector<BulkTarget> frozenSet(Context &c, BulkAction action)
+{
+    const bool byFile = c.parser.isSet(QStringLiteral("keys"));
+    const bool byFilter = c.parser.isSet(QStringLiteral("state")) ||
+                          c.parser.isSet(QStringLiteral("run")) ||
+                          c.parser.isSet(QStringLiteral("key-prefix"));
+    if (byFile && byFilter)
+        throw UsageError{"give the set once: --keys FILE or a filter (--state, --run, "
+                         "--key-prefix), not both"};
+    LedgerStore &store = c.engine().store();
+    if (byFile)
+        return targetsFromFile(store, c.ns, c.parser.value(QStringLiteral("keys")).toStdString());
+    ListFilter filter;
+    filter.ns = c.ns;
+    if (c.parser.isSet(QStringLiteral("state"))) {
+        filter.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
+        if (!filter.state)
+            throw UsageError{"unknown --state " +
+                             quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
+    }
+    filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    return BulkCommand::freeze(store, filter, action);
+}
+
+std::string itemLine(const BulkItem &item)
+{
+    return escapedText(item.target.key) + "  " + std::string(bulkResultName(item.result)) +
+           (item.state.empty() ? std::string() : "  " + item.state) + "  " +
+           escapedText(item.detail);
+}
+
+int cmdBulk(Context &c)
+{
+    const std::string name =
+        c.positional(1, "bulk action (approve, reject or reconcile)").toStdString();
+    const std::optional<BulkAction> action = parseBulkAction(name);
+    if (!action)
+        throw UsageError{"unknown bulk action " + quotedValue(name) +
+                         ": expected approve, reject or reconcile"};
+    const bool dryRun = c.parser.isSet(QStringLiteral("dry-run"));
+    if (!dryRun && !c.parser.isSet(QStringLiteral("expect-count")))
+        throw UsageError{"missing --expect-count N: the number of operations you expect the set "
+                         "to hold (see it with --dry-run)"};
+    BulkCommand::Request request;
+    request.action = *action;
+    if (c.parser.isSet(QStringLiteral("rate")))
+        request.ratePerSecond =
+            parseNumber("--rate", c.parser.value(QStringLiteral("rate")).toStdString(), 0.001,
+                        BulkCommand::MaxRatePerSecond, "operations per second");
+    if (!dryRun) {
+        request.confirmCount =
+            c.integerOption(QStringLiteral("expect-count"), 0, BulkCommand::MaxTargets);
+        request.reason = requiredReason(c);
+    }
+    request.targets = frozenSet(c, *action);
+    LedgerStore &store = c.engine().store();
+    const auto lookup = *action == BulkAction::Reconcile ? openProviderLookup(store) : nullptr;
+    BulkCommand::Options options;
+    options.extraAttempts = c.engine().settings().maxAttempts;
+    options.retentionMs = c.engine().settings().retentionMs;
+    options.lookup = lookup.get();
+    options.pacing.cancelled = [] { return g_stopBulk.load(); };
+    options.pacing.progress = [name](std::int64_t done, std::int64_t total) {
+        if (total > ProgressEvery && (done % ProgressEvery == 0 || done == total))
+            printErr("bulk " + name + ": " + std::to_string(done) + " of " + std::to_string(total) +
+                     " done");
+    };
+    BulkCommand command(store, store.actor(), request, options);
+    if (dryRun) {
+        const ActionPreview preview = command.describe();
+        std::string human = preview.sentence;
+        for (const auto &t : preview.details.at("targets"))
+            human += "\n  " + escapedText(t.at("key").get<std::string>()) + "  version " +
+                     t.at("version").dump() + "  " + t.at("state").get<std::string>();
+        human += "\n(dry run: nothing written; act with --expect-count " +
+                 preview.details.at("count").dump() + " --reason TEXT)";
+        c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
+                human);
+        return ExitOk;
+    }
+    requireValid(command.validate());
+    const ActionPreview preview = command.describe();
+    std::signal(SIGINT, [](int) { g_stopBulk = true; });
+    const BulkOutcome outcome = command.execute();
+    std::signal(SIGINT, SIG_DFL);
+    std::string human = preview.sentence;
+    for (const BulkItem &item : outcome.items)
+        human += "\n" + itemLine(item);
+    human += "\n" + outcome.text();
+    c.print({{"action", preview.sentence}, {"result", outcome.toJson()}}, human);
+    // Scripts learn that some operations were not acted on; the others stand.
+    return outcome.tally(BulkResult::Refused) + outcome.tally(BulkResult::SkippedChanged) > 0 ||
+                   outcome.cancelled
+               ? ExitRefused
+               : ExitOk;
+}
+
+} // namespace
+
+void addBulkCommands(std::map<QString, Command> &table)
+{
+    table.insert(
+        {QStringLiteral("bulk"),
+         {1,
+          "bulk approve|reject|reconcile --reason TEXT --expect-count N [--state S] [--run R] "
+          "[--key-prefix P | --keys FILE] [--rate N] [--dry-run]",
+          "Approve (dispatch again), reject or reconcile a set of operations, each through its "
+          "own guarded\n"
+          "action with its own audit record. The set is frozen first: everything the filter "
+          "matches that\n"
+          "the action takes, or the operations of --keys FILE (a line each: KEY, or "
+          "KEY<TAB>VERSION from\n"
+          "the targets of `--dry-run --json`). Nothing is written unless it holds "
+          "exactly --expect-count "
+          "operations.\n"
+          "One that changed since it was frozen is skipped; one decided before by you is "
+          "answered with\n"
+          "the first decision. Exit 65 when any was refused or skipped (the others stand); "
+          "Ctrl-C stops\n"
+          "after the current operation.",
+          {opt("reason", "Why (required).", "TEXT"),
+           opt("expect-count", "The number of operations the set must hold.", "N"),
+           opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),
+           opt("key-prefix", "Only keys starting with P.", "P"),
+           opt("keys", "The set: a file of keys, one a line.", "FILE"),
+           opt("rate", "Operations per second (default 20, at most 500).", "N"),
+           opt("dry-run", "Freeze and show the set; write nothing.")},
+          cmdBulk}});
+}
+
+} // namespace idempo::cli

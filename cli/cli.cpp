@@ -26,6 +26,7 @@ std::map<QString, Command> commands()
     addGuardedCommands(table);
     addSandboxCommands(table);
     addRunCommands(table);
+    addEvidenceCommands(table);
     return table;
 }
 

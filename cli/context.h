@@ -133,5 +133,7 @@ void addGuardedCommands(std::map<QString, Command> &table);
 void addSandboxCommands(std::map<QString, Command> &table);
 /// run (show, list, resume, budget, sweep, defaults).
 void addRunCommands(std::map<QString, Command> &table);
+/// evidence (export, verify).
+void addEvidenceCommands(std::map<QString, Command> &table);
 
 } // namespace idempo::cli

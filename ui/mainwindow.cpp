@@ -26,6 +26,7 @@
 #include "notifier.h"
 #include "operationdetailpane.h"
 #include "operationsview.h"
+#include "operationtablemodel.h"
 #include "overviewmodel.h"
 #include "overviewview.h"
 #include "runsview.h"
@@ -48,8 +49,10 @@ MainWindow::MainWindow(QWidget *parent)
     auto *operations = new OperationsView(m_connection, m_tabs);
     auto *runs = new RunsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
+    m_find = operations;
+    m_audit = new AuditView(m_connection, m_tabs);
     m_views = {m_overview, leases, confirmations, new SuppressionsView(m_connection, m_tabs),
-               runs,       dlq,    m_sandbox,     new AuditView(m_connection, m_tabs),
+               runs,       dlq,    m_sandbox,     m_audit,
                operations};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
@@ -113,7 +116,12 @@ MainWindow::MainWindow(QWidget *parent)
     for (LedgerView *v : std::as_const(m_views))
         if (EmptyState *empty = v->emptyState())
             connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
-    for (OperationDetailPane *pane : {confirmations->detail(), operations->detail()}) {
+    m_panes = {confirmations->detail(), operations->detail()};
+    connect(m_audit, &AuditView::operationRequested, this, &MainWindow::showOperation);
+    connect(runs, &RunsView::operationRequested, this, &MainWindow::showOperation);
+    connect(m_find->model(), &OperationTableModel::pageLoaded, this,
+            &MainWindow::selectPendingOperation);
+    for (OperationDetailPane *pane : std::as_const(m_panes)) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
         connect(m_actions, &ActionController::actorChanged, pane,
                 [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
@@ -172,6 +180,8 @@ void MainWindow::buildMenus()
         if (view && view->filters())
             view->filters()->focusSearch();
     });
+
+    buildOperationMenu();
 
     QMenu *viewMenu = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_tabs->count(); ++i) {

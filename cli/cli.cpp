@@ -27,6 +27,7 @@ std::map<QString, Command> commands()
     addSandboxCommands(table);
     addRunCommands(table);
     addBulkCommands(table);
+    addEvidenceCommands(table);
     return table;
 }
 

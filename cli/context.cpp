@@ -34,7 +34,7 @@ OpenMode Context::openMode() const
     const QString sub = args.value(1);
     const bool reads = command == QLatin1String("show") || command == QLatin1String("history") ||
                        command == QLatin1String("list") || command == QLatin1String("metrics") ||
-                       command == QLatin1String("check") ||
+                       command == QLatin1String("check") || command == QLatin1String("evidence") ||
                        (command == QLatin1String("audit") &&
                         (sub == QLatin1String("verify") || sub == QLatin1String("list") ||
                          sub == QLatin1String("export"))) ||

@@ -135,5 +135,7 @@ void addSandboxCommands(std::map<QString, Command> &table);
 void addRunCommands(std::map<QString, Command> &table);
 /// bulk (approve, reject, reconcile a frozen set).
 void addBulkCommands(std::map<QString, Command> &table);
+/// evidence (export, verify).
+void addEvidenceCommands(std::map<QString, Command> &table);
 
 } // namespace idempo::cli

@@ -3,6 +3,7 @@
 // (approvecommand.h, reconcilecommand.h, guardsettingcommand.h); the CLI only gathers arguments
 // and prints. Also the audit log they write.
 #include <memory>
+#include <QDateTime>
 
 #include "approvecommand.h"
 #include "auditverify.h"
@@ -11,6 +12,7 @@
 #include "guardsettingcommand.h"
 #include "journallookup.h"
 #include "money.h"
+#include "operationkey.h"
 #include "optionvalue.h"
 #include "output.h"
 #include "reconcilecommand.h"
@@ -138,6 +140,51 @@ nlohmann::json auditJson(const AuditRecord &r)
             {"hash", r.hash}};
 }
 
+/// --since / --until: an ISO 8601 time with its zone (2026-12-01T21:55:00Z).
+std::optional<std::int64_t> timeOption(const Context &c, const char *name)
+{
+    const QString option = QLatin1String(name);
+    if (!c.parser.isSet(option))
+        return std::nullopt;
+    const QString value = c.parser.value(option);
+    const QDateTime t = QDateTime::fromString(value, Qt::ISODateWithMs);
+    if (!t.isValid() || t.timeSpec() == Qt::LocalTime)
+        throw UsageError{"--" + std::string(name) +
+                         " takes an ISO 8601 time with its zone (2026-12-01T21:55:00Z), not " +
+                         quotedValue(value.toStdString())};
+    return t.toMSecsSinceEpoch();
+}
+
+/// The filters of `audit list`; the namespace narrows only when --namespace is given, so that
+/// queue and setting records stay listed by default.
+AuditFilter auditFilter(const Context &c)
+{
+    AuditFilter f;
+    const auto value = [&c](const char *name) {
+        return c.parser.value(QLatin1String(name)).toStdString();
+    };
+    f.target = value("target");
+    if (c.parser.isSet(QStringLiteral("operation"))) {
+        if (!f.target.empty())
+            throw UsageError{"give --operation KEY or --target TARGET, not both"};
+        validateOperationKey(value("operation"));
+        validateNamespace(c.ns);
+        f.target = c.ns + "/" + value("operation");
+    }
+    if (c.parser.isSet(QStringLiteral("namespace")))
+        f.ns = c.ns;
+    f.who = value("actor");
+    f.action = value("action");
+    f.fromMs = timeOption(c, "since");
+    f.toMs = timeOption(c, "until");
+    if (f.fromMs && f.toMs && *f.fromMs >= *f.toMs)
+        throw UsageError{"--since must be before --until"};
+    f.newestFirst = c.parser.isSet(QStringLiteral("newest-first"));
+    f.afterSeq = afterId(c);
+    f.limit = pageLimit(c);
+    return f;
+}
+
 int cmdAudit(Context &c)
 {
     const QString what = c.positional(1, "audit subcommand (list, verify, head or export)");
@@ -178,9 +225,9 @@ int cmdAudit(Context &c)
         return ExitOk;
     }
     if (what == QLatin1String("list")) {
-        const std::int64_t after = afterId(c);
-        const int limit = pageLimit(c);
-        const auto records = store.auditLog(after, limit);
+        const AuditFilter filter = auditFilter(c);
+        const int limit = filter.limit;
+        const auto records = store.auditRecords(filter);
         nlohmann::json rows = nlohmann::json::array();
         std::string human;
         for (const AuditRecord &r : records) {
@@ -348,10 +395,12 @@ void addGuardedCommands(std::map<QString, Command> &table)
           cmdReconcile}},
         {QStringLiteral("audit"),
          {1,
-          "audit list|verify|head|export [--after SEQ] [--limit N] [--format csv|json] "
-          "[--expect-head HASH]",
+          "audit list|verify|head|export [--after SEQ] [--limit N] [--operation KEY|--target T] "
+          "[--actor WHO] [--action KIND] [--since TIME] [--until TIME] [--newest-first] "
+          "[--format csv|json] [--expect-head HASH]",
           "The append-only audit log of guarded actions:\n"
-          "  list     records, oldest first, a page at a time\n"
+          "  list     records, oldest first, a page at a time; filtered in the ledger by target,\n"
+          "           namespace (--namespace given), actor, action and time\n"
           "  verify   check the hash chain and the ledger's head; names the first edited, removed "
           "or\n"
           "           reordered record (exit 65); --expect-head: the chain must still hold that "
@@ -360,6 +409,13 @@ void addGuardedCommands(std::map<QString, Command> &table)
           "  export   every record as CSV or JSON on stdout",
           {opt("after", "list: continue after this seq.", "SEQ"),
            opt("limit", "list: page size (default 50).", "N"),
+           opt("operation", "list: records of this operation (in --namespace).", "KEY"),
+           opt("target", "list: records of this target (ns/key, queue:NAME, setting:NAME).", "T"),
+           opt("actor", "list: records of this identity.", "WHO"),
+           opt("action", "list: records of this action (approve, reject, reconcile, …).", "KIND"),
+           opt("since", "list: records at or after this ISO 8601 time.", "TIME"),
+           opt("until", "list: records before this ISO 8601 time.", "TIME"),
+           opt("newest-first", "list: newest first (--after then continues downwards)."),
            opt("format", "export: csv or json.", "F"),
            opt("expect-head",
                "verify: a hash `audit head` printed earlier; the chain must still hold it.",

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audittablemodel.h"
 
-#include <set>
-
 #include <nlohmann/json.hpp>
 
 #include <QDateTime>
@@ -41,55 +39,35 @@ nlohmann::json parsedOrText(const std::string &text)
 
 } // namespace
 
-void AuditTableModel::setRecords(std::vector<AuditRecord> records)
+AuditTableModel::AuditTableModel(LedgerConnection *connection, QObject *parent)
+    : PagedTableModel<AuditRecord>(connection, parent)
 {
-    beginResetModel();
-    m_records = std::move(records);
-    apply();
-    endResetModel();
 }
 
-void AuditTableModel::setFilter(const QString &action, const QString &actor,
-                                const QString &targetPrefix)
+void AuditTableModel::setFilter(const AuditFilter &filter)
 {
-    beginResetModel();
-    m_action = action;
-    m_actor = actor;
-    m_target = targetPrefix;
-    apply();
-    endResetModel();
+    m_filter = filter;
+    reload();
 }
 
-void AuditTableModel::apply()
+PagedTableModel<AuditRecord>::Loader AuditTableModel::loader() const
 {
-    m_shown.clear();
-    for (auto it = m_records.rbegin(); it != m_records.rend(); ++it) {
-        const AuditEntry &e = it->entry;
-        if (!m_action.isEmpty() && QString::fromStdString(e.action) != m_action)
-            continue;
-        if (!m_actor.isEmpty() &&
-            !QString::fromStdString(e.who).contains(m_actor, Qt::CaseInsensitive))
-            continue;
-        if (!m_target.isEmpty() && !QString::fromStdString(e.target).startsWith(m_target))
-            continue;
-        m_shown.push_back(&*it);
-    }
-}
-
-QStringList AuditTableModel::actions() const
-{
-    std::set<std::string> names;
-    for (const AuditRecord &r : m_records)
-        names.insert(r.entry.action);
-    QStringList out;
-    for (const std::string &n : names)
-        out << QString::fromStdString(n);
-    return out;
-}
-
-int AuditTableModel::rowCount(const QModelIndex &parent) const
-{
-    return parent.isValid() ? 0 : static_cast<int>(m_shown.size());
+    return
+        [filter = m_filter](LedgerStore &store, MessageQueue *, KeysetPosition after, int limit) {
+            AuditFilter f = filter;
+            f.newestFirst = true;
+            f.afterSeq = after.isStart() ? 0 : after.id;
+            f.limit = limit;
+            PageResult<AuditRecord> page;
+            page.storeNowMs = store.nowMs();
+            page.rows = store.auditRecords(f);
+            page.more = static_cast<int>(page.rows.size()) == limit;
+            if (!page.rows.empty())
+                page.cursor = {-page.rows.back().seq, page.rows.back().seq};
+            else
+                page.cursor = after;
+            return page;
+        };
 }
 
 int AuditTableModel::columnCount(const QModelIndex &parent) const
@@ -99,17 +77,23 @@ int AuditTableModel::columnCount(const QModelIndex &parent) const
 
 QVariant AuditTableModel::data(const QModelIndex &index, int role) const
 {
-    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return {};
-    const AuditRecord &r = recordAt(index.row());
+    return cell(rowAt(index.row()), index.column(), role);
+}
+
+QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
+{
     const AuditEntry &e = r.entry;
-    if (role == Qt::ToolTipRole && index.column() == Change)
+    if (role == TargetRole)
+        return QString::fromStdString(e.target);
+    if (role == Qt::ToolTipRole && column == Change)
         return QStringLiteral("%1\n→\n%2").arg(prettyJson(e.beforeState), prettyJson(e.afterState));
     if (role == Qt::ToolTipRole)
         return prettyJson(e.detail);
     if (role != Qt::DisplayRole)
         return {};
-    switch (static_cast<Column>(index.column())) {
+    switch (static_cast<Column>(column)) {
     case Seq:
         return QVariant::fromValue<qint64>(r.seq);
     case When:
@@ -143,15 +127,15 @@ QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, i
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
-QString AuditTableModel::csv() const
+QString AuditTableModel::csv(const std::vector<AuditRecord> &records)
 {
     QString out =
         QStringLiteral("seq,at,who,role,action,target,reason,before,after,approval_id,detail\n");
-    for (const AuditRecord *r : m_shown) {
-        const AuditEntry &e = r->entry;
+    for (const AuditRecord &record : records) {
+        const AuditEntry &e = record.entry;
         QStringList row{
-            QString::number(r->seq),
-            QDateTime::fromMSecsSinceEpoch(r->atMs, Qt::UTC).toString(Qt::ISODateWithMs)};
+            QString::number(record.seq),
+            QDateTime::fromMSecsSinceEpoch(record.atMs, Qt::UTC).toString(Qt::ISODateWithMs)};
         for (const std::string &f :
              {e.who, e.role, e.action, e.target, e.reason, escapedJson(e.beforeState),
               escapedJson(e.afterState), e.approvalId, escapedJson(e.detail)})
@@ -161,13 +145,13 @@ QString AuditTableModel::csv() const
     return out;
 }
 
-QString AuditTableModel::json() const
+QString AuditTableModel::json(const std::vector<AuditRecord> &records)
 {
     nlohmann::json out = nlohmann::json::array();
-    for (const AuditRecord *r : m_shown) {
-        const AuditEntry &e = r->entry;
-        out.push_back({{"seq", r->seq},
-                       {"at_ms", r->atMs},
+    for (const AuditRecord &record : records) {
+        const AuditEntry &e = record.entry;
+        out.push_back({{"seq", record.seq},
+                       {"at_ms", record.atMs},
                        {"who", e.who},
                        {"role", e.role},
                        {"action", e.action},
@@ -177,8 +161,8 @@ QString AuditTableModel::json() const
                        {"after", parsedOrText(e.afterState)},
                        {"approval_id", e.approvalId},
                        {"detail", parsedOrText(e.detail)},
-                       {"hash", r->hash},
-                       {"prev_hash", r->prevHash}});
+                       {"hash", record.hash},
+                       {"prev_hash", record.prevHash}});
     }
     return QString::fromStdString(
         escapedJson(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));

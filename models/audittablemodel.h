@@ -3,17 +3,17 @@
 
 #include <vector>
 
-#include <QAbstractTableModel>
 #include <QString>
 
 #include "actionrecords.h"
+#include "pagedtablemodel.h"
 
 namespace idempo {
 
-/// Audit records (LedgerStore::auditLog()) as a table, newest first, with filters applied
-/// locally: action (exact), actor (substring) and target prefix. Exports what the filters let
-/// through as CSV or JSON.
-class AuditTableModel final : public QAbstractTableModel
+/// Audit records newest first, a keyset page at a time (LedgerStore::auditRecords()): the
+/// filter runs in the ledger, so the view never holds more of the log than it has scrolled to.
+/// Formats records as CSV or JSON for the exports.
+class AuditTableModel final : public PagedTableModel<AuditRecord>
 {
     Q_OBJECT
 public:
@@ -30,40 +30,49 @@ public:
         ApprovalId,
         ColumnCount
     };
-
-    using QAbstractTableModel::QAbstractTableModel;
-
-    /// Replaces every record (as read, oldest first).
-    void setRecords(std::vector<AuditRecord> records);
-    /// Empty strings match everything.
-    void setFilter(const QString &action, const QString &actor, const QString &targetPrefix);
-    const AuditRecord &recordAt(int row) const
+    enum Role
     {
-        return *m_shown.at(static_cast<std::size_t>(row));
-    }
-    /// The distinct actions of all records, sorted (for the action filter).
-    QStringList actions() const;
+        /// The record's target ("ns/key", "queue:NAME", …) unescaped, for click-through.
+        TargetRole = Qt::UserRole
+    };
 
-    int rowCount(const QModelIndex &parent = {}) const override;
+    explicit AuditTableModel(LedgerConnection *connection, QObject *parent = nullptr);
+
+    /// Loads the first page of what `filter` lets through (its cursor, order and limit are the
+    /// model's own).
+    void setFilter(const AuditFilter &filter);
+    const AuditFilter &filter() const { return m_filter; }
+    const AuditRecord &recordAt(int row) const { return rowAt(row); }
+
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
-    /// The shown records as CSV (RFC 4180, a header line, times in UTC ISO 8601).
-    QString csv() const;
-    /// The shown records as a JSON array of objects ({"seq", "at_ms", "who", "role", "action",
+    /// What data() shows of `record` in `column` for `role`.
+    static QVariant cell(const AuditRecord &record, int column, int role);
+    /// `records` as CSV (RFC 4180, a header line, times in UTC ISO 8601).
+    static QString csv(const std::vector<AuditRecord> &records);
+    /// `records` as a JSON array of objects ({"seq", "at_ms", "who", "role", "action",
     /// "target", "reason", "before", "after", "approval_id", "detail", "hash", "prev_hash"}).
-    QString json() const;
+    static QString json(const std::vector<AuditRecord> &records);
+
+Q_SIGNALS:
+    void pageLoaded();
+
+protected:
+    Loader loader() const override;
+    std::int64_t rowId(const AuditRecord &row) const override { return row.seq; }
+    /// Newest first: the negated seq ranks.
+    std::int64_t rowRank(const AuditRecord &row) const override { return -row.seq; }
+    bool sameRow(const AuditRecord &a, const AuditRecord &b) const override
+    {
+        return a.hash == b.hash;
+    }
+    void pageApplied() override { Q_EMIT pageLoaded(); }
 
 private:
-    void apply();
-
-    std::vector<AuditRecord> m_records;
-    std::vector<const AuditRecord *> m_shown;
-    QString m_action;
-    QString m_actor;
-    QString m_target;
+    AuditFilter m_filter;
 };
 
 } // namespace idempo

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "auditview.h"
 
+#include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
@@ -9,134 +11,189 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "audittablemodel.h"
 #include "auditverify.h"
 #include "emptystate.h"
 #include "ledgerconnection.h"
+#include "ledgertableview.h"
 
 namespace idempo {
 
 namespace {
-constexpr int PageSize = 1000;
-constexpr int MaxRecords =
-    200'000; ///< a console view, not an archive: export from the CLI beyond this
+
+/// The action kinds the guarded actions write (approvecommand, reconcilecommand, …).
+constexpr const char *kActions[] = {"approve", "reject",     "reconcile", "dlq_replay",
+                                    "setting", "run_resume", "run_budget"};
+
+constexpr std::int64_t kHourMs = 3'600'000;
+
 } // namespace
 
 AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
-    : LedgerView(parent), m_connection(connection), m_model(new AuditTableModel(this)),
-      m_action(new QComboBox(this)), m_actor(new QLineEdit(this)), m_target(new QLineEdit(this)),
-      m_verify(new QPushButton(tr("&Verify chain"), this)), m_verdict(new QLabel(this)),
-      m_table(new QTableView(this))
+    : LedgerView(parent), m_connection(connection), m_model(new AuditTableModel(connection, this)),
+      m_action(new QComboBox(this)), m_actor(new QLineEdit(this)), m_ns(new QLineEdit(this)),
+      m_target(new QLineEdit(this)), m_whole(new QCheckBox(tr("&whole"), this)),
+      m_time(new QComboBox(this)), m_verify(new QPushButton(tr("&Verify chain"), this)),
+      m_verdict(new QLabel(this)), m_table(new LedgerTableView(this)), m_debounce(new QTimer(this))
 {
     auto *layout = new QVBoxLayout(this);
     auto *top = new QHBoxLayout;
-    auto *actionLabel = new QLabel(tr("&Action"), this);
-    actionLabel->setBuddy(m_action);
-    auto *actorLabel = new QLabel(tr("Ac&tor"), this);
-    actorLabel->setBuddy(m_actor);
-    auto *targetLabel = new QLabel(tr("Tar&get"), this);
-    targetLabel->setBuddy(m_target);
+    const auto labelled = [this, top](const QString &text, QWidget *field) {
+        auto *label = new QLabel(text, this);
+        label->setBuddy(field);
+        top->addWidget(label);
+        top->addWidget(field);
+    };
     m_action->addItem(tr("All actions"));
-    m_actor->setPlaceholderText(tr("name contains"));
-    m_actor->setClearButtonEnabled(true);
+    for (const char *kind : kActions)
+        m_action->addItem(QString::fromLatin1(kind));
+    m_actor->setPlaceholderText(tr("identity"));
+    m_ns->setPlaceholderText(tr("every namespace"));
     m_target->setPlaceholderText(tr("ns/key or queue: prefix"));
-    m_target->setClearButtonEnabled(true);
+    for (QLineEdit *e : {m_actor, m_ns, m_target})
+        e->setClearButtonEnabled(true);
+    m_whole->setToolTip(tr("Only this exact target, not every target starting with it"));
+    m_time->addItem(tr("any time"), QVariant());
+    m_time->addItem(tr("last hour"), QVariant::fromValue<qlonglong>(kHourMs));
+    m_time->addItem(tr("last 24 hours"), QVariant::fromValue<qlonglong>(24 * kHourMs));
+    m_time->addItem(tr("last 7 days"), QVariant::fromValue<qlonglong>(7 * 24 * kHourMs));
+    m_time->addItem(tr("last 30 days"), QVariant::fromValue<qlonglong>(30 * 24 * kHourMs));
+    labelled(tr("&Action"), m_action);
+    labelled(tr("Ac&tor"), m_actor);
+    labelled(tr("&Namespace"), m_ns);
+    labelled(tr("Tar&get"), m_target);
+    top->addWidget(m_whole);
+    labelled(tr("&Within"), m_time);
+    layout->addLayout(top);
+    auto *second = new QHBoxLayout;
+    m_verdict->setTextFormat(Qt::RichText);
+    m_verdict->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *csv = new QPushButton(tr("Export &CSV…"), this);
     auto *json = new QPushButton(tr("Export &JSON…"), this);
     m_verify->setToolTip(tr("Re-reads the whole log and checks every record's hash and link"));
-    for (QWidget *w : std::initializer_list<QWidget *>{actionLabel, m_action, actorLabel, m_actor,
-                                                       targetLabel, m_target})
-        top->addWidget(w);
-    top->addStretch(1);
-    top->addWidget(csv);
-    top->addWidget(json);
-    top->addWidget(m_verify);
-    layout->addLayout(top);
-    m_verdict->setTextFormat(Qt::RichText);
-    m_verdict->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(m_verdict);
+    second->addWidget(m_verdict, 1);
+    second->addWidget(csv);
+    second->addWidget(json);
+    second->addWidget(m_verify);
+    layout->addLayout(second);
     layout->addWidget(m_table, 1);
     m_table->setModel(m_model);
-    m_table->verticalHeader()->setVisible(false);
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_table->setAlternatingRowColors(true);
+    m_table->setKeyRole(AuditTableModel::TargetRole, tr("Copy target"));
     m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->horizontalHeader()->resizeSection(AuditTableModel::Seq, 50);
+    m_table->horizontalHeader()->resizeSection(AuditTableModel::Seq, 60);
     m_table->horizontalHeader()->resizeSection(AuditTableModel::When, 150);
     m_table->horizontalHeader()->resizeSection(AuditTableModel::Target, 220);
-    m_table->horizontalHeader()->resizeSection(AuditTableModel::Reason, 220);
+    m_table->horizontalHeader()->resizeSection(AuditTableModel::Reason, 200);
     m_table->horizontalHeader()->resizeSection(AuditTableModel::Change, 210);
+    m_table->setSettingsKey(QStringLiteral("audit"));
+    m_table->setViewportListener(
+        [this](int first, int count) { m_model->setViewport(first, count); });
+    auto *open = new QAction(tr("&Open operation"), m_table);
+    open->setShortcut(Qt::Key_Return);
+    open->setShortcutContext(Qt::WidgetShortcut);
+    m_table->addAction(open);
+    connect(open, &QAction::triggered, this, &AuditView::openCurrent);
+    connect(m_table, &QAbstractItemView::doubleClicked, this, &AuditView::openCurrent);
     m_empty = new EmptyState(m_table);
     connect(m_empty, &EmptyState::linkActivated, this, [this](const QString &link) {
         if (link != QLatin1String(EmptyState::ClearFiltersLink))
             return;
-        m_action->setCurrentIndex(0);
-        m_actor->clear();
-        m_target->clear();
+        showOperation({}, {});
     });
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(250);
+    connect(m_debounce, &QTimer::timeout, this, &AuditView::applyFilter);
+    for (QLineEdit *e : {m_actor, m_ns, m_target})
+        connect(e, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
     connect(m_action, &QComboBox::currentIndexChanged, this, &AuditView::applyFilter);
-    connect(m_actor, &QLineEdit::textChanged, this, &AuditView::applyFilter);
-    connect(m_target, &QLineEdit::textChanged, this, &AuditView::applyFilter);
+    connect(m_time, &QComboBox::currentIndexChanged, this, &AuditView::applyFilter);
+    connect(m_whole, &QCheckBox::toggled, this, &AuditView::applyFilter);
+    connect(m_model, &AuditTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
+    connect(m_model, &AuditTableModel::pageLoaded, this, &AuditView::loaded);
     connect(m_verify, &QPushButton::clicked, this, &AuditView::verify);
     connect(csv, &QPushButton::clicked, this, [this] { exportAs(QStringLiteral("csv")); });
     connect(json, &QPushButton::clicked, this, [this] { exportAs(QStringLiteral("json")); });
 }
 
+AuditFilter AuditView::filter(std::int64_t nowMs) const
+{
+    AuditFilter f;
+    if (m_action->currentIndex() > 0)
+        f.action = m_action->currentText().toStdString();
+    f.who = m_actor->text().trimmed().toStdString();
+    f.ns = m_ns->text().trimmed().toStdString();
+    const std::string target = m_target->text().trimmed().toStdString();
+    (m_whole->isChecked() ? f.target : f.targetPrefix) = target;
+    if (const QVariant within = m_time->currentData(); within.isValid())
+        f.fromMs = nowMs - within.toLongLong();
+    return f;
+}
+
 void AuditView::reload()
 {
     m_verdict->clear();
-    ++m_generation;
-    m_model->setRecords({});
-    refresh();
+    applyFilter();
 }
 
 void AuditView::refresh()
 {
-    const quint64 generation = ++m_generation;
-    m_connection->query(
-        this,
-        [](LedgerStore &s, MessageQueue *) {
-            std::vector<AuditRecord> all;
-            for (;;) {
-                auto page = s.auditLog(all.empty() ? 0 : all.back().seq, PageSize);
-                const bool last = page.size() < std::size_t{PageSize};
-                all.insert(all.end(), std::make_move_iterator(page.begin()),
-                           std::make_move_iterator(page.end()));
-                if (last || all.size() >= std::size_t{MaxRecords})
-                    break;
-            }
-            return all;
-        },
-        [this, generation](std::vector<AuditRecord> records) {
-            if (generation != m_generation)
-                return;
-            m_model->setRecords(std::move(records));
-            const QString current =
-                m_action->currentIndex() > 0 ? m_action->currentText() : QString();
-            const QSignalBlocker block(m_action);
-            m_action->clear();
-            m_action->addItem(tr("All actions"));
-            m_action->addItems(m_model->actions());
-            m_action->setCurrentIndex(std::max(0, m_action->findText(current)));
-            applyFilter();
-            Q_EMIT loaded();
-        });
+    m_model->refresh();
 }
 
 void AuditView::applyFilter()
 {
-    m_model->setFilter(m_action->currentIndex() > 0 ? m_action->currentText() : QString(),
-                       m_actor->text().trimmed(), m_target->text().trimmed());
-    const bool filtered = m_action->currentIndex() > 0 || !m_actor->text().trimmed().isEmpty() ||
-                          !m_target->text().trimmed().isEmpty();
+    m_debounce->stop();
+    const AuditFilter f = filter(m_model->storeNowMs());
+    const bool filtered = !f.action.empty() || !f.who.empty() || !f.ns.empty() ||
+                          !f.target.empty() || !f.targetPrefix.empty() || f.fromMs;
     m_empty->setMessage(
         filtered ? EmptyState::filteredMessage()
                  : tr("<b>No guarded action recorded yet.</b><br>Every approval, rejection, "
                       "reconciliation and DLQ replay is logged here, hash-chained."));
-    m_empty->modelAnswered();
+    m_model->setFilter(f);
+}
+
+void AuditView::showOperation(const QString &ns, const QString &key)
+{
+    {
+        const QSignalBlocker blockAction(m_action);
+        const QSignalBlocker blockTime(m_time);
+        const QSignalBlocker blockWhole(m_whole);
+        const QSignalBlocker blockActor(m_actor);
+        const QSignalBlocker blockNs(m_ns);
+        const QSignalBlocker blockTarget(m_target);
+        m_action->setCurrentIndex(0);
+        m_time->setCurrentIndex(0);
+        m_actor->clear();
+        m_ns->clear();
+        m_target->setText(key.isEmpty() ? QString() : ns + QLatin1Char('/') + key);
+        m_whole->setChecked(!key.isEmpty());
+    }
+    applyFilter();
+}
+
+std::pair<QString, QString> AuditView::operationOf(const QString &target)
+{
+    // Namespaces hold only letters, digits, '.', '_' and '-': "queue:x", "run:ns/r" are no
+    // operation's.
+    const qsizetype slash = target.indexOf(QLatin1Char('/'));
+    if (slash <= 0 || slash + 1 >= target.size() || target.left(slash).contains(QLatin1Char(':')))
+        return {};
+    return {target.left(slash), target.mid(slash + 1)};
+}
+
+void AuditView::openCurrent()
+{
+    const QModelIndex current = m_table->currentIndex();
+    if (!current.isValid())
+        return;
+    const auto [ns, key] =
+        operationOf(current.siblingAtColumn(0).data(AuditTableModel::TargetRole).toString());
+    if (!key.isEmpty())
+        Q_EMIT operationRequested(ns, key);
 }
 
 void AuditView::verify()
@@ -166,15 +223,47 @@ QString AuditView::verdict() const
     return m_verdict->text();
 }
 
-bool AuditView::exportTo(const QString &path) const
+void AuditView::exportTo(const QString &path)
 {
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
-        return false;
-    const QString text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
-                             ? m_model->json()
-                             : m_model->csv();
-    return file.write(text.toUtf8()) >= 0;
+    struct Written
+    {
+        bool ok = false;
+        int records = 0;
+    };
+    const AuditFilter shown = filter(m_model->storeNowMs());
+    m_connection->query(
+        this,
+        [filter = shown, path](LedgerStore &s, MessageQueue *) {
+            // Oldest first, a page at a time; the file holds what the filters let through.
+            AuditFilter f = filter;
+            std::vector<AuditRecord> all;
+            f.limit = 1000;
+            for (;;) {
+                std::vector<AuditRecord> page = s.auditRecords(f);
+                const bool last = page.size() < std::size_t{1000};
+                if (!page.empty())
+                    f.afterSeq = page.back().seq;
+                all.insert(all.end(), std::make_move_iterator(page.begin()),
+                           std::make_move_iterator(page.end()));
+                if (last)
+                    break;
+            }
+            QFile file(path);
+            Written w;
+            w.records = static_cast<int>(all.size());
+            const QString text = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)
+                                     ? AuditTableModel::json(all)
+                                     : AuditTableModel::csv(all);
+            w.ok = file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text) &&
+                   file.write(text.toUtf8()) >= 0 && file.flush();
+            return w;
+        },
+        [this, path](Written w) {
+            if (!w.ok)
+                m_verdict->setText(tr("<b style='color:#d64545'>Could not write %1</b>")
+                                       .arg(path.toHtmlEscaped()));
+            Q_EMIT exported(w.ok, w.records);
+        });
 }
 
 void AuditView::exportAs(const QString &format)
@@ -182,9 +271,8 @@ void AuditView::exportAs(const QString &format)
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Export audit records"), QStringLiteral("audit.%1").arg(format),
         format == QLatin1String("json") ? tr("JSON (*.json)") : tr("CSV (*.csv)"));
-    if (!path.isEmpty() && !exportTo(path))
-        m_verdict->setText(
-            tr("<b style='color:#d64545'>Could not write %1</b>").arg(path.toHtmlEscaped()));
+    if (!path.isEmpty())
+        exportTo(path);
 }
 
 } // namespace idempo

@@ -33,6 +33,7 @@
 #include "notifier.h"
 #include "operationdetailpane.h"
 #include "operationsview.h"
+#include "operationtablemodel.h"
 #include "overviewmodel.h"
 #include "overviewview.h"
 #include "runsview.h"
@@ -56,8 +57,10 @@ MainWindow::MainWindow(QWidget *parent)
     auto *runs = new RunsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
     m_fourEyes = new FourEyesView(m_connection, m_tabs);
+    m_find = operations;
+    m_audit = new AuditView(m_connection, m_tabs);
     m_views = {m_overview, leases,    confirmations, new SuppressionsView(m_connection, m_tabs),
-               runs,       dlq,       m_sandbox,     new AuditView(m_connection, m_tabs),
+               runs,       dlq,       m_sandbox,     m_audit,
                operations, m_fourEyes};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
@@ -131,8 +134,12 @@ MainWindow::MainWindow(QWidget *parent)
         updateTitle();
     });
     connect(m_fourEyes, &FourEyesView::waitingChanged, this, &MainWindow::updateTabCounts);
-    for (OperationDetailPane *pane :
-         {confirmations->detail(), operations->detail(), m_fourEyes->detail()}) {
+    m_panes = {confirmations->detail(), operations->detail(), m_fourEyes->detail()};
+    connect(m_audit, &AuditView::operationRequested, this, &MainWindow::showOperation);
+    connect(runs, &RunsView::operationRequested, this, &MainWindow::showOperation);
+    connect(m_find->model(), &OperationTableModel::pageLoaded, this,
+            &MainWindow::selectPendingOperation);
+    for (OperationDetailPane *pane : std::as_const(m_panes)) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
         connect(m_actions, &ActionController::actorChanged, pane,
                 [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
@@ -202,6 +209,8 @@ void MainWindow::buildMenus()
         if (view && view->filters())
             view->filters()->focusSearch();
     });
+
+    buildOperationMenu();
 
     QMenu *viewMenu = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_tabs->count(); ++i) {

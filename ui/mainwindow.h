@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <utility>
+
 #include <QList>
 #include <QMainWindow>
 
@@ -11,9 +13,12 @@ namespace idempo {
 
 class ActionController;
 class FourEyesView;
+class AuditView;
 class LedgerConnection;
 class LedgerView;
 class Notifier;
+class OperationDetailPane;
+class OperationsView;
 class OverviewView;
 
 /// The console's window: one tab per view over one open ledger. The title and the status bar
@@ -42,13 +47,29 @@ public:
     /// Follows a first-step link of an empty view (FirstStepsPanel::SandboxLink, ConnectLink).
     void followLink(const QString &link);
 
+public Q_SLOTS:
+    // Linked evidence (mainwindowlinks.cpp): the one entry point every click-through calls.
+
+    /// The Find tab showing operation `ns`/`key`, selected, with its details.
+    void showOperation(const QString &ns, const QString &key);
+    /// The Audit tab showing only the records that target operation `ns`/`key`.
+    void showAuditOf(const QString &ns, const QString &key);
+    /// Writes the evidence pack (evidencepack.h) of `ns`/`key` to `path` on the worker; asks
+    /// for the file when `path` is empty. evidenceExported() tells how it went.
+    void exportEvidence(const QString &ns, const QString &key, const QString &path = {});
+
 Q_SIGNALS:
+    void evidenceExported(bool ok, const QString &message);
     /// The ledger opened and the first view asked for its rows.
     void ledgerOpened();
     void ledgerFailed(const QString &message);
 
 private:
     void buildMenus();
+    void buildOperationMenu();
+    /// The operation the current tab has selected (its detail pane, or the audit row's target).
+    std::pair<QString, QString> currentOperation() const;
+    void selectPendingOperation();
     void updateTitle();
     void refreshCurrent();
     void refreshAll();
@@ -63,6 +84,11 @@ private:
     OverviewView *m_overview = nullptr;
     Notifier *m_notifier = nullptr;
     QList<LedgerView *> m_views;
+    OperationsView *m_find = nullptr;
+    AuditView *m_audit = nullptr;
+    QList<OperationDetailPane *> m_panes;
+    /// The operation showOperation() waits to see in the Find tab's rows.
+    std::pair<QString, QString> m_pendingSelect;
     LedgerView *m_sandbox = nullptr;
     FourEyesView *m_fourEyes = nullptr;
     QLabel *m_ledgerLabel;

@@ -112,6 +112,12 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
                     loadTimeline();
             });
     connect(m_model, &QAbstractItemModel::modelReset, this, &RunsView::showBudgets);
+    connect(m_timeline, &TimelineWidget::operationActivated, this, [this](const QString &key) {
+        const QModelIndex current = m_table->currentIndex();
+        if (current.isValid())
+            Q_EMIT operationRequested(QString::fromStdString(m_model->runAt(current.row()).ns),
+                                      key);
+    });
     connect(m_budget, &RunBudgetPanel::resumeRequested, this, [this] {
         const QModelIndex current = m_table->currentIndex();
         if (m_actions && current.isValid())

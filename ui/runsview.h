@@ -16,7 +16,7 @@ class TimelineWidget;
 
 /// Runs with their most urgent state and budget use, halted runs first; selecting one shows its
 /// budgets (with Resume for a halted run) and loads its steps and their histories on the worker,
-/// painted as a timeline.
+/// painted as a timeline, whose bars open their operation.
 class RunsView final : public LedgerView
 {
     Q_OBJECT
@@ -36,6 +36,8 @@ public:
 
 Q_SIGNALS:
     void timelineLoaded();
+    /// A timeline bar was double-clicked: its operation.
+    void operationRequested(const QString &ns, const QString &key);
 
 private:
     void loadTimeline();

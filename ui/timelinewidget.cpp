@@ -6,6 +6,7 @@
 
 #include <QHelpEvent>
 #include <QKeyEvent>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
@@ -188,6 +189,41 @@ QString TimelineWidget::describeAt(const QPoint &pos) const
         return text;
     }
     return QString();
+}
+
+int TimelineWidget::laneAt(const QPoint &pos) const
+{
+    const int lane = (pos.y() - AxisHeight) / LaneHeight;
+    if (pos.y() < AxisHeight || lane < 0 || lane >= static_cast<int>(m_timeline.lanes.size()))
+        return -1;
+    for (const RunTimeline::Span &span : m_timeline.lanes[static_cast<std::size_t>(lane)].spans)
+        if (spanRect(lane, span).adjusted(-2, -4, 2, 4).contains(pos))
+            return lane;
+    return -1;
+}
+
+QString TimelineWidget::keyAt(const QPoint &pos) const
+{
+    const int lane = laneAt(pos);
+    return lane < 0 ? QString()
+                    : QString::fromStdString(m_timeline.lanes[static_cast<std::size_t>(lane)].key);
+}
+
+QPoint TimelineWidget::barCentre(int lane) const
+{
+    const auto &spans = m_timeline.lanes.at(static_cast<std::size_t>(lane)).spans;
+    return spans.empty() ? QPoint() : spanRect(lane, spans.front()).center().toPoint();
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent *event)
+{
+    const QString key = keyAt(event->position().toPoint());
+    if (key.isEmpty()) {
+        QWidget::mouseDoubleClickEvent(event);
+        return;
+    }
+    event->accept();
+    Q_EMIT operationActivated(key);
 }
 
 bool TimelineWidget::event(QEvent *event)

@@ -100,6 +100,24 @@ struct AuditRecord
     std::string hash;     ///< auditHash() of this record
 };
 
+/// Which audit records LedgerStore::auditRecords() returns: every field set narrows the answer
+/// (empty / unset matches everything), and the store answers it in SQL on its indexes.
+struct AuditFilter
+{
+    std::string target;       ///< exactly this target: "ns/key", "queue:NAME", "setting:NAME"
+    std::string targetPrefix; ///< targets starting with this (byte-wise, no wildcards)
+    std::string ns;           ///< records of operations in this namespace (targets "ns/…")
+    std::string who;          ///< exactly this actor identity
+    std::string action;       ///< exactly this action kind ("approve", "dlq_replay", …)
+    std::optional<std::int64_t> fromMs; ///< at_ms >= fromMs
+    std::optional<std::int64_t> toMs;   ///< at_ms < toMs
+    bool newestFirst = false;           ///< seq descending instead of ascending
+    /// Keyset cursor: the last seq of the previous page, 0 on a first page. The page continues
+    /// past it in the listing's order (seq > afterSeq, or seq < afterSeq newest first).
+    std::int64_t afterSeq = 0;
+    int limit = 100;
+};
+
 /// The newest record of the audit chain as the ledger keeps it beside the chain.
 struct AuditHead
 {

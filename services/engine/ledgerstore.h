@@ -26,6 +26,12 @@ struct OutboxWrite
     std::int64_t msgId = 0; ///< the enqueued message's msg_id
 };
 
+/// Throws Error(InvalidArgument) naming what is wrong with `filter`: a limit outside
+/// 1..AuditFilterMaxLimit, a negative cursor, an empty or inverted time range. Both stores call
+/// it before they query.
+void checkAuditFilter(const AuditFilter &filter);
+inline constexpr int AuditFilterMaxLimit = 10000;
+
 /// The ledger contract both stores implement (SQLite embedded, PostgreSQL shared); one contract
 /// test suite runs against each. All methods are safe to call from many threads at once, and
 /// each write is atomic: it happens entirely, with its history event or suppression, or not at
@@ -108,6 +114,11 @@ public:
 
     /// Audit records with seq > afterSeq, in seq order, at most `limit`.
     virtual std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) = 0;
+
+    /// A keyset page of the audit records `filter` lets through, in seq order (descending when
+    /// filter.newestFirst). Filtered in SQL on indexes: a page costs the same on a log of any
+    /// length. Throws Error(InvalidArgument) for a limit below 1 or a negative cursor.
+    virtual std::vector<AuditRecord> auditRecords(const AuditFilter &filter) = 0;
 
     /// The approvals of one operation, oldest first.
     virtual std::vector<ApprovalRecord> approvals(const std::string &ns,

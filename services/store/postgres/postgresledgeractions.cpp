@@ -6,6 +6,7 @@
 
 #include "canonicaljson.h"
 #include "error.h"
+#include "keyprefix.h"
 #include "postgresledgerrows.h"
 #include "postgresledgerstore.h"
 
@@ -364,6 +365,52 @@ std::vector<AuditRecord> PostgresLedgerStore::auditLog(std::int64_t afterSeq, in
         "SELECT " + std::string(kAuditColumns) +
             " FROM idempo.audit_log WHERE seq > $1::bigint ORDER BY seq LIMIT $2::integer",
         PgParams().integer(afterSeq).integer(limit)));
+}
+
+std::vector<AuditRecord> PostgresLedgerStore::auditRecords(const AuditFilter &filter)
+{
+    checkAuditFilter(filter);
+    requireSchema();
+    PgParams params;
+    const auto next = [&params] { return "$" + std::to_string(params.size()); };
+    params.integer(filter.afterSeq);
+    std::string statement = "SELECT " + std::string(kAuditColumns) +
+                            " FROM idempo.audit_log WHERE seq " +
+                            (filter.newestFirst && filter.afterSeq > 0 ? "<" : ">") + " $1::bigint";
+    for (const auto &[column, value] :
+         {std::pair{"target", &filter.target}, std::pair{"who", &filter.who},
+          std::pair{"action", &filter.action}}) {
+        if (value->empty())
+            continue;
+        params.text(*value);
+        statement += std::string(" AND ") + column + " = " + next();
+    }
+    // Ranges, not LIKE: '%' and '_' stay plain characters. target is COLLATE "C" (byte order),
+    // so the bound matches and audit_log_target serves the range.
+    const auto prefixRange = [&](const std::string &prefix) {
+        params.text(prefix);
+        statement += " AND target >= " + next();
+        if (const std::optional<std::string> upper = keyPrefixUpperBound(prefix)) {
+            params.text(*upper);
+            statement += " AND target < " + next();
+        }
+    };
+    if (!filter.targetPrefix.empty())
+        prefixRange(filter.targetPrefix);
+    if (!filter.ns.empty())
+        prefixRange(filter.ns + "/");
+    if (filter.fromMs) {
+        params.integer(*filter.fromMs);
+        statement += " AND at_ms >= " + next() + "::bigint";
+    }
+    if (filter.toMs) {
+        params.integer(*filter.toMs);
+        statement += " AND at_ms < " + next() + "::bigint";
+    }
+    params.integer(filter.limit);
+    statement += std::string(filter.newestFirst ? " ORDER BY seq DESC" : " ORDER BY seq") +
+                 " LIMIT " + next() + "::integer";
+    return readAudit(connection().exec("read audit log", statement, params));
 }
 
 std::optional<AuditHead> PostgresLedgerStore::auditHead()

@@ -8,6 +8,7 @@
 #include "actiontransaction.h"
 #include "auditchain.h"
 #include "error.h"
+#include "keyprefix.h"
 #include "sqliteledgerrows.h"
 #include "sqliteledgerstore.h"
 #include "sqliterunbudgets.h"
@@ -16,6 +17,30 @@ namespace idempo {
 namespace {
 
 using namespace sqliterows;
+
+/// At most this many records in a range make it rare (see auditRecords()).
+constexpr int kRareAuditRows = 2000;
+
+const QString kAuditSelect = QStringLiteral(
+    "SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, "
+    "approval_id, detail, prev_hash, hash FROM ");
+
+std::vector<AuditRecord> readAudit(Statement q)
+{
+    std::vector<AuditRecord> rows;
+    while (q->next()) {
+        AuditRecord r;
+        r.seq = q->value(0).toLongLong();
+        r.atMs = q->value(1).toLongLong();
+        r.entry = {toStd(q->value(2)), toStd(q->value(3)), toStd(q->value(4)),
+                   toStd(q->value(5)), toStd(q->value(6)), toStd(q->value(7)),
+                   toStd(q->value(8)), toStd(q->value(9)), toStd(q->value(10))};
+        r.prevHash = toStd(q->value(11));
+        r.hash = toStd(q->value(12));
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
 
 const QString kApprovalColumns = QStringLiteral(
     "approval_id, namespace, operation_key, revision, decision, reason, operator, role, "
@@ -211,26 +236,96 @@ ActionResult SqliteLedgerStore::applyAction(const ActionTarget &target, const Ac
 std::vector<AuditRecord> SqliteLedgerStore::auditLog(std::int64_t afterSeq, int limit)
 {
     SqliteConnection &db = connection();
-    Statement q =
-        run(db,
-            QStringLiteral(
-                "SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-                "approval_id, detail, prev_hash, hash FROM audit_log WHERE seq > ? "
-                "ORDER BY seq LIMIT ?"),
-            {static_cast<qlonglong>(afterSeq), limit}, "read audit log");
-    std::vector<AuditRecord> rows;
-    while (q->next()) {
-        AuditRecord r;
-        r.seq = q->value(0).toLongLong();
-        r.atMs = q->value(1).toLongLong();
-        r.entry = {toStd(q->value(2)), toStd(q->value(3)), toStd(q->value(4)),
-                   toStd(q->value(5)), toStd(q->value(6)), toStd(q->value(7)),
-                   toStd(q->value(8)), toStd(q->value(9)), toStd(q->value(10))};
-        r.prevHash = toStd(q->value(11));
-        r.hash = toStd(q->value(12));
-        rows.push_back(std::move(r));
+    return readAudit(
+        run(db, kAuditSelect + QStringLiteral("audit_log WHERE seq > ? ORDER BY seq LIMIT ?"),
+            {static_cast<qlonglong>(afterSeq), limit}, "read audit log"));
+}
+
+std::vector<AuditRecord> SqliteLedgerStore::auditRecords(const AuditFilter &filter)
+{
+    checkAuditFilter(filter);
+    SqliteConnection &db = connection();
+    // Equality filters have an index (column, seq) each that yields their records in seq order.
+    // A range (target prefix, namespace, time) on its index comes unordered and a page would sort
+    // every match; SQLite plans bound values blind, so a bounded count tells a rare range (walk
+    // its index, sort the few) from a common one (walk seq, filter, stop at the limit).
+    struct Range
+    {
+        const char *index;
+        QString condition; ///< on column "%1"
+        QString column;
+        QVariantList binds;
+    };
+    std::vector<Range> ranges;
+    const auto prefixRange = [&ranges](const std::string &prefix) {
+        Range r{"audit_log_target",
+                QStringLiteral("%1 >= CAST(? AS TEXT)"),
+                QStringLiteral("target"),
+                {bytes(prefix)}};
+        if (const std::optional<std::string> upper = keyPrefixUpperBound(prefix)) {
+            r.condition += QStringLiteral(" AND %1 < CAST(? AS TEXT)");
+            r.binds << bytes(*upper);
+        }
+        ranges.push_back(std::move(r));
+    };
+    if (!filter.targetPrefix.empty())
+        prefixRange(filter.targetPrefix);
+    if (!filter.ns.empty())
+        prefixRange(filter.ns + "/");
+    if (filter.fromMs || filter.toMs) {
+        Range r{"audit_log_at", {}, QStringLiteral("at_ms"), {}};
+        if (filter.fromMs) {
+            r.condition = QStringLiteral("%1 >= ?");
+            r.binds << static_cast<qlonglong>(*filter.fromMs);
+        }
+        if (filter.toMs) {
+            r.condition += (r.condition.isEmpty() ? QString() : QStringLiteral(" AND ")) +
+                           QStringLiteral("%1 < ?");
+            r.binds << static_cast<qlonglong>(*filter.toMs);
+        }
+        ranges.push_back(std::move(r));
     }
-    return rows;
+    QString where = filter.newestFirst && filter.afterSeq > 0 ? QStringLiteral("seq < ?")
+                                                              : QStringLiteral("seq > ?");
+    QVariantList binds{static_cast<qlonglong>(
+        filter.newestFirst && filter.afterSeq == 0 ? std::int64_t{0} : filter.afterSeq)};
+    bool equality = false;
+    for (const auto &[column, value] :
+         {std::pair{"target", &filter.target}, std::pair{"who", &filter.who},
+          std::pair{"action", &filter.action}}) {
+        if (value->empty())
+            continue;
+        equality = true;
+        where += QStringLiteral(" AND %1 = ?").arg(QLatin1String(column));
+        binds << text(*value);
+    }
+    const Range *rare = nullptr;
+    for (const Range &r : ranges) {
+        if (!equality && !rare) {
+            QVariantList probeBinds = r.binds;
+            probeBinds << kRareAuditRows;
+            Statement probe = run(db,
+                                  QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM audit_log "
+                                                 "WHERE ") +
+                                      r.condition.arg(r.column) + QStringLiteral(" LIMIT ?)"),
+                                  probeBinds, "read audit log");
+            if (probe->next() && probe->value(0).toInt() < kRareAuditRows)
+                rare = &r;
+        }
+        // The unary + keeps a common range off its index.
+        where += QStringLiteral(" AND ") +
+                 r.condition.arg(&r == rare ? r.column : QStringLiteral("+") + r.column);
+        binds << r.binds;
+    }
+    const QString from =
+        rare ? QStringLiteral("audit_log INDEXED BY %1 WHERE ").arg(QLatin1String(rare->index))
+             : QStringLiteral("audit_log WHERE ");
+    binds << filter.limit;
+    return readAudit(run(db,
+                         kAuditSelect + from + where +
+                             (filter.newestFirst ? QStringLiteral(" ORDER BY seq DESC LIMIT ?")
+                                                 : QStringLiteral(" ORDER BY seq LIMIT ?")),
+                         binds, "read audit log"));
 }
 
 std::vector<ApprovalRecord> SqliteLedgerStore::approvals(const std::string &ns,

@@ -61,6 +61,7 @@ public:
     ActorIdentity actor() override;
     ActionResult applyAction(const ActionTarget &target, const ActionDecider &decide) override;
     std::vector<AuditRecord> auditLog(std::int64_t afterSeq, int limit) override;
+    std::vector<AuditRecord> auditRecords(const AuditFilter &filter) override;
     std::vector<ApprovalRecord> approvals(const std::string &ns, const std::string &key) override;
     std::vector<PendingApproval> pendingApprovals(int limit) override;
     std::optional<std::string> guardSetting(const std::string &name) override;

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// `idempo evidence`: the evidence pack of one operation (evidencepack.h), exported from the
+// ledger, and checked offline, without any ledger.
+#include <QFile>
+#include <QSaveFile>
+
+#include "context.h"
+#include "error.h"
+#include "evidencepack.h"
+#include "operationkey.h"
+#include "output.h"
+#include "textescape.h"
+#include "usageerror.h"
+
+namespace idempo::cli {
+namespace {
+
+int verifyPack(Context &c, const QString &path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        throw Error(ErrorCode::NotFound, "cannot read evidence pack " +
+                                             escapedText(path.toStdString()) + ": " +
+                                             file.errorString().toStdString());
+    const QByteArray bytes = file.readAll();
+    const nlohmann::json pack = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    EvidencePack::Verdict verdict;
+    if (pack.is_discarded()) {
+        verdict.ok = false;
+        verdict.problem = "the file is not JSON";
+    } else {
+        verdict = EvidencePack::verify(pack);
+    }
+    nlohmann::json answer = EvidencePack::toJson(verdict);
+    std::string human;
+    if (verdict.ok) {
+        const auto &head = pack["chain"]["head"];
+        answer["head"] = head;
+        human = "evidence pack intact: " + std::to_string(verdict.records) +
+                " audit record(s) of " + escapedText(pack["namespace"].get<std::string>()) + "/" +
+                escapedText(pack["key"].get<std::string>()) +
+                " match their hashes and link into the chain up to record " + head["seq"].dump() +
+                " (hash " + head["hash"].get<std::string>() +
+                ")\nto tie it to the ledger: idempo audit verify --expect-head " +
+                head["hash"].get<std::string>();
+    } else {
+        human = "evidence pack REFUSED" +
+                (verdict.badSeq ? " at audit record " + std::to_string(*verdict.badSeq)
+                                : std::string()) +
+                ": " + escapedText(verdict.problem);
+    }
+    c.print(answer, human);
+    return verdict.ok ? ExitOk : ExitRefused;
+}
+
+int cmdEvidence(Context &c)
+{
+    const QStringList args = c.parser.positionalArguments();
+    if (args.size() == 3 && args.at(1) == QLatin1String("verify")) {
+        if (c.parser.isSet(QStringLiteral("output")))
+            throw UsageError{"evidence verify reads a pack; -o is for exporting one"};
+        return verifyPack(c, args.at(2));
+    }
+    if (args.size() > 2)
+        throw UsageError{"expected `evidence KEY [-o FILE]` or `evidence verify FILE`"};
+    const std::string key = c.key();
+    validateOperationKey(key);
+    validateNamespace(c.ns);
+    const nlohmann::json pack = EvidencePack::build(c.engine().store(), c.ns, key);
+    // ASCII only: every byte of stored text survives as an escape, and no terminal or viewer
+    // interprets what an operation's payload holds.
+    const std::string text = pack.dump(2, ' ', true) + "\n";
+    const std::size_t records = pack["audit_records"].size();
+    if (!c.parser.isSet(QStringLiteral("output"))) {
+        printOut(text.substr(0, text.size() - 1));
+        return ExitOk;
+    }
+    const QString path = c.parser.value(QStringLiteral("output"));
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(text.data(), static_cast<qint64>(text.size())) !=
+            static_cast<qint64>(text.size()) ||
+        !file.commit())
+        throw Error(ErrorCode::LedgerUnavailable, "cannot write evidence pack " +
+                                                      escapedText(path.toStdString()) + ": " +
+                                                      file.errorString().toStdString());
+    c.print(
+        {{"file", path.toStdString()}, {"audit_records", records}, {"head", pack["chain"]["head"]}},
+        "evidence pack of " + escapedText(c.ns + "/" + key) + " written to " +
+            escapedText(path.toStdString()) + ": " + std::to_string(records) +
+            " audit record(s), chain head record " + pack["chain"]["head"]["seq"].dump());
+    return ExitOk;
+}
+
+} // namespace
+
+void addEvidenceCommands(std::map<QString, Command> &table)
+{
+    table.insert(
+        {QStringLiteral("evidence"),
+         {2,
+          "evidence KEY [-o FILE] | evidence verify FILE",
+          "The evidence pack of one operation for a compliance case, as one JSON file: its\n"
+          "record, history, approvals, run record, every audit record that targets it and the\n"
+          "chain proof (the link after each record, the chain head at export).\n"
+          "  verify FILE  recompute every record's hash and check the links, offline; a\n"
+          "               tampered pack is refused naming the record (exit 65)",
+          {QCommandLineOption(QStringList{QStringLiteral("output"), QStringLiteral("o")},
+                              QStringLiteral("Write the pack to FILE (default: stdout)."),
+                              QStringLiteral("FILE"))},
+          cmdEvidence}});
+}
+
+} // namespace idempo::cli

@@ -51,7 +51,7 @@ private Q_SLOTS:
         LedgerFixture f;
         f.engine().claim(claimInput(
             "k-1", R"({"customer":"cust-42","refund":{"order_id":"o-7","amount":125,"ok":true},)"
-                   R"("items":[{"sku":"a/b"},{"sku":"x~y"}],"note":null,"rate":12.5})"));
+                   "\"items\":[{\"sku\":\"a/b\"},{\"sku\":\"x~y\"}],\"note\":null,\"rate\":12.5}"));
         f.engine().claim(
             claimInput("k-2", R"({"customer":"cust-43","refund":{"order_id":"o-8"}})"));
         f.engine().claim(claimInput("k-3", R"({"order_id":"o-7","amount":"125"})"));
@@ -156,13 +156,16 @@ private Q_SLOTS:
     {
         LedgerFixture f;
         const std::string longest(PayloadMaxValueBytes, 'v');
-        f.engine().claim(claimInput(
-            "k-1", R"({"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":"deep","i":{"j":"too deep"}}}}}}}},)"
-                   R"("list":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,)"
-                   R"(25,26,27,28,29,30,31,32],"long":")" +
-                       longest + R"(","longer":")" + longest + R"(x"})"));
+        std::string list;
+        for (int i = 0; i <= PayloadMaxArrayIndex; ++i)
+            list += (i ? "," : "") + std::to_string(i);
+        const std::string deep =
+            R"({"b":{"c":{"d":{"e":{"f":{"g":{"h":"deep","i":{"j":"x"}}}}}}}})";
+        f.engine().claim(claimInput("k-1", "{\"a\":" + deep + ",\"list\":[" + list +
+                                               "],\"long\":\"" + longest + "\",\"longer\":\"" +
+                                               longest + "x\"}"));
         QCOMPARE(keysOf(f.store().list(where("/a/b/c/d/e/f/g/h", "deep"))), Keys{"k-1"});
-        QVERIFY(f.store().list(where("/a/b/c/d/e/f/g/i/j", "too deep")).empty());
+        QVERIFY(f.store().list(where("/a/b/c/d/e/f/g/i/j", "x")).empty());
         QCOMPARE(keysOf(f.store().list(where("/list/31", "31"))), Keys{"k-1"});
         QVERIFY(f.store().list(where("/list/32", "32")).empty());
         QCOMPARE(keysOf(f.store().list(where("/long", longest))), Keys{"k-1"});
@@ -175,7 +178,7 @@ private Q_SLOTS:
         LedgerFixture f;
         for (const std::string key : {"k-1", "k-2"}) {
             const ClaimResult claimed =
-                f.engine().claim(claimInput(key, R"({"customer":"old","key":")" + key + "\"}"));
+                f.engine().claim(claimInput(key, "{\"customer\":\"old\",\"key\":\"" + key + "\"}"));
             f.engine().complete(kNs, key, claimed.operation.fencingToken, "{}", "");
         }
         f.advanceMs(f.engine().settings().retentionMs);

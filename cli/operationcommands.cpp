@@ -186,6 +186,9 @@ int cmdList(Context &c)
     }
     filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
     filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    for (const QString &term : c.parser.values(QStringLiteral("where")))
+        filter.payload.push_back(parsePayloadMatch(term.toStdString()));
+    filter.customer = c.parser.value(QStringLiteral("customer")).toStdString();
     filter.afterId = c.integerOption(QStringLiteral("after"), 0, MaxWholeNumber, 0);
     filter.limit = static_cast<int>(c.integerOption(QStringLiteral("limit"), 1, 10'000, 50));
     const auto ops = c.engine().store().list(filter);
@@ -288,10 +291,19 @@ void addOperationCommands(std::map<QString, Command> &table)
          {1, "history KEY", "Print the operation's state history.", {}, cmdHistory}},
         {QStringLiteral("list"),
          {0,
-          "list [--state S] [--run R] [--key-prefix P] [--limit N] [--after ID]",
+          "list [--state S] [--run R] [--key-prefix P] [--where /POINTER=VALUE]... "
+          "[--customer C] [--limit N] [--after ID]",
           "List operations, oldest first, a page at a time.",
           {opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),
            opt("key-prefix", "Only keys starting with P.", "P"),
+           opt("where",
+               "Only payloads holding VALUE at the JSON Pointer (repeatable; numbers, true, "
+               "false and null match their text).",
+               "/POINTER=VALUE"),
+           opt("customer",
+               "Only payloads whose customer (customer, customer_id, client, "
+               "client_id) is C.",
+               "C"),
            opt("limit", "Page size (default 50).", "N"),
            opt("after", "Continue after this id (the previous page's next_after).", "ID")},
           cmdList}},

@@ -17,6 +17,8 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPositi
     base.ns = ns;
     base.runId = runId;
     base.keyPrefix = keyPrefix;
+    base.payload = payload;
+    base.customer = customer;
     if (minAgeMs)
         base.updatedBeforeMs = nowMs - *minAgeMs;
     base.afterId = after.id;

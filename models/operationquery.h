@@ -34,6 +34,8 @@ struct OperationQuery
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> minAgeMs; ///< only records untouched for at least this long
+    std::vector<PayloadMatch> payload;    ///< payload fields every record holds (payloadmatch.h)
+    std::string customer;                 ///< the payload's customer; empty = any
     /// Highest value (minor units) first, records without a value last, oldest first among
     /// equals; otherwise oldest (lowest id) first. Ordered by the store.
     bool highestValueFirst = false;

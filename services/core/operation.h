@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "amount.h"
+#include "payloadmatch.h"
 #include "runbudget.h"
 #include "vocabulary.h"
 
@@ -158,6 +159,10 @@ struct ListFilter
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> updatedBeforeMs; ///< only records not touched since (age filter)
+    /// Payload fields every record holds (payloadmatch.h); checked by the store, which refuses
+    /// a bad pointer before it runs anything.
+    std::vector<PayloadMatch> payload;
+    std::string customer;     ///< the payload's customer (PayloadCustomerPointer); empty = any
     std::int64_t afterId = 0; ///< keyset cursor: the last id of the previous page
     ListOrder order = ListOrder::Id;
     /// ValueDescending cursor, with afterId: the previous page's last value in minor units

@@ -349,20 +349,35 @@ std::vector<OperationEvent> SqliteLedgerStore::history(const std::string &ns,
 
 std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
+    const std::vector<PayloadMatch> terms = payloadTerms(filter.payload, filter.customer);
     SqliteConnection &db = connection();
     const bool byValue = filter.order == ListOrder::ValueDescending;
     const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
     QString sql =
         QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;
+    // A payload term drives the scan: its side-table range is in operation id order.
+    const QString idColumn =
+        terms.empty() ? QStringLiteral("id") : QStringLiteral("f.operation_id");
+    if (!terms.empty()) {
+        sql = QStringLiteral("SELECT ") + kOperationColumns +
+              QStringLiteral(" FROM payload_fields AS f CROSS JOIN operations ON id = "
+                             "f.operation_id WHERE f.pointer = ? AND f.value = ? AND ");
+        binds << text(terms.front().pointer) << text(terms.front().value);
+    }
     if (byValue && filter.afterValueMinor) {
         sql += QStringLiteral("(%1 < ? OR (%1 = ? AND id > ?))").arg(value);
         binds << static_cast<qlonglong>(*filter.afterValueMinor)
               << static_cast<qlonglong>(*filter.afterValueMinor)
               << static_cast<qlonglong>(filter.afterId);
     } else {
-        sql += QStringLiteral("id > ?");
+        sql += idColumn + QStringLiteral(" > ?");
         binds << static_cast<qlonglong>(filter.afterId);
+    }
+    for (std::size_t i = 1; i < terms.size(); ++i) {
+        sql += QStringLiteral(" AND EXISTS (SELECT 1 FROM payload_fields AS g WHERE g.pointer = ? "
+                              "AND g.value = ? AND g.operation_id = id)");
+        binds << text(terms[i].pointer) << text(terms[i].value);
     }
     if (!filter.ns.empty()) {
         sql += QStringLiteral(" AND namespace = ?");
@@ -396,7 +411,8 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
                 QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations WHERE") + range +
                     QStringLiteral(" LIMIT ?)"),
                 probeBinds, "list operations");
-        const bool rare = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+        const bool rare =
+            terms.empty() && probe->next() && probe->value(0).toInt() < kRarePrefixRows;
         if (rare)
             sql.replace(QStringLiteral(" FROM operations WHERE"),
                         QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
@@ -410,7 +426,7 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
     sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value)
-                   : QStringLiteral(" ORDER BY id LIMIT ?");
+                   : QStringLiteral(" ORDER BY ") + idColumn + QStringLiteral(" LIMIT ?");
     binds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;

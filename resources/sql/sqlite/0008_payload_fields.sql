@@ -1,0 +1,24 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- Schema version 8: find an operation by a payload field or its customer (payloadmatch.h). The
+-- scalar leaves of every payload, as (JSON Pointer, text), in a side table whose primary key is
+-- the search: `pointer = ? AND value = ?` walks it in operation id order, so the first page of a
+-- common value stops at its limit and a rare one reads only its rows. Kept by triggers, so every
+-- writer (the store, raw inserts, the sandbox) keeps it; no payload is ever updated in place
+-- (a retention-expired key is deleted and inserted again). A leaf is kept when its pointer has
+-- at most 8 segments, its array indexes are below 32 and its text is at most 256 bytes; the
+-- customer is one more row under the pseudo pointer '#customer' (the first of customer,
+-- customer_id, client, client_id that is a string or number). true, false and null are kept as
+-- those words, numbers as their decimal text. A trigger is one line: statements are split at
+-- lines ending in ';'.
+CREATE TABLE payload_fields (
+    pointer TEXT NOT NULL,
+    value TEXT NOT NULL,
+    operation_id INTEGER NOT NULL,
+    PRIMARY KEY (pointer, value, operation_id)
+) WITHOUT ROWID;
+CREATE TRIGGER payload_fields_insert AFTER INSERT ON operations BEGIN INSERT OR IGNORE INTO payload_fields (pointer, value, operation_id) WITH RECURSIVE r(ptr, val, typ, depth) AS (SELECT '', NEW.payload, json_type(NEW.payload), 0 WHERE json_valid(NEW.payload) UNION ALL SELECT r.ptr || '/' || replace(replace(e.key, '~', '~0'), '/', '~1'), e.value, e.type, r.depth + 1 FROM r, json_each(r.val) AS e WHERE r.typ IN ('object', 'array') AND r.depth < 8 AND (r.typ = 'object' OR e.key < 32)) SELECT ptr, v, NEW.id FROM (SELECT ptr, CASE typ WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE CAST(val AS TEXT) END AS v FROM r WHERE typ NOT IN ('object', 'array')) WHERE length(CAST(v AS BLOB)) <= 256 UNION ALL SELECT '#customer', v, NEW.id FROM (SELECT CAST(value AS TEXT) AS v FROM json_each(CASE WHEN json_valid(NEW.payload) THEN NEW.payload ELSE '{}' END) WHERE key IN ('customer', 'customer_id', 'client', 'client_id') AND type IN ('text', 'integer', 'real') ORDER BY CASE key WHEN 'customer' THEN 0 WHEN 'customer_id' THEN 1 WHEN 'client' THEN 2 ELSE 3 END LIMIT 1) WHERE length(CAST(v AS BLOB)) <= 256; END;
+-- The rows of a deleted operation are found again from its payload, by primary key: no second index to keep.
+CREATE TRIGGER payload_fields_delete AFTER DELETE ON operations BEGIN DELETE FROM payload_fields WHERE operation_id = OLD.id AND (pointer, value) IN (SELECT ptr, v FROM (WITH RECURSIVE r(ptr, val, typ, depth) AS (SELECT '', OLD.payload, json_type(OLD.payload), 0 WHERE json_valid(OLD.payload) UNION ALL SELECT r.ptr || '/' || replace(replace(e.key, '~', '~0'), '/', '~1'), e.value, e.type, r.depth + 1 FROM r, json_each(r.val) AS e WHERE r.typ IN ('object', 'array') AND r.depth < 8 AND (r.typ = 'object' OR e.key < 32)) SELECT ptr, v FROM (SELECT ptr, CASE typ WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE CAST(val AS TEXT) END AS v FROM r WHERE typ NOT IN ('object', 'array')) WHERE length(CAST(v AS BLOB)) <= 256 UNION ALL SELECT '#customer' AS ptr, v FROM (SELECT CAST(value AS TEXT) AS v FROM json_each(CASE WHEN json_valid(OLD.payload) THEN OLD.payload ELSE '{}' END) WHERE key IN ('customer', 'customer_id', 'client', 'client_id') AND type IN ('text', 'integer', 'real') ORDER BY CASE key WHEN 'customer' THEN 0 WHEN 'customer_id' THEN 1 WHEN 'client' THEN 2 ELSE 3 END LIMIT 1) WHERE length(CAST(v AS BLOB)) <= 256)); END;
+-- Backfill: the operations already in the ledger.
+INSERT OR IGNORE INTO payload_fields (pointer, value, operation_id) WITH RECURSIVE r(id, ptr, val, typ, depth) AS (SELECT id, '', payload, json_type(payload), 0 FROM operations WHERE json_valid(payload) UNION ALL SELECT r.id, r.ptr || '/' || replace(replace(e.key, '~', '~0'), '/', '~1'), e.value, e.type, r.depth + 1 FROM r, json_each(r.val) AS e WHERE r.typ IN ('object', 'array') AND r.depth < 8 AND (r.typ = 'object' OR e.key < 32)) SELECT ptr, v, id FROM (SELECT id, ptr, CASE typ WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE CAST(val AS TEXT) END AS v FROM r WHERE typ NOT IN ('object', 'array')) WHERE length(CAST(v AS BLOB)) <= 256;
+INSERT OR IGNORE INTO payload_fields (pointer, value, operation_id) SELECT '#customer', v, id FROM (SELECT o.id, (SELECT CAST(e.value AS TEXT) FROM json_each(o.payload) AS e WHERE e.key IN ('customer', 'customer_id', 'client', 'client_id') AND e.type IN ('text', 'integer', 'real') ORDER BY CASE e.key WHEN 'customer' THEN 0 WHEN 'customer_id' THEN 1 WHEN 'client' THEN 2 ELSE 3 END LIMIT 1) AS v FROM operations AS o WHERE json_valid(o.payload) AND json_type(o.payload) = 'object') WHERE v IS NOT NULL AND length(CAST(v AS BLOB)) <= 256;

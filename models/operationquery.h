@@ -34,9 +34,8 @@ struct OperationQuery
     std::string runId;
     std::string keyPrefix;
     std::optional<std::int64_t> minAgeMs; ///< only records untouched for at least this long
-    /// Highest value (minor units) first, records without a value last, oldest first among
-    /// equals; otherwise oldest (lowest id) first. Ordered by the store.
-    bool highestValueFirst = false;
+    /// The store's order (ListOrder): oldest (lowest id) first by default; ties go oldest first.
+    ListOrder order = ListOrder::Id;
 
     bool operator==(const OperationQuery &) const = default;
 

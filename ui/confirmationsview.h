@@ -3,8 +3,6 @@
 
 #include "ledgerview.h"
 
-class QComboBox;
-
 namespace idempo {
 
 class LedgerConnection;
@@ -12,7 +10,7 @@ class OperationDetailPane;
 class OperationTableModel;
 
 /// Operations a person must settle (`confirmation_required`, `awaiting_approval`,
-/// `unknown_outcome`), oldest first or highest value first (ordered by the store), with the
+/// `unknown_outcome`), oldest first or as a header click orders them (in the store), with the
 /// selected one in full beside the list. When the selected operation leaves the list (a decision
 /// moved it on), the pane stays on it, refreshed, and no other row is selected in its place.
 class ConfirmationsView final : public LedgerView
@@ -28,8 +26,6 @@ public:
     FilterBar *filters() const override { return m_filters; }
     OperationTableModel *model() const { return m_model; }
     OperationDetailPane *detail() const { return m_detail; }
-    /// The order selector: index 0 oldest first (the default), 1 highest value first.
-    QComboBox *order() const { return m_order; }
 
 private:
     void showCurrent();
@@ -39,7 +35,6 @@ private:
 
     OperationTableModel *m_model;
     FilterBar *m_filters;
-    QComboBox *m_order;
     LedgerTableView *m_table;
     EmptyState *m_empty;
     OperationDetailPane *m_detail;

@@ -395,22 +395,12 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     requireSchema();
     // Unnamed statement, planned for the actual values: the planner drops absent filters and
     // turns the key prefix into an index range.
-    const bool byValue = filter.order == ListOrder::ValueDescending;
-    const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
-    const std::string select =
-        "SELECT " + std::string(kOperationColumns) + " FROM idempo.operations WHERE ";
-    std::string statement = select + "id > $1::bigint";
     PgParams params;
     params.integer(filter.afterId);
+    const ListingOrder order = listingOrder(filter, params);
+    std::string statement = "SELECT " + std::string(kOperationColumns) +
+                            " FROM idempo.operations WHERE " + order.cursor;
     const auto next = [&params] { return "$" + std::to_string(params.size()); };
-    if (byValue && filter.afterValueMinor) {
-        // The keyset continues after (value, id): a smaller value, or the same one and a later id.
-        statement = select + "id > 0";
-        params.integer(*filter.afterValueMinor);
-        const std::string after = next();
-        statement += " AND (" + value + " < " + after + "::bigint OR (" + value + " = " + after +
-                     "::bigint AND id > $1::bigint))";
-    }
     if (!filter.ns.empty()) {
         params.text(filter.ns);
         statement += " AND namespace = " + next();
@@ -438,8 +428,7 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement += " AND updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    statement += (byValue ? " ORDER BY " + value + " DESC, id" : std::string(" ORDER BY id")) +
-                 " LIMIT " + next() + "::integer";
+    statement += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
     const PgResult r = connection().exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));

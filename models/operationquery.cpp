@@ -22,10 +22,28 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPositi
     if (minAgeMs)
         base.updatedBeforeMs = nowMs - *minAgeMs;
     base.afterId = after.id;
-    if (highestValueFirst) {
-        base.order = ListOrder::ValueDescending;
-        if (!after.isStart())
+    base.order = order;
+    if (!after.isStart()) {
+        switch (order) {
+        case ListOrder::Id:
+        case ListOrder::IdDescending:
+            break;
+        case ListOrder::ValueDescending:
             base.afterValueMinor = -after.rank;
+            break;
+        case ListOrder::ValueAscending:
+            base.afterValueMinor = after.rank;
+            break;
+        case ListOrder::UpdatedAscending:
+            base.afterUpdatedMs = after.rank;
+            break;
+        case ListOrder::UpdatedDescending:
+            base.afterUpdatedMs = -after.rank;
+            break;
+        case ListOrder::KeyAscending:
+            base.afterKey = after.text;
+            break;
+        }
     }
     base.limit = limit;
     if (states.empty())
@@ -41,9 +59,24 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPositi
 
 KeysetPosition OperationQuery::position(const Operation &op) const
 {
-    if (!highestValueFirst)
-        return {0, op.id};
-    return {-(op.value ? op.value->minorUnits : ListFilter::NoValue), op.id};
+    const std::int64_t value = op.value ? op.value->minorUnits : ListFilter::NoValue;
+    switch (order) {
+    case ListOrder::Id:
+        break;
+    case ListOrder::IdDescending:
+        return {-op.id, op.id, {}};
+    case ListOrder::ValueDescending:
+        return {-value, op.id, {}};
+    case ListOrder::ValueAscending:
+        return {value, op.id, {}};
+    case ListOrder::UpdatedAscending:
+        return {op.updatedAtMs, op.id, {}};
+    case ListOrder::UpdatedDescending:
+        return {-op.updatedAtMs, op.id, {}};
+    case ListOrder::KeyAscending:
+        return {0, op.id, op.key};
+    }
+    return {0, op.id, {}};
 }
 
 std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition after,

@@ -36,9 +36,8 @@ struct OperationQuery
     std::optional<std::int64_t> minAgeMs; ///< only records untouched for at least this long
     std::vector<PayloadMatch> payload;    ///< payload fields every record holds (payloadmatch.h)
     std::string customer;                 ///< the payload's customer; empty = any
-    /// Highest value (minor units) first, records without a value last, oldest first among
-    /// equals; otherwise oldest (lowest id) first. Ordered by the store.
-    bool highestValueFirst = false;
+    /// The store's order (ListOrder): oldest (lowest id) first by default; ties go oldest first.
+    ListOrder order = ListOrder::Id;
 
     bool operator==(const OperationQuery &) const = default;
 

@@ -18,6 +18,37 @@ void OperationTableModel::setQuery(const OperationQuery &query)
     reload();
 }
 
+void OperationTableModel::setFilters(OperationQuery query)
+{
+    query.order = m_query.order;
+    setQuery(query);
+}
+
+void OperationTableModel::sort(int column, Qt::SortOrder order)
+{
+    const std::optional<ListOrder> by = listOrder(column, order);
+    if (!by || *by == m_query.order)
+        return;
+    m_query.order = *by;
+    reload();
+}
+
+std::optional<ListOrder> OperationTableModel::listOrder(int column, Qt::SortOrder order)
+{
+    const bool up = order == Qt::AscendingOrder;
+    switch (column) {
+    case Key:
+        return up ? std::optional(ListOrder::KeyAscending) : std::nullopt;
+    case Value:
+        return up ? ListOrder::ValueAscending : ListOrder::ValueDescending;
+    case Created:
+        return up ? ListOrder::Id : ListOrder::IdDescending;
+    case Updated:
+        return up ? ListOrder::UpdatedAscending : ListOrder::UpdatedDescending;
+    }
+    return std::nullopt;
+}
+
 void OperationTableModel::tick()
 {
     if (rowCount() > 0)
@@ -72,6 +103,8 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
             return *op.leaseExpiresAtMs > now
                        ? tr("%1 left").arg(durationText(*op.leaseExpiresAtMs - now))
                        : tr("LAPSED %1 ago").arg(durationText(now - *op.leaseExpiresAtMs));
+        case Created:
+            return tr("%1 ago").arg(durationText(std::max<std::int64_t>(0, now - op.createdAtMs)));
         case Updated:
             return tr("%1 ago").arg(durationText(std::max<std::int64_t>(0, now - op.updatedAtMs)));
         case Error:
@@ -93,12 +126,16 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
             return static_cast<qlonglong>(op.fencingToken);
         case LeaseExpiry:
             return static_cast<qlonglong>(op.leaseExpiresAtMs.value_or(0));
+        case Created:
+            return static_cast<qlonglong>(op.createdAtMs);
         case Updated:
             return static_cast<qlonglong>(op.updatedAtMs);
         default:
             return data(index, Qt::DisplayRole);
         }
     case Qt::ToolTipRole:
+        if (index.column() == Created)
+            return timestampText(op.createdAtMs);
         if (index.column() == Updated)
             return timestampText(op.updatedAtMs);
         if (index.column() == LeaseExpiry && op.leaseExpiresAtMs)
@@ -128,8 +165,34 @@ QVariant OperationTableModel::data(const QModelIndex &index, int role) const
 
 QVariant OperationTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal)
         return {};
+    const bool up = listOrder(section, Qt::AscendingOrder).has_value();
+    const bool down = listOrder(section, Qt::DescendingOrder).has_value();
+    switch (role) {
+    case HeaderSortOrdersRole:
+        return (up ? SortsAscending : 0) | (down ? SortsDescending : 0);
+    case Qt::InitialSortOrderRole:
+        // Newest, highest and latest first on a first click; the key alphabetically.
+        if (section == Key)
+            return QVariant(int(Qt::AscendingOrder));
+        return down ? QVariant(int(Qt::DescendingOrder)) : QVariant();
+    case Qt::ToolTipRole:
+        if (section == Value)
+            return tr("Click to order by value in the ledger. Values in different currencies are "
+                      "compared in minor units: the ledger holds no exchange rates");
+        if (section == Key)
+            return tr("Click to order by operation key (byte order) in the ledger");
+        if (up || down)
+            return tr("Click to order by %1 time in the ledger (ascending: earliest first)")
+                .arg(headerData(section, orientation).toString().toLower());
+        return tr("The ledger cannot order by %1: order by key, value, created or last change")
+            .arg(headerData(section, orientation).toString().toLower());
+    case Qt::DisplayRole:
+        break;
+    default:
+        return {};
+    }
     switch (section) {
     case Key:
         return tr("Operation key");
@@ -151,6 +214,8 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
         return tr("Fencing token");
     case LeaseExpiry:
         return tr("Lease");
+    case Created:
+        return tr("Created");
     case Updated:
         return tr("Last change");
     case Error:

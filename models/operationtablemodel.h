@@ -24,6 +24,7 @@ public:
         Owner,
         Token,
         LeaseExpiry,
+        Created,
         Updated,
         Error,
         ColumnCount
@@ -37,7 +38,15 @@ public:
 
     explicit OperationTableModel(LedgerConnection *connection, QObject *parent = nullptr);
 
+    /// Lists `query` in its order (query.order).
     void setQuery(const OperationQuery &query);
+    /// setQuery() with the filters of `query` in the order the list follows now.
+    void setFilters(OperationQuery query);
+    /// Orders by `column` in the store (a header click); a column the store cannot order by,
+    /// or not in that direction, changes nothing. headerData(HeaderSortOrdersRole) says which.
+    void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+    /// The store order a header sort means; nullopt when the store cannot order so.
+    static std::optional<ListOrder> listOrder(int column, Qt::SortOrder order);
     const OperationQuery &query() const { return m_query; }
     const Operation &operationAt(const QModelIndex &index) const { return rowAt(index.row()); }
     /// Re-renders the time columns (countdowns, ages) without touching the ledger.
@@ -54,7 +63,10 @@ Q_SIGNALS:
 protected:
     Loader loader() const override;
     std::int64_t rowId(const Operation &row) const override { return row.id; }
-    std::int64_t rowRank(const Operation &row) const override { return m_query.position(row).rank; }
+    KeysetPosition rowPosition(const Operation &row) const override
+    {
+        return m_query.position(row);
+    }
     bool sameRow(const Operation &a, const Operation &b) const override
     {
         return a.version == b.version && a.state == b.state;

@@ -52,7 +52,7 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
     OperationQuery waiting;
     waiting.states = {OperationState::ConfirmationRequired, OperationState::AwaitingApproval,
                       OperationState::UnknownOutcome};
-    waiting.highestValueFirst = true;
+    waiting.order = ListOrder::ValueDescending;
     for (Operation &op : waiting.page(store, KeysetPosition::start(), ValuableLimit)) {
         op.value = operationValue(op); // declared, else what its payload says (money.h)
         if (op.value)

@@ -15,6 +15,12 @@
 
 namespace idempo {
 
+/// Header data of a list's column: which directions the store can order it by, a bitmask of
+/// SortsAscending and SortsDescending (0: the column cannot be ordered by).
+inline constexpr int HeaderSortOrdersRole = Qt::UserRole + 0x100;
+inline constexpr int SortsAscending = 1;
+inline constexpr int SortsDescending = 2;
+
 /// One keyset page as the worker returns it: plain values only.
 template <typename Row> struct PageResult
 {
@@ -180,6 +186,11 @@ protected:
     virtual std::int64_t rowId(const Row &row) const = 0;
     /// The rank before the id in the listing's order (see KeysetPosition); 0 for id order.
     virtual std::int64_t rowRank(const Row &) const { return 0; }
+    /// The row's whole keyset position; an order with a text column overrides it.
+    virtual KeysetPosition rowPosition(const Row &row) const
+    {
+        return {rowRank(row), rowId(row), {}};
+    }
     virtual bool sameRow(const Row &a, const Row &b) const = 0;
     /// Called after rows were added or refreshed.
     virtual void pageApplied() {}
@@ -187,7 +198,7 @@ protected:
     LedgerConnection *connection() const { return m_connection; }
 
 private:
-    KeysetPosition position(const Row &row) const { return {rowRank(row), rowId(row)}; }
+    KeysetPosition position(const Row &row) const { return rowPosition(row); }
 
     void noteStoreClock(std::int64_t storeNowMs)
     {

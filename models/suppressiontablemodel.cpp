@@ -83,6 +83,9 @@ QVariant SuppressionTableModel::data(const QModelIndex &index, int role) const
 
 QVariant SuppressionTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
+        return tr("Listed oldest first, as the ledger pages suppressions (by id): it cannot order "
+                  "them by a column");
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {

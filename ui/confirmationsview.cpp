@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "confirmationsview.h"
 
-#include <QComboBox>
-#include <QHBoxLayout>
-#include <QHeaderView>
-#include <QLabel>
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -24,35 +20,25 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
       m_filters(new FilterBar({OperationState::ConfirmationRequired,
                                OperationState::AwaitingApproval, OperationState::UnknownOutcome},
                               tr("Waiting for"), this)),
-      m_order(new QComboBox(this)), m_table(new LedgerTableView(this)),
-      m_detail(new OperationDetailPane(connection, this)), m_connection(connection)
+      m_table(new LedgerTableView(this)), m_detail(new OperationDetailPane(connection, this)),
+      m_connection(connection)
 {
     m_filters->setReviewView(true);
+    m_filters->setTwoRows(true);
     auto *layout = new QVBoxLayout(this);
     auto *split = new QSplitter(Qt::Horizontal, this);
     auto *left = new QWidget(split);
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_filters);
-    auto *orderRow = new QHBoxLayout;
-    auto *orderLabel = new QLabel(tr("&Order"), left);
-    orderLabel->setBuddy(m_order);
-    m_order->addItem(tr("Oldest first"));
-    m_order->addItem(tr("Highest value first"));
-    m_order->setToolTip(tr("Values in different currencies are compared in minor units: the ledger "
-                           "holds no exchange rates"));
-    m_order->setParent(left);
-    orderRow->addWidget(orderLabel);
-    orderRow->addWidget(m_order);
-    orderRow->addStretch(1);
-    leftLayout->addLayout(orderRow);
     leftLayout->addWidget(m_table, 1);
     m_table->setParent(left);
     m_filters->setParent(left);
     split->addWidget(left);
     split->addWidget(m_detail);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    // The list's columns need the width more than the pane's text, which wraps.
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 1);
     layout->addWidget(split);
     // Connected before the table's selection model is: it must know the current row is leaving
     // before the selection moves to a neighbour.
@@ -73,14 +59,20 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
         [this] { return m_model->query(); }, left);
     leftLayout->addWidget(m_bulk);
     m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c :
-         {OperationTableModel::Owner, OperationTableModel::Token, OperationTableModel::LeaseExpiry})
+    for (int c : {OperationTableModel::Run, OperationTableModel::Owner, OperationTableModel::Token,
+                  OperationTableModel::LeaseExpiry})
         m_table->setColumnHidden(c, true);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 220);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Run, 90);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::State, 190);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Value, 130);
+    m_table->setColumnSamples(
+        {{OperationTableModel::Key, QStringLiteral("run-7004:send_invoice")},
+         {OperationTableModel::Namespace, QStringLiteral("default")},
+         {OperationTableModel::Step, QStringLiteral("provision_account")},
+         {OperationTableModel::State, QStringLiteral("confirmation_required"), true},
+         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
+         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
+         {OperationTableModel::Created, QStringLiteral("59 min ago")},
+         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
     m_table->setSettingsKey(QStringLiteral("confirmations"));
+    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -90,7 +82,6 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     });
     connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
-    connect(m_order, &QComboBox::currentIndexChanged, this, &ConfirmationsView::reload);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &ConfirmationsView::showCurrent);
     connect(m_model, &QAbstractItemModel::dataChanged, this,
@@ -115,9 +106,7 @@ void ConfirmationsView::reload()
                  "(unknown outcome, to reconcile) and those gated for approval "
                  "appear here.") +
                   (m_filters->hidesSandbox() ? EmptyState::sandboxHiddenNote() : QString()));
-    OperationQuery query = m_filters->query();
-    query.highestValueFirst = m_order->currentIndex() == 1;
-    m_model->setQuery(query);
+    m_model->setFilters(m_filters->query());
 }
 
 void ConfirmationsView::refresh()

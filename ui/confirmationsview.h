@@ -3,8 +3,6 @@
 
 #include "ledgerview.h"
 
-class QComboBox;
-
 namespace idempo {
 
 class BulkActionBar;
@@ -13,7 +11,7 @@ class OperationDetailPane;
 class OperationTableModel;
 
 /// Operations a person must settle (`confirmation_required`, `awaiting_approval`,
-/// `unknown_outcome`), oldest first or highest value first (ordered by the store), with the
+/// `unknown_outcome`), oldest first or as a header click orders them (in the store), with the
 /// selected one in full beside the list. When the selected operation leaves the list (a decision
 /// moved it on), the pane stays on it, refreshed, and no other row is selected in its place.
 /// Rows select several at once: the bulk row under the list approves, rejects or reconciles
@@ -31,8 +29,6 @@ public:
     FilterBar *filters() const override { return m_filters; }
     OperationTableModel *model() const { return m_model; }
     OperationDetailPane *detail() const { return m_detail; }
-    /// The order selector: index 0 oldest first (the default), 1 highest value first.
-    QComboBox *order() const { return m_order; }
     BulkActionBar *bulkBar() const { return m_bulk; }
 
 private:
@@ -43,7 +39,6 @@ private:
 
     OperationTableModel *m_model;
     FilterBar *m_filters;
-    QComboBox *m_order;
     LedgerTableView *m_table;
     EmptyState *m_empty;
     OperationDetailPane *m_detail;

@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QTimer>
+#include <QVBoxLayout>
 
 #include "displayformat.h"
 
@@ -17,8 +18,17 @@ FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel
       m_hideSandbox(new QCheckBox(tr("Hide sand&box"), this)), m_run(new QLineEdit(this)),
       m_key(new QLineEdit(this)), m_age(new QComboBox(this)), m_debounce(new QTimer(this))
 {
-    auto *layout = new QHBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
+    auto *rows = new QVBoxLayout(this);
+    rows->setContentsMargins(0, 0, 0, 0);
+    m_first = new QHBoxLayout;
+    m_second = new QHBoxLayout;
+    rows->addLayout(m_first);
+    rows->addLayout(m_second);
+    QHBoxLayout *layout = m_first;
+    // However narrow the window, a field keeps room for a namespace, run id or key to be read.
+    const int fieldWidth = fontMetrics().horizontalAdvance(QLatin1Char('x')) * 14;
+    for (QLineEdit *field : {m_ns, m_run, m_key})
+        field->setMinimumWidth(fieldWidth);
     m_ns->setPlaceholderText(tr("every namespace"));
     m_ns->setClearButtonEnabled(true);
     m_ns->setToolTip(tr("Only this namespace (exact name); empty for every namespace"));
@@ -62,12 +72,8 @@ FilterBar::FilterBar(std::vector<OperationState> states, const QString &ageLabel
     m_age->addItem(tr("5 minutes"), qlonglong{300'000});
     m_age->addItem(tr("1 hour"), qlonglong{3'600'000});
     m_age->addItem(tr("1 day"), qlonglong{86'400'000});
-    layout->addWidget(runLabel);
-    layout->addWidget(m_run, 1);
-    layout->addWidget(keyLabel);
-    layout->addWidget(m_key, 2);
-    layout->addWidget(ageLabelWidget);
-    layout->addWidget(m_age);
+    m_secondRow = {runLabel, m_run, keyLabel, m_key, ageLabelWidget, m_age};
+    setTwoRows(false);
     m_debounce->setSingleShot(true);
     m_debounce->setInterval(250);
     connect(m_debounce, &QTimer::timeout, this, &FilterBar::changed);
@@ -102,6 +108,16 @@ void FilterBar::setReviewView(bool review)
     m_hideSandbox->setVisible(review);
     const QSignalBlocker block(m_hideSandbox);
     m_hideSandbox->setChecked(review);
+}
+
+void FilterBar::setTwoRows(bool two)
+{
+    QHBoxLayout *to = two ? m_second : m_first;
+    for (QWidget *w : m_secondRow) {
+        m_first->removeWidget(w);
+        m_second->removeWidget(w);
+        to->addWidget(w, w == m_run ? 1 : w == m_key ? 2 : 0);
+    }
 }
 
 bool FilterBar::hidesSandbox() const

@@ -10,6 +10,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QLineEdit;
 class QTimer;
 
@@ -35,6 +36,9 @@ public:
     QString ns() const;
     /// Offers "Hide sandbox" and turns it on (and back on with clear()).
     void setReviewView(bool review);
+    /// Lays the filters out in two rows (namespace and state; run, key and age), for a view
+    /// that shares its width with a detail pane: one row squeezes the fields to a few characters.
+    void setTwoRows(bool two);
     /// True when sandbox namespaces are left out (a review view with no namespace typed).
     bool hidesSandbox() const;
     void setNamespace(const QString &ns);
@@ -67,6 +71,9 @@ private:
     QLineEdit *m_key;
     QComboBox *m_age;
     QTimer *m_debounce;
+    QHBoxLayout *m_first;
+    QHBoxLayout *m_second;
+    std::vector<QWidget *> m_secondRow; ///< what setTwoRows() moves to the second row
 };
 
 } // namespace idempo

@@ -2,7 +2,6 @@
 #include "leasesview.h"
 
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QTimer>
@@ -38,10 +37,22 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
         {BulkAction::Reconcile}, m_table, m_model, [this] { return m_model->query(); }, this);
     layout->addWidget(m_bulk);
     m_table->setKeyRole(OperationTableModel::KeyRole);
-    m_table->setColumnHidden(OperationTableModel::Error, true);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 280);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::LeaseExpiry, 210);
+    for (int c :
+         {OperationTableModel::Run, OperationTableModel::Created, OperationTableModel::Error})
+        m_table->setColumnHidden(c, true);
+    m_table->setColumnSamples(
+        {{OperationTableModel::Key, QStringLiteral("run-7001:provision_account")},
+         {OperationTableModel::Namespace, QStringLiteral("default")},
+         {OperationTableModel::Step, QStringLiteral("provision_account")},
+         {OperationTableModel::State, QStringLiteral("dispatching"), true},
+         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
+         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
+         {OperationTableModel::Owner, QStringLiteral("worker-12")},
+         {OperationTableModel::Token, QStringLiteral("100000")},
+         {OperationTableModel::LeaseExpiry, QStringLiteral("LAPSED 59 min 59 s ago")},
+         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
     m_table->setSettingsKey(QStringLiteral("leases"));
+    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -79,7 +90,7 @@ void LeasesView::reload()
             : tr("<b>No leases in flight.</b><br>A row appears here while a "
                  "worker holds an operation it is executing.") +
                   (m_filters->hidesSandbox() ? EmptyState::sandboxHiddenNote() : QString()));
-    m_model->setQuery(m_filters->query());
+    m_model->setFilters(m_filters->query());
 }
 
 void LeasesView::setActions(ActionController *actions)

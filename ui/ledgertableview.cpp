@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ledgertableview.h"
 
+#include <algorithm>
+#include <memory>
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -12,7 +15,9 @@
 #include <QMessageBox>
 #include <QScrollBar>
 #include <QSettings>
+#include <QStyle>
 
+#include "pagedtablemodel.h"
 #include "textescape.h"
 
 namespace idempo {
@@ -38,6 +43,9 @@ LedgerTableView::LedgerTableView(QWidget *parent) : QTableView(parent)
     horizontalHeader()->setStretchLastSection(true);
     horizontalHeader()->setHighlightSections(false);
     setTabKeyNavigation(false);
+    horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(horizontalHeader(), &QHeaderView::customContextMenuRequested, this,
+            &LedgerTableView::columnMenu);
     connect(verticalScrollBar(), &QScrollBar::valueChanged, this, &LedgerTableView::reportViewport);
 
     m_keyLabel = tr("Copy operation key");
@@ -61,11 +69,85 @@ void LedgerTableView::setSettingsKey(const QString &name)
 {
     // restoreState() takes a state saved with fewer columns and shifts every width it holds onto
     // the wrong column: a state is only ever read back for the same number of columns.
-    const QString key =
+    m_settingsKey =
         QStringLiteral("columns/%1-%2").arg(name).arg(model() ? model()->columnCount() : 0);
-    horizontalHeader()->restoreState(QSettings().value(key).toByteArray());
-    connect(horizontalHeader(), &QHeaderView::sectionResized, this,
-            [this, key] { QSettings().setValue(key, horizontalHeader()->saveState()); });
+    horizontalHeader()->restoreState(QSettings().value(m_settingsKey).toByteArray());
+    connect(horizontalHeader(), &QHeaderView::sectionResized, this, &LedgerTableView::saveHeader);
+}
+
+void LedgerTableView::setColumnSamples(const std::vector<ColumnSample> &samples)
+{
+    if (!model())
+        return;
+    QHeaderView *header = horizontalHeader();
+    // Cell padding; room for the sort arrow in the header and for a decoration in the cell.
+    const int pad = 2 * style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, this) + 12;
+    const int arrow = style()->pixelMetric(QStyle::PM_HeaderMarkSize, nullptr, header) + 16;
+    const int icon = style()->pixelMetric(QStyle::PM_SmallIconSize, nullptr, this) + 6;
+    // Measured in bold: a cell that needs attention is drawn so.
+    QFont bold = font();
+    bold.setBold(true);
+    const QFontMetrics cell(bold);
+    for (const ColumnSample &c : samples) {
+        const QString title = model()->headerData(c.column, Qt::Horizontal).toString();
+        header->resizeSection(
+            c.column, std::max(header->fontMetrics().horizontalAdvance(title) + arrow,
+                               cell.horizontalAdvance(c.sample) + pad + (c.decorated ? icon : 0)));
+    }
+}
+
+void LedgerTableView::columnMenu(const QPoint &pos)
+{
+    if (!model())
+        return;
+    QMenu menu(this);
+    for (int c = 0; c < model()->columnCount(); ++c) {
+        QAction *show = menu.addAction(model()->headerData(c, Qt::Horizontal).toString());
+        show->setCheckable(true);
+        show->setChecked(!isColumnHidden(c));
+        connect(show, &QAction::toggled, this, [this, c](bool on) {
+            setColumnHidden(c, !on);
+            saveHeader();
+        });
+    }
+    menu.exec(horizontalHeader()->mapToGlobal(pos));
+}
+
+void LedgerTableView::saveHeader()
+{
+    if (!m_settingsKey.isEmpty())
+        QSettings().setValue(m_settingsKey, horizontalHeader()->saveState());
+}
+
+bool LedgerTableView::canSort(int column, Qt::SortOrder order) const
+{
+    if (!model())
+        return false;
+    const int orders = model()->headerData(column, Qt::Horizontal, HeaderSortOrdersRole).toInt();
+    return (orders & (order == Qt::AscendingOrder ? SortsAscending : SortsDescending)) != 0;
+}
+
+void LedgerTableView::setStoreSorting(int column, Qt::SortOrder order)
+{
+    QHeaderView *header = horizontalHeader();
+    if (!canSort(header->sortIndicatorSection(), header->sortIndicatorOrder()))
+        header->setSortIndicator(column, order);
+    // Connected before sorting is enabled: a click on a column the store cannot order by puts the
+    // indicator back on the current order before the table asks the model (which ignores it).
+    connect(header, &QHeaderView::sortIndicatorChanged, this,
+            [this, header,
+             current = std::make_shared<std::pair<int, Qt::SortOrder>>(
+                 header->sortIndicatorSection(), header->sortIndicatorOrder())](int section,
+                                                                                Qt::SortOrder by) {
+                if (canSort(section, by)) {
+                    *current = {section, by};
+                } else {
+                    const QSignalBlocker block(header);
+                    header->setSortIndicator(current->first, current->second);
+                }
+                saveHeader();
+            });
+    setSortingEnabled(true);
 }
 
 void LedgerTableView::setViewportListener(std::function<void(int, int)> listener)

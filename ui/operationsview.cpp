@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "operationsview.h"
 
-#include <QHeaderView>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -24,20 +23,30 @@ OperationsView::OperationsView(LedgerConnection *connection, QWidget *parent)
       m_table(new LedgerTableView(this)), m_detail(new OperationDetailPane(connection, this))
 {
     auto *layout = new QVBoxLayout(this);
+    m_filters->setTwoRows(true);
     layout->addWidget(m_filters);
     auto *split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(m_table);
     split->addWidget(m_detail);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
     m_table->setModel(m_model);
     m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c : {OperationTableModel::Owner, OperationTableModel::Token,
-                  OperationTableModel::LeaseExpiry, OperationTableModel::Error})
+    for (int c : {OperationTableModel::Run, OperationTableModel::Owner, OperationTableModel::Token,
+                  OperationTableModel::LeaseExpiry})
         m_table->setColumnHidden(c, true);
-    m_table->horizontalHeader()->resizeSection(OperationTableModel::Key, 220);
+    m_table->setColumnSamples(
+        {{OperationTableModel::Key, QStringLiteral("run-7004:send_invoice")},
+         {OperationTableModel::Namespace, QStringLiteral("default")},
+         {OperationTableModel::Step, QStringLiteral("provision_account")},
+         {OperationTableModel::State, QStringLiteral("confirmation_required"), true},
+         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
+         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
+         {OperationTableModel::Created, QStringLiteral("59 min ago")},
+         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
     m_table->setSettingsKey(QStringLiteral("find"));
+    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
     m_table->setViewportListener(
         [this](int first, int count) { m_model->setViewport(first, count); });
     m_empty = new EmptyState(m_table);
@@ -64,7 +73,7 @@ void OperationsView::reload()
                             ? EmptyState::filteredMessage()
                             : tr("<b>No operations recorded yet.</b><br>Every operation of the "
                                  "ledger is found here, in every state and namespace."));
-    m_model->setQuery(m_filters->query());
+    m_model->setFilters(m_filters->query());
 }
 
 void OperationsView::refresh()

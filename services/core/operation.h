@@ -144,8 +144,13 @@ struct TransitionRequest
 /// The order of a listing, which its keyset cursor follows.
 enum class ListOrder
 {
-    Id,              ///< oldest first: id ascending
-    ValueDescending, ///< value_minor descending (records without a value last), then id ascending
+    Id,                ///< oldest first: id ascending
+    ValueDescending,   ///< value_minor descending (records without a value last), then id ascending
+    IdDescending,      ///< newest first: id descending
+    ValueAscending,    ///< value_minor ascending (records without a value first), then id ascending
+    UpdatedAscending,  ///< updated_at_ms ascending (untouched longest first), then id ascending
+    UpdatedDescending, ///< updated_at_ms descending (latest change first), then id ascending
+    KeyAscending, ///< operation_key in byte order, then id ascending (one key in two namespaces)
 };
 
 /// Filter and keyset cursor for listings; results are ordered as `order` says.
@@ -170,6 +175,12 @@ struct ListFilter
     /// minor units: the ledger holds no exchange rates.
     std::optional<std::int64_t> afterValueMinor;
     int limit = 100;
+    /// The cursors of the other orders, each with afterId (unset on a first page): the previous
+    /// page's last value for ValueAscending is afterValueMinor; its last updated_at_ms for
+    /// UpdatedAscending / UpdatedDescending; its last key for KeyAscending. IdDescending reads
+    /// afterId alone (0 on a first page).
+    std::optional<std::int64_t> afterUpdatedMs;
+    std::optional<std::string> afterKey;
 };
 
 /// Ledger totals for `idempo metrics` and the console's tiles.

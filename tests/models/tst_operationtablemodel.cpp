@@ -161,7 +161,7 @@ void TestOperationTableModel::ordersByValueServerSide()
     QObject::connect(&c, &LedgerConnection::changed, &m, [&m] { m.refresh(); });
     m.setPageSize(1); // every row is its own keyset page: the (value, id) cursor carries the order
     OperationQuery q{{OperationState::ConfirmationRequired, OperationState::AwaitingApproval}};
-    q.highestValueFirst = true;
+    q.order = ListOrder::ValueDescending;
     m.setQuery(q);
     QTRY_VERIFY(!m.isLoading());
     while (m.canFetchMore({})) {

@@ -15,6 +15,50 @@ std::optional<ErrorClass> optionalErrorClass(const PgResult &r, int row, int col
 
 } // namespace
 
+ListingOrder listingOrder(const ListFilter &filter, PgParams &params)
+{
+    const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
+    // (column, id) > (x, $1) in the column's direction, spelled so that the column's own bound
+    // (`column >= x`) is an index condition; ties go by id ascending.
+    const auto after = [&params](const std::string &column, const char *beyond) {
+        const std::string x = "$" + std::to_string(params.size());
+        return column + " " + beyond + "= " + x + " AND (" + column + " " + beyond + " " + x +
+               " OR id > $1::bigint)";
+    };
+    std::string first = "id > $1::bigint";
+    switch (filter.order) {
+    case ListOrder::Id:
+        return {first, "id"};
+    case ListOrder::IdDescending:
+        return {filter.afterId > 0 ? "id < $1::bigint" : first, "id DESC"};
+    case ListOrder::ValueDescending:
+    case ListOrder::ValueAscending: {
+        const bool down = filter.order == ListOrder::ValueDescending;
+        if (filter.afterValueMinor) {
+            params.integer(*filter.afterValueMinor);
+            first = after(value, down ? "<" : ">");
+        }
+        return {first, value + (down ? " DESC, id" : ", id")};
+    }
+    case ListOrder::UpdatedAscending:
+    case ListOrder::UpdatedDescending: {
+        const bool down = filter.order == ListOrder::UpdatedDescending;
+        if (filter.afterUpdatedMs) {
+            params.integer(*filter.afterUpdatedMs);
+            first = after("updated_at_ms", down ? "<" : ">");
+        }
+        return {first, down ? "updated_at_ms DESC, id" : "updated_at_ms, id"};
+    }
+    case ListOrder::KeyAscending:
+        if (filter.afterKey) {
+            params.text(*filter.afterKey);
+            first = after("operation_key", ">");
+        }
+        return {first, "operation_key, id"};
+    }
+    return {first, "id"};
+}
+
 Operation readOperation(const PgResult &r, int row, int column0)
 {
     const auto at = [column0](int i) { return column0 + i; };

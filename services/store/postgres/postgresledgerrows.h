@@ -27,6 +27,15 @@ inline constexpr int kOperationColumnCount = 28;
 /// The operation in columns column0 … column0 + 27 of `row`.
 Operation readOperation(const PgResult &r, int row, int column0);
 
+/// How a listing follows `filter.order`: the keyset clause that continues after the previous page
+/// (its values appended to `params`, whose $1 is filter.afterId) and the ORDER BY.
+struct ListingOrder
+{
+    std::string cursor;
+    std::string orderBy;
+};
+ListingOrder listingOrder(const ListFilter &filter, PgParams &params);
+
 /// The budget_exhausted figures in columns column0 … column0 + 5 of `row` (budget, used, limit,
 /// requested, currency, detail: idempo.budget_answer), unset when the budget column is NULL.
 std::optional<BudgetExhaustion> readExhaustion(const PgResult &r, int row, int column0);

@@ -396,39 +396,32 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     requireSchema();
     // Unnamed statement, planned for the actual values: the planner drops absent filters and
     // turns the key prefix into an index range.
-    const bool byValue = filter.order == ListOrder::ValueDescending;
-    const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
-    // A payload term drives the scan: its side-table range is in operation id order.
-    const std::string idColumn = terms.empty() ? "id" : "f.operation_id";
-    const std::string select =
-        "SELECT " + std::string(kOperationColumns) +
-        (terms.empty() ? std::string(" FROM idempo.operations WHERE ")
-                       : std::string(" FROM idempo.payload_fields AS f JOIN idempo.operations ON "
-                                     "id = f.operation_id WHERE f.pointer = $2 AND f.value = $3 "
-                                     "AND "));
-    std::string statement = select + idColumn + " > $1::bigint";
     PgParams params;
     params.integer(filter.afterId);
+    ListingOrder order = listingOrder(filter, params);
     const auto next = [&params] { return "$" + std::to_string(params.size()); };
+    // In id order the first payload term drives the scan: its side-table range is in operation
+    // id order. In any other order each term is a probe of the side table's key.
+    const bool driven = !terms.empty() && filter.order == ListOrder::Id;
+    std::string from = " FROM idempo.operations WHERE ";
     std::string otherTerms;
     for (std::size_t i = 0; i < terms.size(); ++i) {
         params.text(terms[i].pointer);
         const std::string pointer = next();
         params.text(terms[i].value);
-        if (i > 0)
+        if (i == 0 && driven)
+            from = " FROM idempo.payload_fields AS f JOIN idempo.operations ON id = f.operation_id "
+                   "WHERE f.pointer = " +
+                   pointer + " AND f.value = " + next() + " AND ";
+        else
             otherTerms +=
                 " AND EXISTS (SELECT FROM idempo.payload_fields AS g WHERE g.pointer = " + pointer +
                 " AND g.value = " + next() + " AND g.operation_id = id)";
     }
-    if (byValue && filter.afterValueMinor) {
-        // The keyset continues after (value, id): a smaller value, or the same one and a later id.
-        statement = select + "id > 0";
-        params.integer(*filter.afterValueMinor);
-        const std::string after = next();
-        statement += " AND (" + value + " < " + after + "::bigint OR (" + value + " = " + after +
-                     "::bigint AND id > $1::bigint))";
-    }
-    statement += otherTerms;
+    if (driven)
+        order = {"f.operation_id > $1::bigint", "f.operation_id"};
+    std::string statement =
+        "SELECT " + std::string(kOperationColumns) + from + order.cursor + otherTerms;
     if (!filter.ns.empty()) {
         params.text(filter.ns);
         statement += " AND namespace = " + next();
@@ -456,8 +449,7 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
         statement += " AND updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    statement += (byValue ? " ORDER BY " + value + " DESC, id" : " ORDER BY " + idColumn) +
-                 " LIMIT " + next() + "::integer";
+    statement += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
     const PgResult r = connection().exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));

@@ -37,6 +37,70 @@ std::atomic<std::uint64_t> g_threadSerial{0};
 /// Below this many matching keys a key-prefix listing walks the key index and sorts by id.
 constexpr int kRarePrefixRows = 2000;
 
+/// How a listing follows `filter.order`: the keyset clause that continues after the previous
+/// page, its values, and the ORDER BY.
+struct ListingOrder
+{
+    QString cursor;
+    QVariantList binds;
+    QString orderBy;
+};
+
+ListingOrder listingOrder(const ListFilter &filter)
+{
+    const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
+    const auto id = static_cast<qlonglong>(filter.afterId);
+    ListingOrder o{QStringLiteral("id > ?"), {id}, QStringLiteral("id")};
+    // A first page of another order has no bound on id: SQLite (no statistics) would take the
+    // id range for an index and sort every record (12.7 s on 1,000,000 by last change).
+    if (filter.order != ListOrder::Id && filter.order != ListOrder::IdDescending &&
+        filter.afterId == 0)
+        o = {QStringLiteral("1"), {}, {}};
+    // (column, id) > (x, afterId) in the column's direction, spelled so that the column's own
+    // bound (`column >= x`) is an index range; ties go by id ascending.
+    const auto continueAfter = [&](const QString &column, bool down, const QString &x,
+                                   const QVariant &bind) {
+        const QString beyond = down ? QStringLiteral("<") : QStringLiteral(">");
+        o.cursor = QStringLiteral("%1 %2= %3 AND (%1 %2 %3 OR id > ?)").arg(column, beyond, x);
+        o.binds = {bind, bind, id};
+    };
+    switch (filter.order) {
+    case ListOrder::Id:
+        break;
+    case ListOrder::IdDescending:
+        if (filter.afterId > 0)
+            o.cursor = QStringLiteral("id < ?");
+        o.orderBy = QStringLiteral("id DESC");
+        break;
+    case ListOrder::ValueDescending:
+    case ListOrder::ValueAscending: {
+        const bool down = filter.order == ListOrder::ValueDescending;
+        if (filter.afterValueMinor)
+            continueAfter(value, down, QStringLiteral("?"),
+                          static_cast<qlonglong>(*filter.afterValueMinor));
+        o.orderBy = value + (down ? QStringLiteral(" DESC, id") : QStringLiteral(", id"));
+        break;
+    }
+    case ListOrder::UpdatedAscending:
+    case ListOrder::UpdatedDescending: {
+        const bool down = filter.order == ListOrder::UpdatedDescending;
+        if (filter.afterUpdatedMs)
+            continueAfter(QStringLiteral("updated_at_ms"), down, QStringLiteral("?"),
+                          static_cast<qlonglong>(*filter.afterUpdatedMs));
+        o.orderBy =
+            down ? QStringLiteral("updated_at_ms DESC, id") : QStringLiteral("updated_at_ms, id");
+        break;
+    }
+    case ListOrder::KeyAscending:
+        if (filter.afterKey)
+            continueAfter(QStringLiteral("operation_key"), false, QStringLiteral("CAST(? AS TEXT)"),
+                          bytes(*filter.afterKey));
+        o.orderBy = QStringLiteral("operation_key, id");
+        break;
+    }
+    return o;
+}
+
 std::int64_t insertOperation(SqliteConnection &db, const Operation &op)
 {
     Statement q = run(
@@ -351,30 +415,24 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
 {
     const std::vector<PayloadMatch> terms = payloadTerms(filter.payload, filter.customer);
     SqliteConnection &db = connection();
-    const bool byValue = filter.order == ListOrder::ValueDescending;
-    const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
+    ListingOrder order = listingOrder(filter);
+    // In id order the first payload term drives the scan: its side-table range is in operation
+    // id order. In any other order each term is a probe of the side table's key.
+    const bool driven = !terms.empty() && filter.order == ListOrder::Id;
     QString sql =
         QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;
-    // A payload term drives the scan: its side-table range is in operation id order.
-    const QString idColumn =
-        terms.empty() ? QStringLiteral("id") : QStringLiteral("f.operation_id");
-    if (!terms.empty()) {
+    if (driven) {
         sql = QStringLiteral("SELECT ") + kOperationColumns +
               QStringLiteral(" FROM payload_fields AS f CROSS JOIN operations ON id = "
                              "f.operation_id WHERE f.pointer = ? AND f.value = ? AND ");
         binds << text(terms.front().pointer) << text(terms.front().value);
+        order.cursor = QStringLiteral("f.operation_id > ?");
+        order.orderBy = QStringLiteral("f.operation_id");
     }
-    if (byValue && filter.afterValueMinor) {
-        sql += QStringLiteral("(%1 < ? OR (%1 = ? AND id > ?))").arg(value);
-        binds << static_cast<qlonglong>(*filter.afterValueMinor)
-              << static_cast<qlonglong>(*filter.afterValueMinor)
-              << static_cast<qlonglong>(filter.afterId);
-    } else {
-        sql += idColumn + QStringLiteral(" > ?");
-        binds << static_cast<qlonglong>(filter.afterId);
-    }
-    for (std::size_t i = 1; i < terms.size(); ++i) {
+    sql += order.cursor;
+    binds += order.binds;
+    for (std::size_t i = driven ? 1 : 0; i < terms.size(); ++i) {
         sql += QStringLiteral(" AND EXISTS (SELECT 1 FROM payload_fields AS g WHERE g.pointer = ? "
                               "AND g.value = ? AND g.operation_id = id)");
         binds << text(terms[i].pointer) << text(terms[i].value);
@@ -404,15 +462,19 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
             range += QStringLiteral(" AND operation_key < CAST(? AS TEXT)");
             rangeBinds << bytes(*upper);
         }
+        // Listed by key, the key index serves the range and the order alike: nothing to probe.
+        const bool byKey = filter.order == ListOrder::KeyAscending;
         QVariantList probeBinds = rangeBinds;
         probeBinds << kRarePrefixRows;
-        Statement probe =
-            run(db,
-                QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations WHERE") + range +
-                    QStringLiteral(" LIMIT ?)"),
-                probeBinds, "list operations");
-        const bool rare =
-            terms.empty() && probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+        const bool rare = terms.empty() && (byKey || [&] {
+                              Statement probe = run(
+                                  db,
+                                  QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM operations "
+                                                 "WHERE") +
+                                      range + QStringLiteral(" LIMIT ?)"),
+                                  probeBinds, "list operations");
+                              return probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+                          }());
         if (rare)
             sql.replace(QStringLiteral(" FROM operations WHERE"),
                         QStringLiteral(" FROM operations INDEXED BY operations_key WHERE"));
@@ -425,8 +487,7 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         sql += QStringLiteral(" AND updated_at_ms < ?");
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
-    sql += byValue ? QStringLiteral(" ORDER BY %1 DESC, id LIMIT ?").arg(value)
-                   : QStringLiteral(" ORDER BY ") + idColumn + QStringLiteral(" LIMIT ?");
+    sql += QStringLiteral(" ORDER BY ") + order.orderBy + QStringLiteral(" LIMIT ?");
     binds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;

@@ -3,6 +3,7 @@
 // (approvecommand.h, reconcilecommand.h, guardsettingcommand.h); the CLI only gathers arguments
 // and prints. Also the audit log they write.
 #include <memory>
+
 #include <QDateTime>
 
 #include "approvecommand.h"
@@ -321,6 +322,10 @@ int cmdFourEyes(Context &c)
     }
     const auto valueOf = [&c](const char *option) {
         std::string value = c.parser.value(QLatin1String(option)).toStdString();
+        // An empty value is most often an unset shell variable: turning a rule off says so.
+        if (value.empty())
+            throw UsageError{std::string("--") + option +
+                             " needs a value, or 'off' to turn it off"};
         return value == "off" ? std::string() : value;
     };
     const std::string reason = requiredReason(c);
@@ -430,10 +435,9 @@ void addGuardedCommands(std::map<QString, Command> &table)
           "JPY=0.0061':\n"
           "what one unit of each currency is worth in the first) AMOUNT is in the reference "
           "currency,\n"
-          "every value is converted, a currency without a rate always needs two approvers, and "
-          "the\n"
-          "console ranks values by it; without, AMOUNT applies as written in every currency. "
-          "Admins only.",
+          "every value is converted, and a currency without a rate always needs two "
+          "approvers;\n"
+          "without, AMOUNT applies as written in every currency. Admins only.",
           {opt("above", "The threshold, e.g. 1000.00, or off.", "AMOUNT"),
            opt("rates", "Reference rates, e.g. 'EUR USD=0.92 JPY=0.0061', or off.", "RATES"),
            opt("reason", "Why (required).", "TEXT")},

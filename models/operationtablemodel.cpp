@@ -180,7 +180,8 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     case Qt::ToolTipRole:
         if (section == Value)
             return tr("Click to order by value in the ledger. Values in different currencies are "
-                      "compared in minor units: the ledger holds no exchange rates");
+                      "ordered by their minor units, not converted: reference rates gate "
+                      "four-eyes approval only");
         if (section == Key)
             return tr("Click to order by operation key (byte order) in the ledger");
         if (up || down)

@@ -177,10 +177,18 @@ void ApproveCommand::load()
     }
 }
 
-bool ApproveCommand::needsTwo(ApprovalDecision decision, const std::optional<Amount> &value) const
+bool ApproveCommand::needsTwo(ApprovalDecision decision, const Operation &op) const
 {
-    return decision != ApprovalDecision::Reject && value &&
-           needsFourEyes(*value, m_threshold, m_rates);
+    if (decision == ApprovalDecision::Reject)
+        return false;
+    // What the payload says counts too: a declared value smaller than the payload's amount does
+    // not take a large payment past the second approver.
+    Operation bare = op;
+    bare.value.reset();
+    for (const auto &value : {operationValue(op), operationValue(bare)})
+        if (value && needsFourEyes(*value, m_threshold, m_rates))
+            return true;
+    return false;
 }
 
 std::vector<std::string> ApproveCommand::validate()
@@ -210,7 +218,7 @@ ActionPreview ApproveCommand::describe()
                     "no operation '" + m_request.key + "' in namespace '" + m_request.ns + "'");
     const Operation &op = *m_operation;
     const auto value = operationValue(op);
-    const bool fourEyes = needsTwo(m_request.decision, value);
+    const bool fourEyes = needsTwo(m_request.decision, op);
     std::string what = subjectOf(op);
     const std::string valueText = value ? formatAmount(*value) : std::string();
     if (value)
@@ -277,8 +285,7 @@ ActionPlan ApproveCommand::decide(const ActionState &state) const
     const int lastRevision = found.lastRevision;
     const std::vector<const ApprovalRecord *> &pending = found.approvals;
 
-    const auto value = operationValue(op);
-    const bool fourEyes = needsTwo(r.decision, value);
+    const bool fourEyes = needsTwo(r.decision, op);
     const bool applies = !fourEyes || !pending.empty();
 
     ApprovalRecord approval;

@@ -82,8 +82,9 @@ public:
 
 private:
     ActionPlan decide(const ActionState &state) const;
-    /// Whether `decision` on an operation moving `value` waits for a second approver.
-    bool needsTwo(ApprovalDecision decision, const std::optional<Amount> &value) const;
+    /// Whether `decision` on `op` waits for a second approver: by its declared value or by what
+    /// its payload says, whichever is above the threshold.
+    bool needsTwo(ApprovalDecision decision, const Operation &op) const;
     void load();
 
     LedgerStore &m_store;

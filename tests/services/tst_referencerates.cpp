@@ -129,6 +129,20 @@ private Q_SLOTS:
         QVERIFY(waitsForSecond(f.store(), "r:gbp"));
     }
 
+    void aSmallerDeclaredValueDoesNotHideThePayloadsAmount()
+    {
+        LedgerFixture f;
+        setGuard(f.store(), FourEyesSetting, "1000");
+        ClaimInput in =
+            refundClaim("r:declared-small", "worker-a", R"({"amount":5000000,"currency":"EUR"})");
+        in.value = Amount{100, "EUR"}; // 1.00 EUR declared
+        in.maxAttempts = 1;
+        f.engine().fail(kNs, in.key, f.engine().claim(in).operation.fencingToken,
+                        ErrorClass::Transient, "503");
+        QCOMPARE(f.store().find(kNs, in.key)->value->minorUnits, std::int64_t(100));
+        QVERIFY(waitsForSecond(f.store(), "r:declared-small"));
+    }
+
     void withoutRatesTheThresholdIsAsWrittenInEveryCurrency()
     {
         LedgerFixture f;

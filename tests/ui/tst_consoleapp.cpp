@@ -116,7 +116,7 @@ void TestConsoleApp::savesScreenshots()
     QCOMPARE(run({QStringLiteral("--ledger"), f.url(), QStringLiteral("--screenshot"), out.path()}),
              0);
     const QStringList shots = QDir(out.path()).entryList({QStringLiteral("*.png")});
-    QCOMPARE(shots.size(), 11); // nine tabs, the approve dialog and the DLQ replay dry run
+    QCOMPARE(shots.size(), 12); // ten tabs, the approve dialog and the DLQ replay dry run
     QVERIFY(shots.contains(QStringLiteral("dialog-approve.png")));
     QVERIFY(shots.contains(QStringLiteral("dialog-dlq-replay.png")));
     QVERIFY(!QImage(QDir(out.path()).filePath(shots.first())).isNull());

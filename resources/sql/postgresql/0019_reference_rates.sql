@@ -5,7 +5,8 @@
 -- and a currency without a rate always needs two approvers. Without rates the threshold applies
 -- as written in every currency, as before. idempo.approve, idempo.run_action and
 -- idempo.set_guard_setting are replaced whole (CREATE OR REPLACE keeps their grants); only their
--- four-eyes test and the setting's validation change. money.h needsFourEyes() is the same
+-- four-eyes test and the setting's validation change; approve also weighs the payload's own
+-- amount when the claim declared a different value. money.h needsFourEyes() is the same
 -- comparison for the embedded ledger.
 
 -- Refuses (ID004, naming what is wrong) text that is not a reference_rates setting.
@@ -125,6 +126,8 @@ DECLARE
     last_revision integer;
     pending text[];
     value record;
+    bare idempo.operations%ROWTYPE;
+    said record;
     four_eyes boolean;
     audit idempo.audit_log%ROWTYPE;
 BEGIN
@@ -188,7 +191,15 @@ BEGIN
         PERFORM idempo.raise('ID008', 'four-eyes: ' || me.who || ' already approved this proposal; a second, different approver is needed');
     END IF;
     value := idempo.operation_value(o);
-    four_eyes := p_decision <> 'reject' AND value.minor IS NOT NULL AND idempo.needs_four_eyes(value.minor, value.currency);
+    -- What the payload says counts too: a declared value smaller than the payload's amount does
+    -- not take a large payment past the second approver.
+    bare := o;
+    bare.value_minor := NULL;
+    bare.value_currency := NULL;
+    said := idempo.operation_value(bare);
+    four_eyes := p_decision <> 'reject'
+                 AND (value.minor IS NOT NULL AND idempo.needs_four_eyes(value.minor, value.currency)
+                      OR said.minor IS NOT NULL AND idempo.needs_four_eyes(said.minor, said.currency));
 
     INSERT INTO idempo.approvals AS x (approval_id, namespace, operation_key, revision, decision, reason, operator, role,
                                        external_reference, proposal, status, operation_version, created_at_ms, login)

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
--- Schema version 11: the console's lists order by last change, by value and by key in the store,
+-- Schema version 10: the console's lists order by last change, by value and by key in the store,
 -- keyset paged by (column, id). SQLite appends the rowid (id) to every index entry, so each index
 -- serves its order, the ties and the cursor's range. Without a state the single-column indexes
 -- serve (key order: operations_key, version 4); with one, SQLite (no statistics) takes the state's

@@ -69,16 +69,17 @@ void FourEyesModel::apply()
 {
     std::vector<PendingApproval> shown;
     int waitingForMe = 0;
+    int mineWaiting = 0;
     for (const PendingApproval &p : m_all) {
         if (!m_showSandbox && isSandboxNamespace(p.operation.ns))
             continue;
         const bool mine = isMine(p);
-        if (!mine)
-            ++waitingForMe;
+        ++(mine ? mineWaiting : waitingForMe);
         if (!mine || m_includeMine)
             shown.push_back(p);
     }
     m_waitingForMe = waitingForMe;
+    m_mineWaiting = mineWaiting;
     // A live refresh that finds the same approvals on the same operation versions leaves the
     // rows (and the selection) alone.
     const auto same = [](const PendingApproval &a, const PendingApproval &b) {

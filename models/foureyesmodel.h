@@ -55,6 +55,8 @@ public:
     const PendingApproval &pendingAt(int row) const { return m_shown.at(row); }
     /// Rows whose second approval the person at the console may give.
     int waitingForMe() const { return m_waitingForMe; }
+    /// The person's own first approvals that wait for someone else.
+    int mineWaiting() const { return m_mineWaiting; }
     bool hasMore() const { return m_more; }
 
     int rowCount(const QModelIndex &parent = {}) const override;
@@ -80,6 +82,7 @@ private:
     bool m_showSandbox = false;
     bool m_more = false;
     int m_waitingForMe = 0;
+    int m_mineWaiting = 0;
     std::uint64_t m_generation = 0;
 };
 

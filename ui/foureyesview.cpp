@@ -108,6 +108,10 @@ void FourEyesView::updateSummary()
         text += QLatin1Char(' ') + tr("You are %1 (%2); your own first approvals need another "
                                       "approver.")
                                        .arg(m_actor.toHtmlEscaped(), m_role.toHtmlEscaped());
+    if (const int own = m_model->mineWaiting(); own > 0)
+        text += QLatin1Char(' ') +
+                tr("%n of yours wait(s) for someone else (Also show those I approved first).",
+                   nullptr, own);
     if (m_model->hasMore())
         text += QLatin1Char(' ') + tr("Only the oldest %1 are listed.").arg(FourEyesModel::Limit);
     m_summary->setText(text);

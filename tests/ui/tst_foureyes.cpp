@@ -99,6 +99,7 @@ void TestFourEyes::ownFirstApprovalIsNotTheirsToSecond()
     m_window->actions()->setActor({"carol", "approver"});
     QCOMPARE(m_view->model()->rowCount(), 0);
     QCOMPARE(m_view->model()->waitingForMe(), 0);
+    QCOMPARE(m_view->model()->mineWaiting(), 1);
     QTRY_COMPARE(m_window->tabs()->tabText(m_window->tabs()->indexOf(m_view)),
                  QStringLiteral("Four &eyes"));
     m_view->includeMine()->setChecked(true);

@@ -1,2 +1,0 @@
-\set id random(1, 1000000000)
-SELECT idempo.queue_delete('bq', :id);

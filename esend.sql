@@ -1,1 +1,0 @@
-SELECT idempo.queue_send('bq', :m);

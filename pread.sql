@@ -1,1 +1,0 @@
-SELECT msg_id FROM pgmq.read('bq', 30, 1);

@@ -1,1 +1,0 @@
-SELECT pgmq.send('bq', CAST(:m AS jsonb));

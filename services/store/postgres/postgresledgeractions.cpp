@@ -183,7 +183,8 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
                               ? *firstTransition()->extraAttempts
                               : 3;
         PgParams params;
-        params.text(a.ns)
+        params.integer(a.operationVersion)
+            .text(a.ns)
             .text(a.key)
             .text(a.approvalId)
             .text(a.decision)
@@ -195,9 +196,9 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
             .text(audit.role);
         appendClock(params);
         const PgResult r = c.execPrepared(
-            "approve", "idempo_approve",
-            "SELECT * FROM idempo.approve($1, $2, $3, $4, $5, $6, $7::integer, $8::bigint, "
-            "$9, $10, $11::bigint, $12::bigint)",
+            "approve", "idempo_approve_seen",
+            "SELECT * FROM idempo.approve_seen($1::bigint, $2, $3, $4, $5, $6, $7, $8::integer, "
+            "$9::bigint, $10, $11, $12::bigint, $13::bigint)",
             params);
         ApprovalRecord stored = readApproval(r, 0, 1);
         result.operation = find(a.ns, a.key);

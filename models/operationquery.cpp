@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "money.h"
+
 namespace idempo {
 
 bool isSandboxNamespace(const std::string &ns)
@@ -10,10 +12,11 @@ bool isSandboxNamespace(const std::string &ns)
     return ns.starts_with("sandbox");
 }
 
-std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after,
-                                                int limit) const
+std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPosition after, int limit,
+                                                const std::vector<ValueFactor> &factors) const
 {
     ListFilter base;
+    base.valueFactors = factors;
     base.ns = ns;
     base.runId = runId;
     base.keyPrefix = keyPrefix;
@@ -57,9 +60,17 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPositi
     return out;
 }
 
-KeysetPosition OperationQuery::position(const Operation &op) const
+std::vector<ValueFactor> OperationQuery::valueFactors(LedgerStore &store) const
 {
-    const std::int64_t value = op.value ? op.value->minorUnits : ListFilter::NoValue;
+    if (order != ListOrder::ValueDescending && order != ListOrder::ValueAscending)
+        return {};
+    return ReferenceRates::factorsOf(store.guardSetting(ReferenceRatesSetting));
+}
+
+KeysetPosition OperationQuery::position(const Operation &op,
+                                        const std::vector<ValueFactor> &factors) const
+{
+    const std::int64_t value = valueRank(op.value, factors);
     switch (order) {
     case ListOrder::Id:
         break;
@@ -82,8 +93,15 @@ KeysetPosition OperationQuery::position(const Operation &op) const
 std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition after,
                                             int limit) const
 {
+    return page(store, valueFactors(store), after, limit);
+}
+
+std::vector<Operation> OperationQuery::page(LedgerStore &store,
+                                            const std::vector<ValueFactor> &factors,
+                                            KeysetPosition after, int limit) const
+{
     const std::int64_t now = minAgeMs ? store.nowMs() : 0;
-    const std::vector<ListFilter> all = filters(now, after, limit);
+    const std::vector<ListFilter> all = filters(now, after, limit, factors);
     if (all.size() == 1)
         return store.list(all.front());
     // Each state's page holds its first `limit` records, so the first `limit` of the merge are
@@ -94,8 +112,9 @@ std::vector<Operation> OperationQuery::page(LedgerStore &store, KeysetPosition a
         merged.insert(merged.end(), std::make_move_iterator(part.begin()),
                       std::make_move_iterator(part.end()));
     }
-    std::sort(merged.begin(), merged.end(),
-              [this](const Operation &a, const Operation &b) { return position(a) < position(b); });
+    std::sort(merged.begin(), merged.end(), [&](const Operation &a, const Operation &b) {
+        return position(a, factors) < position(b, factors);
+    });
     if (merged.size() > static_cast<std::size_t>(limit))
         merged.resize(static_cast<std::size_t>(limit));
     return merged;
@@ -106,12 +125,13 @@ OperationQuery::Page OperationQuery::scan(LedgerStore &store, KeysetPosition aft
     Page out;
     out.cursor = after;
     const bool drop = hideSandbox && ns.empty();
+    const std::vector<ValueFactor> factors = valueFactors(store);
     for (int read = 0; read < (drop ? ScanPages : 1); ++read) {
-        std::vector<Operation> rows = page(store, out.cursor, limit);
+        std::vector<Operation> rows = page(store, factors, out.cursor, limit);
         out.more = static_cast<int>(rows.size()) == limit;
         if (rows.empty())
             break;
-        out.cursor = position(rows.back());
+        out.cursor = position(rows.back(), factors);
         for (Operation &op : rows)
             if (!drop || !isSandboxNamespace(op.ns))
                 out.rows.push_back(std::move(op));

@@ -41,8 +41,13 @@ struct OperationQuery
 
     bool operator==(const OperationQuery &) const = default;
 
-    /// The store's filters for one state (or none), relative to the store's `nowMs`.
-    std::vector<ListFilter> filters(std::int64_t nowMs, KeysetPosition after, int limit) const;
+    /// The store's filters for one state (or none), relative to the store's `nowMs`, the value
+    /// orders ranked by `factors` (valueFactors()).
+    std::vector<ListFilter> filters(std::int64_t nowMs, KeysetPosition after, int limit,
+                                    const std::vector<ValueFactor> &factors = {}) const;
+    /// What the value orders rank by: the ledger's reference rates as they stand (every value in
+    /// the reference currency), none without rates or for another order.
+    std::vector<ValueFactor> valueFactors(LedgerStore &store) const;
 
     /// One keyset page: the first `limit` records after `after` across every state filter,
     /// merged in the query's order. Runs on the worker thread.
@@ -53,8 +58,13 @@ struct OperationQuery
     Page scan(LedgerStore &store, KeysetPosition after, int limit) const;
     static constexpr int ScanPages = 20;
 
-    /// Where `op` stands in this query's order.
-    KeysetPosition position(const Operation &op) const;
+    /// Where `op` stands in this query's order, values ranked by `factors`.
+    KeysetPosition position(const Operation &op,
+                            const std::vector<ValueFactor> &factors = {}) const;
+
+private:
+    std::vector<Operation> page(LedgerStore &store, const std::vector<ValueFactor> &factors,
+                                KeysetPosition after, int limit) const;
 };
 
 } // namespace idempo

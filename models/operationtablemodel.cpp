@@ -179,9 +179,10 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
         return down ? QVariant(int(Qt::DescendingOrder)) : QVariant();
     case Qt::ToolTipRole:
         if (section == Value)
-            return tr("Click to order by value in the ledger. Values in different currencies are "
-                      "ordered by their minor units, not converted: reference rates gate "
-                      "four-eyes approval only");
+            return tr("Click to order by value in the ledger. With reference rates (idempo "
+                      "four-eyes --rates) every value is ranked in the reference currency, and a "
+                      "currency without a rate above every priced value; without rates each "
+                      "value is ranked by its minor units as written");
         if (section == Key)
             return tr("Click to order by operation key (byte order) in the ledger");
         if (up || down)

@@ -122,6 +122,25 @@ std::optional<std::int64_t> ReferenceRates::nanoRate(const std::string &currency
     return std::nullopt;
 }
 
+std::vector<ValueFactor> ReferenceRates::factors() const
+{
+    const auto factor = [this](const std::string &currency, std::int64_t nano) {
+        const int shift = currencyExponent(reference) - currencyExponent(currency);
+        return ValueFactor{currency, static_cast<double>(nano) / 1e9 * std::pow(10.0, shift)};
+    };
+    std::vector<ValueFactor> out{factor(reference, 1'000'000'000)};
+    for (const auto &[code, nano] : nanoRates)
+        out.push_back(factor(code, nano));
+    return out;
+}
+
+std::vector<ValueFactor> ReferenceRates::factorsOf(const std::optional<std::string> &text)
+{
+    const std::optional<ReferenceRates> rates =
+        text && !text->empty() ? parse(*text) : std::nullopt;
+    return rates ? rates->factors() : std::vector<ValueFactor>{};
+}
+
 bool needsFourEyes(const Amount &value, const std::optional<std::string> &threshold,
                    const std::optional<std::string> &rates)
 {

@@ -42,6 +42,12 @@ struct ReferenceRates
                                                std::string *problem = nullptr);
     /// The rate × 10^9 of `currency` (10^9 for the reference), unset when it has none.
     std::optional<std::int64_t> nanoRate(const std::string &currency) const;
+    /// What one minor unit of each priced currency (the reference first) is worth in the
+    /// reference's minor units: the stores' value orders rank by them (ListFilter::valueFactors).
+    std::vector<ValueFactor> factors() const;
+    /// factors() of the reference_rates setting `text`; empty when it is unset, empty or not
+    /// such a setting (then values rank by their minor units).
+    static std::vector<ValueFactor> factorsOf(const std::optional<std::string> &text);
 };
 
 /// Whether approving `value` takes a second approver: above `threshold` (the four_eyes_above

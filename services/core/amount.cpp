@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 
 #include "error.h"
 
@@ -129,6 +130,19 @@ std::string formatAmount(const Amount &amount)
 std::string amountText(const Amount &amount)
 {
     return render(amount, false);
+}
+
+std::int64_t valueRank(const std::optional<Amount> &value, const std::vector<ValueFactor> &factors)
+{
+    if (!value)
+        return NoValueRank;
+    if (factors.empty())
+        return value->minorUnits;
+    for (const ValueFactor &f : factors)
+        if (f.currency == value->currency)
+            return static_cast<std::int64_t>(std::trunc(
+                std::min(static_cast<double>(value->minorUnits) * f.factor, PricedRankCeiling)));
+    return UnpricedRank;
 }
 
 } // namespace idempo

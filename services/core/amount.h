@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idempo {
 
@@ -36,5 +37,26 @@ std::string formatAmount(const Amount &amount);
 
 /// The amount as it is written for parseAmount() and in JSON: "1250.00 EUR".
 std::string amountText(const Amount &amount);
+
+/// What one minor unit of `currency` is worth in minor units of a reference currency, for
+/// ranking values of different currencies in one order (ReferenceRates::factors()).
+struct ValueFactor
+{
+    std::string currency;
+    double factor = 1.0;
+
+    bool operator==(const ValueFactor &) const = default;
+};
+
+/// Where a value stands in the stores' value orders. Without factors: its minor units. With
+/// them: trunc(min(minor units × its currency's factor, PricedRankCeiling)), an integer in the
+/// reference currency's minor units, and UnpricedRank for a currency without a factor, above
+/// every priced value (its worth is unknown, and it always takes two approvers). NoValueRank
+/// for no value. The stores compute the same in SQL from the same bound doubles: one IEEE
+/// multiplication and a truncation, so a keyset cursor taken here continues there exactly.
+std::int64_t valueRank(const std::optional<Amount> &value, const std::vector<ValueFactor> &factors);
+inline constexpr std::int64_t NoValueRank = -1;
+inline constexpr double PricedRankCeiling = 9.0e18;
+inline constexpr std::int64_t UnpricedRank = 9'100'000'000'000'000'000;
 
 } // namespace idempo

@@ -145,9 +145,9 @@ struct TransitionRequest
 enum class ListOrder
 {
     Id,                ///< oldest first: id ascending
-    ValueDescending,   ///< value_minor descending (records without a value last), then id ascending
+    ValueDescending,   ///< valueRank() descending (records without a value last), then id ascending
     IdDescending,      ///< newest first: id descending
-    ValueAscending,    ///< value_minor ascending (records without a value first), then id ascending
+    ValueAscending,    ///< valueRank() ascending (records without a value first), then id ascending
     UpdatedAscending,  ///< updated_at_ms ascending (untouched longest first), then id ascending
     UpdatedDescending, ///< updated_at_ms descending (latest change first), then id ascending
     KeyAscending, ///< operation_key in byte order, then id ascending (one key in two namespaces)
@@ -157,7 +157,7 @@ enum class ListOrder
 struct ListFilter
 {
     /// The value a record without one sorts as in ValueDescending: below every real amount.
-    static constexpr std::int64_t NoValue = -1;
+    static constexpr std::int64_t NoValue = NoValueRank;
 
     std::string ns; ///< empty = every namespace
     std::optional<OperationState> state;
@@ -170,9 +170,11 @@ struct ListFilter
     std::string customer;     ///< the payload's customer (PayloadCustomerPointer); empty = any
     std::int64_t afterId = 0; ///< keyset cursor: the last id of the previous page
     ListOrder order = ListOrder::Id;
-    /// ValueDescending cursor, with afterId: the previous page's last value in minor units
-    /// (NoValue for none); unset on a first page. Amounts in different currencies compare by
-    /// minor units: the ledger holds no exchange rates.
+    /// The value orders' factors (valueRank()): empty ranks amounts of every currency by their
+    /// minor units; the reference rates (ReferenceRates::factors()) rank them in one currency.
+    std::vector<ValueFactor> valueFactors;
+    /// ValueDescending cursor, with afterId: the previous page's last valueRank() under
+    /// valueFactors (NoValue for none); unset on a first page.
     std::optional<std::int64_t> afterValueMinor;
     int limit = 100;
     /// The cursors of the other orders, each with afterId (unset on a first page): the previous

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pgconnection.h"
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -110,6 +111,14 @@ PgParams &PgParams::optionalText(const std::optional<std::string> &value)
 PgParams &PgParams::integer(std::int64_t value)
 {
     m_values.emplace_back(std::to_string(value));
+    return *this;
+}
+
+PgParams &PgParams::real(double value)
+{
+    std::array<char, 32> buffer{};
+    const auto end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value).ptr;
+    m_values.emplace_back(std::string(buffer.data(), end));
     return *this;
 }
 

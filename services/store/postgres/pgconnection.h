@@ -27,6 +27,8 @@ public:
     PgParams &optionalText(const std::optional<std::string> &value);
     PgParams &integer(std::int64_t value);
     PgParams &optionalInteger(std::optional<std::int64_t> value);
+    /// The shortest text that reads back as the same double: a float8 in SQL equals `value`.
+    PgParams &real(double value);
     PgParams &boolean(bool value);
     PgParams &null();
 

@@ -13,11 +13,32 @@ std::optional<ErrorClass> optionalErrorClass(const PgResult &r, int row, int col
     return parseErrorClass(r.text(row, column));
 }
 
+/// valueRank() in SQL, its factors appended to `params`: without factors the expression
+/// `operations_value` indexes; with them a CASE over the bound factors, which no index serves.
+std::string valueRankSql(const std::vector<ValueFactor> &factors, PgParams &params)
+{
+    const std::string none = std::to_string(ListFilter::NoValue);
+    if (factors.empty())
+        return "coalesce(value_minor, " + none + ")";
+    std::string sql = "(CASE WHEN value_minor IS NULL THEN " + none;
+    for (const ValueFactor &f : factors) {
+        params.text(f.currency);
+        const std::string currency = "$" + std::to_string(params.size());
+        params.real(f.factor);
+        sql += " WHEN value_currency = " + currency + " THEN trunc(least(value_minor::float8 * $" +
+               std::to_string(params.size()) + "::float8, " + std::to_string(PricedRankCeiling) +
+               "::float8))::bigint";
+    }
+    return sql + " ELSE " + std::to_string(UnpricedRank) + " END)";
+}
+
 } // namespace
 
 ListingOrder listingOrder(const ListFilter &filter, PgParams &params)
 {
-    const std::string value = "coalesce(value_minor, " + std::to_string(ListFilter::NoValue) + ")";
+    const bool byValue =
+        filter.order == ListOrder::ValueDescending || filter.order == ListOrder::ValueAscending;
+    const std::string value = byValue ? valueRankSql(filter.valueFactors, params) : std::string();
     // (column, id) > (x, $1) in the column's direction, spelled so that the column's own bound
     // (`column >= x`) is an index condition; ties go by id ascending.
     const auto after = [&params](const std::string &column, const char *beyond) {

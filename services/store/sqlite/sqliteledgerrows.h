@@ -42,4 +42,15 @@ void appendEvent(SqliteConnection &db, const Operation &op, std::optional<Operat
 /// Writes every mutable column of `op` where the row still has `expectedVersion`.
 void updateOperation(SqliteConnection &db, const Operation &op, std::int64_t expectedVersion);
 
+/// How a listing follows `filter.order`: the keyset clause that continues after the previous
+/// page, its values, and the ORDER BY with its values.
+struct ListingOrder
+{
+    QString cursor;
+    QVariantList binds;
+    QString orderBy;
+    QVariantList orderBinds;
+};
+ListingOrder listingOrder(const ListFilter &filter);
+
 } // namespace idempo::sqliterows

@@ -37,70 +37,6 @@ std::atomic<std::uint64_t> g_threadSerial{0};
 /// Below this many matching keys a key-prefix listing walks the key index and sorts by id.
 constexpr int kRarePrefixRows = 2000;
 
-/// How a listing follows `filter.order`: the keyset clause that continues after the previous
-/// page, its values, and the ORDER BY.
-struct ListingOrder
-{
-    QString cursor;
-    QVariantList binds;
-    QString orderBy;
-};
-
-ListingOrder listingOrder(const ListFilter &filter)
-{
-    const QString value = QStringLiteral("coalesce(value_minor, %1)").arg(ListFilter::NoValue);
-    const auto id = static_cast<qlonglong>(filter.afterId);
-    ListingOrder o{QStringLiteral("id > ?"), {id}, QStringLiteral("id")};
-    // A first page of another order has no bound on id: SQLite (no statistics) would take the
-    // id range for an index and sort every record (12.7 s on 1,000,000 by last change).
-    if (filter.order != ListOrder::Id && filter.order != ListOrder::IdDescending &&
-        filter.afterId == 0)
-        o = {QStringLiteral("1"), {}, {}};
-    // (column, id) > (x, afterId) in the column's direction, spelled so that the column's own
-    // bound (`column >= x`) is an index range; ties go by id ascending.
-    const auto continueAfter = [&](const QString &column, bool down, const QString &x,
-                                   const QVariant &bind) {
-        const QString beyond = down ? QStringLiteral("<") : QStringLiteral(">");
-        o.cursor = QStringLiteral("%1 %2= %3 AND (%1 %2 %3 OR id > ?)").arg(column, beyond, x);
-        o.binds = {bind, bind, id};
-    };
-    switch (filter.order) {
-    case ListOrder::Id:
-        break;
-    case ListOrder::IdDescending:
-        if (filter.afterId > 0)
-            o.cursor = QStringLiteral("id < ?");
-        o.orderBy = QStringLiteral("id DESC");
-        break;
-    case ListOrder::ValueDescending:
-    case ListOrder::ValueAscending: {
-        const bool down = filter.order == ListOrder::ValueDescending;
-        if (filter.afterValueMinor)
-            continueAfter(value, down, QStringLiteral("?"),
-                          static_cast<qlonglong>(*filter.afterValueMinor));
-        o.orderBy = value + (down ? QStringLiteral(" DESC, id") : QStringLiteral(", id"));
-        break;
-    }
-    case ListOrder::UpdatedAscending:
-    case ListOrder::UpdatedDescending: {
-        const bool down = filter.order == ListOrder::UpdatedDescending;
-        if (filter.afterUpdatedMs)
-            continueAfter(QStringLiteral("updated_at_ms"), down, QStringLiteral("?"),
-                          static_cast<qlonglong>(*filter.afterUpdatedMs));
-        o.orderBy =
-            down ? QStringLiteral("updated_at_ms DESC, id") : QStringLiteral("updated_at_ms, id");
-        break;
-    }
-    case ListOrder::KeyAscending:
-        if (filter.afterKey)
-            continueAfter(QStringLiteral("operation_key"), false, QStringLiteral("CAST(? AS TEXT)"),
-                          bytes(*filter.afterKey));
-        o.orderBy = QStringLiteral("operation_key, id");
-        break;
-    }
-    return o;
-}
-
 std::int64_t insertOperation(SqliteConnection &db, const Operation &op)
 {
     Statement q = run(
@@ -488,7 +424,7 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
         binds << static_cast<qlonglong>(*filter.updatedBeforeMs);
     }
     sql += QStringLiteral(" ORDER BY ") + order.orderBy + QStringLiteral(" LIMIT ?");
-    binds << filter.limit;
+    binds << order.orderBinds << filter.limit;
     Statement q = run(db, sql, binds, "list operations");
     std::vector<Operation> ops;
     while (q->next())

@@ -277,6 +277,22 @@ private Q_SLOTS:
         QVERIFY2(dir.err.contains("cannot read"), dir.err.constData());
     }
 
+    void dlqReplayDryRunSuggestsOnlyWhatIsTaken()
+    {
+        QCOMPARE(idempo({S("queue"), S("create"), S("refusals")}).exitCode, 0);
+        for (const char *filter : {"key_prefix=", "error_class="}) {
+            const CliRun r = idempo(
+                {S("dlq"), S("replay"), S("refusals"), S("--filter"), S(filter), S("--dry-run")});
+            QCOMPARE(r.exitCode, 64);
+            QVERIFY2(r.err.contains("has no value after '='"), r.err.constData());
+        }
+        const CliRun empty =
+            idempo({S("dlq"), S("replay"), S("refusals"), S("--filter"), S("all"), S("--dry-run")});
+        QCOMPARE(empty.exitCode, 65);
+        QVERIFY2(empty.out.contains("the replay set is empty"), empty.out.constData());
+        QVERIFY2(!empty.out.contains("--confirm"), empty.out.constData());
+    }
+
     void fourEyesBulkAgainIsPending()
     {
         QCOMPARE(

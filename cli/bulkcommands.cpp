@@ -3,6 +3,7 @@
 // frozen before anything is written, and the count the operator expects must match it.
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 
 #include "bulkcommand.h"
@@ -21,19 +22,35 @@ std::atomic<bool> g_stopBulk{false};
 /// Progress lines on stderr every this many operations, for sets larger than it.
 constexpr std::int64_t ProgressEvery = 25;
 
+/// The lines of `--keys FILE`, read before the ledger is opened: a path that is not a readable
+/// file (absent, a directory, unreadable) is a slip of the command line.
+std::vector<std::string> keyLines(const std::string &path)
+{
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error))
+        throw UsageError{"--keys: cannot read " + quotedValue(path) + ": it is a directory"};
+    std::ifstream in(path);
+    if (!in)
+        throw UsageError{"--keys: cannot read " + quotedValue(path)};
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        lines.push_back(std::move(line));
+    if (in.bad())
+        throw UsageError{"--keys: cannot read " + quotedValue(path)};
+    return lines;
+}
+
 /// The set of `--keys FILE`: one operation a line, `KEY` or `KEY<TAB>VERSION` (the version seen;
 /// without it, the version read now), in namespace `ns`; further tab-separated columns are
 /// ignored. Blank lines are skipped. A line naming no operation, or a
 /// version that is not a whole number, refuses the whole run.
 std::vector<BulkTarget> targetsFromFile(LedgerStore &store, const std::string &ns,
-                                        const std::string &path)
+                                        std::vector<std::string> lines)
 {
-    std::ifstream in(path);
-    if (!in)
-        throw UsageError{"--keys: cannot read " + quotedValue(path)};
     std::vector<BulkTarget> targets;
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
+    int number = 0;
+    for (std::string &line : lines) {
+        ++number;
         if (!line.empty() && line.back() == '\r')
             line.pop_back();
         if (line.find_first_not_of(" \t") == std::string::npos)
@@ -58,29 +75,55 @@ std::vector<BulkTarget> targetsFromFile(LedgerStore &store, const std::string &n
     return targets;
 }
 
-std::vector<BulkTarget> frozenSet(Context &c, BulkAction action)
+/// How the command line names the set, read and checked before the ledger is opened.
+struct SetSpec
+{
+    std::optional<std::vector<std::string>> keyLines; ///< --keys FILE
+    ListFilter filter;                                ///< otherwise: a filter, or --all
+};
+
+SetSpec setSpec(const Context &c)
 {
     const bool byFile = c.parser.isSet(QStringLiteral("keys"));
     const bool byFilter = c.parser.isSet(QStringLiteral("state")) ||
                           c.parser.isSet(QStringLiteral("run")) ||
                           c.parser.isSet(QStringLiteral("key-prefix"));
+    const bool all = c.parser.isSet(QStringLiteral("all"));
     if (byFile && byFilter)
         throw UsageError{"give the set once: --keys FILE or a filter (--state, --run, "
                          "--key-prefix), not both"};
-    LedgerStore &store = c.engine().store();
-    if (byFile)
-        return targetsFromFile(store, c.ns, c.parser.value(QStringLiteral("keys")).toStdString());
-    ListFilter filter;
-    filter.ns = c.ns;
+    if (all && (byFile || byFilter))
+        throw UsageError{"--all is the whole namespace: give it alone, not with --keys or a "
+                         "filter"};
+    // Everything the action takes in the namespace is the widest set there is: it must be asked
+    // for, never what a forgotten filter falls back to.
+    if (!all && !byFile && !byFilter)
+        throw UsageError{"give the set: --keys FILE, a filter (--state, --run, --key-prefix), "
+                         "or --all for every operation of namespace '" +
+                         c.ns + "' the action takes"};
+    SetSpec spec;
+    if (byFile) {
+        spec.keyLines = keyLines(c.parser.value(QStringLiteral("keys")).toStdString());
+        return spec;
+    }
+    spec.filter.ns = c.ns;
     if (c.parser.isSet(QStringLiteral("state"))) {
-        filter.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
-        if (!filter.state)
+        spec.filter.state = parseState(c.parser.value(QStringLiteral("state")).toStdString());
+        if (!spec.filter.state)
             throw UsageError{"unknown --state " +
                              quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
     }
-    filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
-    filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
-    return BulkCommand::freeze(store, filter, action);
+    spec.filter.runId = c.filterOption(QStringLiteral("run"));
+    spec.filter.keyPrefix = c.filterOption(QStringLiteral("key-prefix"));
+    return spec;
+}
+
+std::vector<BulkTarget> frozenSet(Context &c, SetSpec spec, BulkAction action)
+{
+    LedgerStore &store = c.engine().store();
+    if (spec.keyLines)
+        return targetsFromFile(store, c.ns, std::move(*spec.keyLines));
+    return BulkCommand::freeze(store, spec.filter, action);
 }
 
 std::string itemLine(const BulkItem &item)
@@ -102,6 +145,7 @@ int cmdBulk(Context &c)
     if (!dryRun && !c.parser.isSet(QStringLiteral("expect-count")))
         throw UsageError{"missing --expect-count N: the number of operations you expect the set "
                          "to hold (see it with --dry-run)"};
+    SetSpec spec = setSpec(c);
     BulkCommand::Request request;
     request.action = *action;
     if (c.parser.isSet(QStringLiteral("rate")))
@@ -113,7 +157,7 @@ int cmdBulk(Context &c)
             c.integerOption(QStringLiteral("expect-count"), 0, BulkCommand::MaxTargets);
         request.reason = requiredReason(c);
     }
-    request.targets = frozenSet(c, *action);
+    request.targets = frozenSet(c, std::move(spec), *action);
     LedgerStore &store = c.engine().store();
     const auto lookup = *action == BulkAction::Reconcile ? openProviderLookup(store) : nullptr;
     BulkCommand::Options options;
@@ -133,8 +177,20 @@ int cmdBulk(Context &c)
         for (const auto &t : preview.details.at("targets"))
             human += "\n  " + escapedText(t.at("key").get<std::string>()) + "  version " +
                      t.at("version").dump() + "  " + t.at("state").get<std::string>();
-        human += "\n(dry run: nothing written; act with --expect-count " +
-                 preview.details.at("count").dump() + " --reason TEXT)";
+        // Suggest only a command that would be taken: an empty set or a rule that already says
+        // no (the role, a missing lookup) is named instead.
+        const std::vector<std::string> problems = command.dryRunProblems();
+        if (preview.details.at("count") == 0)
+            human += "\n(dry run: the set is empty, nothing to " + name + ")";
+        else if (preview.details.at("not_taken") == preview.details.at("count"))
+            human += "\n(dry run: no operation of the set is in a state " + name +
+                     " takes: nothing to act on)";
+        else if (!problems.empty())
+            human += "\n(dry run: nothing written; acting would be refused: " +
+                     escapedText(problems.front()) + ")";
+        else
+            human += "\n(dry run: nothing written; act with --expect-count " +
+                     preview.details.at("count").dump() + " --reason TEXT)";
         c.print({{"dry_run", true}, {"action", preview.sentence}, {"preview", preview.details}},
                 human);
         return ExitOk;
@@ -164,14 +220,16 @@ void addBulkCommands(std::map<QString, Command> &table)
         {QStringLiteral("bulk"),
          {1,
           "bulk approve|reject|reconcile --reason TEXT --expect-count N [--state S] [--run R] "
-          "[--key-prefix P | --keys FILE] [--rate N] [--dry-run]",
+          "[--key-prefix P | --keys FILE | --all] [--rate N] [--dry-run]",
           "Approve (dispatch again), reject or reconcile a set of operations, each through its "
           "own guarded\n"
           "action with its own audit record. The set is frozen first: everything the filter "
           "matches that\n"
-          "the action takes, or the operations of --keys FILE (a line each: KEY, or "
+          "the action takes, the operations of --keys FILE (a line each: KEY, or "
           "KEY<TAB>VERSION from\n"
-          "the targets of `--dry-run --json`). Nothing is written unless it holds "
+          "the targets of `--dry-run --json`), or with --all (required without a filter) every "
+          "operation\n"
+          "of the namespace the action takes. Nothing is written unless it holds "
           "exactly --expect-count "
           "operations.\n"
           "One that changed since it was frozen is skipped; one decided before by you is "
@@ -184,6 +242,8 @@ void addBulkCommands(std::map<QString, Command> &table)
            opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),
            opt("key-prefix", "Only keys starting with P.", "P"),
            opt("keys", "The set: a file of keys, one a line.", "FILE"),
+           opt("all", "The set: every operation of the namespace the action takes (needed "
+                      "when no filter or --keys is given)."),
            opt("rate", "Operations per second (default 20, at most 500).", "N"),
            opt("dry-run", "Freeze and show the set; write nothing.")},
           cmdBulk}});

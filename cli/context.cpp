@@ -91,6 +91,17 @@ std::int64_t Context::integerOption(const QString &name, std::int64_t low, std::
     return parser.isSet(name) ? integerOption(name, low, high) : fallback;
 }
 
+std::string Context::filterOption(const QString &name) const
+{
+    if (!parser.isSet(name))
+        return {};
+    std::string value = parser.value(name).toStdString();
+    if (value.empty())
+        throw UsageError{"--" + name.toStdString() +
+                         " is empty: give a value to search for, or leave the option out"};
+    return value;
+}
+
 std::int64_t Context::secondsOption(const QString &name, double low, double high) const
 {
     return parseSeconds("--" + name.toStdString(), parser.value(name).toStdString(), low, high);

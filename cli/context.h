@@ -60,6 +60,11 @@ public:
     std::int64_t integerOption(const QString &name, std::int64_t low, std::int64_t high,
                                std::int64_t fallback) const;
 
+    /// The value of search option `name` ("--customer", "--run", ...), empty when it is not
+    /// given. Given but empty it throws UsageError naming the option: an empty value is most
+    /// often an unset shell variable, and dropping the filter would act on everything.
+    std::string filterOption(const QString &name) const;
+
     /// Seconds (may be fractional) within [low, high] → milliseconds.
     std::int64_t secondsOption(const QString &name, double low, double high) const;
 

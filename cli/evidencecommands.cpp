@@ -36,13 +36,20 @@ int verifyPack(Context &c, const QString &path)
     if (verdict.ok) {
         const auto &head = pack["chain"]["head"];
         answer["head"] = head;
+        const std::string hash = head["hash"].get<std::string>();
         human = "evidence pack intact: " + std::to_string(verdict.records) +
                 " audit record(s) of " + escapedText(pack["namespace"].get<std::string>()) + "/" +
-                escapedText(pack["key"].get<std::string>()) +
-                " match their hashes and link into the chain up to record " + head["seq"].dump() +
-                " (hash " + head["hash"].get<std::string>() +
-                ")\nto tie it to the ledger: idempo audit verify --expect-head " +
-                head["hash"].get<std::string>();
+                escapedText(pack["key"].get<std::string>()) + " and " +
+                std::to_string(verdict.links) +
+                " other chain record(s) match their hashes and link without a gap up to the "
+                "chain head, record " +
+                head["seq"].dump() + " (hash " + hash +
+                "): none of the operation's audit records up to the head is left out, and the "
+                "operation's state and the decisions in its history and approvals agree with "
+                "them.\nnot covered: the other fields of the operation, history, approvals and "
+                "run record (read from the ledger at export, not hashed), and whether that head "
+                "is the ledger's.\nto tie it to the ledger: idempo audit verify --expect-head " +
+                hash;
     } else {
         human = "evidence pack REFUSED" +
                 (verdict.badSeq ? " at audit record " + std::to_string(*verdict.badSeq)
@@ -102,9 +109,10 @@ void addEvidenceCommands(std::map<QString, Command> &table)
           "evidence KEY [-o FILE] | evidence verify FILE",
           "The evidence pack of one operation for a compliance case, as one JSON file: its\n"
           "record, history, approvals, run record, every audit record that targets it and the\n"
-          "chain proof (the link after each record, the chain head at export).\n"
-          "  verify FILE  recompute every record's hash and check the links, offline; a\n"
-          "               tampered pack is refused naming the record (exit 65)",
+          "chain proof (every chain record from its first audit record to the head at export).\n"
+          "  verify FILE  recompute every record's hash, check the chain has no gap up to the\n"
+          "               head and that the operation agrees with its records, offline; a\n"
+          "               tampered pack is refused naming what is wrong (exit 65)",
           {QCommandLineOption(QStringList{QStringLiteral("output"), QStringLiteral("o")},
                               QStringLiteral("Write the pack to FILE (default: stdout)."),
                               QStringLiteral("FILE"))},

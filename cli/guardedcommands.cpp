@@ -88,8 +88,8 @@ int cmdReconcile(Context &c)
             throw UsageError{"unknown --state " +
                              quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
     }
-    request.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
-    request.runId = c.parser.value(QStringLiteral("run")).toStdString();
+    request.keyPrefix = c.filterOption(QStringLiteral("key-prefix"));
+    request.runId = c.filterOption(QStringLiteral("run"));
     if (!bulk && (request.state || !request.keyPrefix.empty() || !request.runId.empty()))
         throw UsageError{"give a KEY or a filter (--state, --key-prefix, --run), not both"};
     if (bulk && !request.state && request.keyPrefix.empty() && request.runId.empty())
@@ -161,9 +161,7 @@ std::optional<std::int64_t> timeOption(const Context &c, const char *name)
 AuditFilter auditFilter(const Context &c)
 {
     AuditFilter f;
-    const auto value = [&c](const char *name) {
-        return c.parser.value(QLatin1String(name)).toStdString();
-    };
+    const auto value = [&c](const char *name) { return c.filterOption(QLatin1String(name)); };
     f.target = value("target");
     if (c.parser.isSet(QStringLiteral("operation"))) {
         if (!f.target.empty())
@@ -300,10 +298,10 @@ int cmdAudit(Context &c)
 
 int cmdFourEyes(Context &c)
 {
-    LedgerStore &store = c.engine().store();
     const bool setAbove = c.parser.isSet(QStringLiteral("above"));
     const bool setRates = c.parser.isSet(QStringLiteral("rates"));
     if (!setAbove && !setRates) {
+        LedgerStore &store = c.engine().store();
         const auto current = store.guardSetting(FourEyesSetting);
         const auto rates = store.guardSetting(ReferenceRatesSetting);
         const bool on = current && !current->empty();
@@ -320,6 +318,8 @@ int cmdFourEyes(Context &c)
                 text);
         return ExitOk;
     }
+    // The values' form is the command line's business (exit 64), judged before the ledger is
+    // opened; the ledger's own check (idempo.set_guard_setting on PostgreSQL) stays behind it.
     const auto valueOf = [&c](const char *option) {
         std::string value = c.parser.value(QLatin1String(option)).toStdString();
         // An empty value is most often an unset shell variable: turning a rule off says so.
@@ -328,14 +328,30 @@ int cmdFourEyes(Context &c)
                              " needs a value, or 'off' to turn it off"};
         return value == "off" ? std::string() : value;
     };
+    const std::string rates = setRates ? valueOf("rates") : std::string();
+    const std::string above = setAbove ? valueOf("above") : std::string();
+    std::string warning;
+    if (!rates.empty()) {
+        std::string problem;
+        const auto parsed = ReferenceRates::parse(rates, &problem);
+        if (!parsed)
+            throw UsageError{"--rates: " + problem};
+        if (parsed->nanoRates.empty())
+            warning = "\nnote: no rates besides " + parsed->reference +
+                      ": every value in another currency needs two approvers";
+    }
+    if (!above.empty())
+        if (const std::string problem = thresholdProblem(above); !problem.empty())
+            throw UsageError{"--above: " + problem};
+    LedgerStore &store = c.engine().store();
     const std::string reason = requiredReason(c);
     std::vector<std::unique_ptr<GuardSettingCommand>> commands;
     if (setRates)
         commands.push_back(std::make_unique<GuardSettingCommand>(
-            store, store.actor(), ReferenceRatesSetting, valueOf("rates"), reason));
+            store, store.actor(), ReferenceRatesSetting, rates, reason));
     if (setAbove)
-        commands.push_back(std::make_unique<GuardSettingCommand>(
-            store, store.actor(), FourEyesSetting, valueOf("above"), reason));
+        commands.push_back(std::make_unique<GuardSettingCommand>(store, store.actor(),
+                                                                 FourEyesSetting, above, reason));
     // Both are checked before either is stored: a bad value writes nothing.
     for (const auto &command : commands)
         requireValid(command->validate());
@@ -346,7 +362,7 @@ int cmdFourEyes(Context &c)
         done.push_back(command->execute().toJson());
         text += (text.empty() ? "" : "\n") + preview.sentence + ": done";
     }
-    c.print(done.size() == 1 ? done.front() : nlohmann::json{{"settings", done}}, text);
+    c.print(done.size() == 1 ? done.front() : nlohmann::json{{"settings", done}}, text + warning);
     return ExitOk;
 }
 

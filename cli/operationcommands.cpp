@@ -184,11 +184,11 @@ int cmdList(Context &c)
             throw UsageError{"unknown --state " +
                              quotedValue(c.parser.value(QStringLiteral("state")).toStdString())};
     }
-    filter.runId = c.parser.value(QStringLiteral("run")).toStdString();
-    filter.keyPrefix = c.parser.value(QStringLiteral("key-prefix")).toStdString();
+    filter.runId = c.filterOption(QStringLiteral("run"));
+    filter.keyPrefix = c.filterOption(QStringLiteral("key-prefix"));
     for (const QString &term : c.parser.values(QStringLiteral("where")))
         filter.payload.push_back(parsePayloadMatch(term.toStdString()));
-    filter.customer = c.parser.value(QStringLiteral("customer")).toStdString();
+    filter.customer = c.filterOption(QStringLiteral("customer"));
     filter.afterId = c.integerOption(QStringLiteral("after"), 0, MaxWholeNumber, 0);
     filter.limit = static_cast<int>(c.integerOption(QStringLiteral("limit"), 1, 10'000, 50));
     const auto ops = c.engine().store().list(filter);

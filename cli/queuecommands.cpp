@@ -365,8 +365,12 @@ int cmdDlqReplay(Context &c)
                      escapedText(item.at("key").get<std::string>()) + "\n";
         for (const std::string &p : problems)
             human += "cannot replay: " + p + "\n";
-        human += "(dry run: nothing written; replay with --confirm " +
-                 preview.details.at("count").dump() + " --reason TEXT)";
+        // A command to run next only when it would be taken.
+        if (problems.empty())
+            human += "(dry run: nothing written; replay with --confirm " +
+                     preview.details.at("count").dump() + " --reason TEXT)";
+        else
+            human += "(dry run: nothing written)";
         nlohmann::json out = {{"dry_run", true},
                               {"action", preview.sentence},
                               {"preview", preview.details},

@@ -114,10 +114,14 @@ std::vector<Problem> approvalProblems(const ApproveCommand::Request &r, const Ac
     return problems;
 }
 
-/// "refund" from a step id such as "refund_payment" or "issue-refund": the payload's business verb.
+/// What the sentence names: the step id read as words ("refund payment" from "refund_payment"),
+/// or the operation key exactly as stored when there is no step id: a key is an identity, and
+/// one altered for reading names an operation that does not exist.
 std::string subjectOf(const Operation &op)
 {
-    std::string step = op.stepId.empty() ? op.key : op.stepId;
+    if (op.stepId.empty())
+        return op.key;
+    std::string step = op.stepId;
     std::replace(step.begin(), step.end(), '_', ' ');
     return step;
 }

@@ -182,13 +182,13 @@ std::vector<BulkTarget> BulkCommand::freeze(LedgerStore &store, ListFilter filte
     return targets;
 }
 
-std::vector<std::string> BulkCommand::problems() const
+std::vector<std::string> BulkCommand::problems(bool needReason) const
 {
     std::vector<std::string> problems;
     const Capability capability = capabilityOf(m_request.action);
     if (!roleMay(m_actor.role, capability))
         problems.push_back(roleRefusal(m_actor.role, capability));
-    if (m_request.reason.empty())
+    if (needReason && m_request.reason.empty())
         problems.push_back("a reason is required");
     if (m_request.targets.empty())
         problems.push_back("the set is empty: select operations or a filter that matches some");
@@ -205,7 +205,12 @@ std::vector<std::string> BulkCommand::problems() const
 
 std::vector<std::string> BulkCommand::validate()
 {
-    return problems();
+    return problems(true);
+}
+
+std::vector<std::string> BulkCommand::dryRunProblems() const
+{
+    return problems(false);
 }
 
 ActionPreview BulkCommand::describe()
@@ -213,17 +218,28 @@ ActionPreview BulkCommand::describe()
     nlohmann::json rows = nlohmann::json::array();
     std::map<std::string, std::int64_t> byState;
     std::int64_t changed = 0;
+    std::int64_t notTaken = 0;
+    std::set<std::string> notTakenStates;
+    const std::int64_t now = m_store.nowMs();
     for (const BulkTarget &t : m_request.targets) {
         const std::optional<Operation> op = m_store.find(t.ns, t.key);
         const std::string state = op ? std::string(stateName(op->state)) : std::string("missing");
         const bool moved = !op || op->version != t.version;
+        // A moved operation is skipped anyway; one unmoved in a state the action does not take
+        // (a bare KEY line read now) will be refused: the person sees it before acting.
+        const bool taken = moved || takes(m_request.action, *op, now);
         changed += moved ? 1 : 0;
+        if (!taken) {
+            ++notTaken;
+            notTakenStates.insert(state);
+        }
         ++byState[state];
         rows.push_back({{"namespace", t.ns},
                         {"key", t.key},
                         {"version", t.version},
                         {"state", state},
-                        {"changed", moved}});
+                        {"changed", moved},
+                        {"taken", taken}});
     }
     const auto count = static_cast<std::int64_t>(m_request.targets.size());
     std::string what;
@@ -241,10 +257,19 @@ ActionPreview BulkCommand::describe()
     }
     if (changed > 0)
         what += " (" + std::to_string(changed) + " changed since frozen: they will be skipped)";
+    if (notTaken > 0) {
+        std::string states;
+        for (const std::string &s : notTakenStates)
+            states += (states.empty() ? "" : ", ") + s;
+        what += " (" + std::to_string(notTaken) + " in a state " +
+                std::string(bulkActionName(m_request.action)) + " does not take, " + states +
+                ": they will be refused)";
+    }
     return {what,
             {{"action", bulkActionName(m_request.action)},
              {"count", count},
              {"changed", changed},
+             {"not_taken", notTaken},
              {"rate_per_s", m_request.ratePerSecond},
              {"by_state", byState},
              {"targets", rows}}};
@@ -252,7 +277,7 @@ ActionPreview BulkCommand::describe()
 
 BulkOutcome BulkCommand::execute()
 {
-    if (const std::vector<std::string> p = problems(); !p.empty())
+    if (const std::vector<std::string> p = problems(true); !p.empty())
         throw Error(p.front().starts_with("the rate") ? ErrorCode::InvalidArgument
                                                       : ErrorCode::Refused,
                     p.front());
@@ -336,6 +361,14 @@ BulkItem BulkCommand::act(const BulkTarget &target)
             item.state = stateName(o.operation->state);
         item.auditSeq = o.auditSeq;
         item.detail = o.text();
+        // The approval id names (operation, version seen, decision, operator): answered as
+        // submitted before while the operation still waits at that version, the earlier
+        // submission was a first four-eyes approval that nobody has seconded yet.
+        if (item.result == BulkResult::AlreadyDone && o.operation &&
+            o.operation->version == target.version && takes(m_request.action, *o.operation, 0)) {
+            item.result = BulkResult::Pending;
+            item.detail = "pending: your approval is recorded, another approver must approve";
+        }
     } catch (const Error &e) {
         if (e.code() != ErrorCode::Refused && e.code() != ErrorCode::IllegalTransition &&
             e.code() != ErrorCode::StaleLease && e.code() != ErrorCode::NotFound)

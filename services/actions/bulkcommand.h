@@ -39,9 +39,10 @@ std::optional<BulkAction> parseBulkAction(std::string_view name);
 enum class BulkResult
 {
     Applied,     ///< decided or reconciled now, with its audit record
-    Pending,     ///< a first four-eyes approval, recorded and audited: a second approver applies it
-    AlreadyDone, ///< this operator's same decision on this version was submitted before: nothing
-                 ///< written (a run again after a kill)
+    Pending,     ///< a first four-eyes approval, recorded and audited (now, or by this operator's
+                 ///< earlier run): a second approver applies it
+    AlreadyDone, ///< this operator's same decision on this version was submitted before and has
+                 ///< taken effect: nothing written (a run again after a kill)
     SkippedChanged, ///< the operation moved since the set was frozen: not acted on
     Refused,        ///< a rule of the action said no (four-eyes, state, role): nothing written
 };
@@ -122,8 +123,13 @@ public:
     static bool takes(BulkAction action, const Operation &op, std::int64_t nowMs);
 
     std::vector<std::string> validate() override;
-    /// Reads each operation of the set: details {"action", "count", "changed", "rate_per_s",
-    /// "by_state": {state: n}, "targets": [{"namespace", "key", "version", "state", "changed"}]}.
+    /// What validate() would still say once a reason is given (the role, an empty set, a
+    /// missing lookup): a dry run names it instead of suggesting a command that is refused.
+    std::vector<std::string> dryRunProblems() const;
+    /// Reads each operation of the set: details {"action", "count", "changed", "not_taken",
+    /// "rate_per_s", "by_state": {state: n}, "targets": [{"namespace", "key", "version", "state",
+    /// "changed", "taken"}]}; "taken" is false for an operation in a state the action does not
+    /// take (it will be refused), which the sentence counts.
     ActionPreview describe() override;
     /// Acts on the set as described above. Throws Error(Refused) without the matching count, a
     /// reason or the role, and Error(InvalidArgument) for a bad rate, writing nothing; the
@@ -133,7 +139,7 @@ public:
     const std::vector<BulkTarget> &targets() const { return m_request.targets; }
 
 private:
-    std::vector<std::string> problems() const;
+    std::vector<std::string> problems(bool needReason) const;
     BulkItem act(const BulkTarget &target);
 
     LedgerStore &m_store;

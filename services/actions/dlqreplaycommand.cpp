@@ -84,6 +84,11 @@ std::vector<std::int64_t> DlqReplayCommand::resolveFilter(MessageQueue &queue,
         throw Error(ErrorCode::InvalidArgument,
                     "unknown filter '" + filter +
                         "': expected all, error_class=CLASS or key_prefix=PREFIX");
+    // An empty prefix would take every dead letter: "all" says that on purpose.
+    if (filter != "all" && value.empty())
+        throw Error(ErrorCode::InvalidArgument, "filter '" + filter +
+                                                    "' has no value after '=': write " + field +
+                                                    "=VALUE, or all for every dead letter");
     std::vector<std::int64_t> ids;
     std::int64_t after = 0;
     for (;;) {

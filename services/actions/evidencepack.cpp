@@ -79,6 +79,75 @@ AuditRecord parseRecord(const nlohmann::json &j, const std::string &where)
     return r;
 }
 
+/// The approval id a history event names when a decision made it ("reject by bob (approval
+/// ap-1): …", the same text on both stores), empty otherwise.
+std::string decisionApprovalId(const std::string &detail)
+{
+    const auto at = detail.find(" (approval ");
+    const auto end = at == std::string::npos ? at : detail.find("): ", at);
+    if (end == std::string::npos)
+        return {};
+    const std::string verb = detail.substr(0, detail.find(' '));
+    if (verb != "redispatch" && verb != "confirm" && verb != "reject")
+        return {};
+    return detail.substr(at + 11, end - at - 11);
+}
+
+/// Whether the pack's unhashed parts agree with its hashed audit records: the operation's
+/// state and version with the newest record's after-state, and every decision the history or
+/// the approvals show with an audit record. Empty when they do; else what disagrees.
+std::string agreementProblem(const nlohmann::json &pack, const std::vector<AuditRecord> &mine)
+{
+    if (!pack.contains("operation") || !pack["operation"].is_object())
+        return "the pack has no \"operation\" record";
+    const nlohmann::json &op = pack["operation"];
+    const std::string opState = textOf(op, "state", "the operation");
+    const std::int64_t opVersion = integerOf(op, "operation_version", "the operation");
+    for (auto r = mine.rbegin(); r != mine.rend(); ++r) {
+        const nlohmann::json after = nlohmann::json::parse(r->entry.afterState, nullptr, false);
+        if (!after.is_object() || !after.contains("state") || !after.contains("version") ||
+            !after["version"].is_number_integer())
+            continue;
+        const std::string state =
+            after["state"].is_string() ? after["state"].get<std::string>() : std::string();
+        const std::int64_t version = after["version"].get<std::int64_t>();
+        const std::string recorded = "audit record " + std::to_string(r->seq) + " left it in " +
+                                     state + " at version " + std::to_string(version);
+        if (opVersion < version || (opVersion == version && opState != state))
+            return "the operation record (" + opState + ", version " + std::to_string(opVersion) +
+                   ") contradicts its newest audit record: " + recorded;
+        break;
+    }
+    std::set<std::string> audited;
+    bool reconcileAudited = false;
+    for (const AuditRecord &r : mine) {
+        if (!r.entry.approvalId.empty())
+            audited.insert(r.entry.approvalId);
+        reconcileAudited = reconcileAudited || r.entry.action == "reconcile";
+    }
+    if (pack.contains("history") && pack["history"].is_array())
+        for (const nlohmann::json &e : pack["history"]) {
+            const std::string detail =
+                e.is_object() && e.contains("detail") && e["detail"].is_string()
+                    ? e["detail"].get<std::string>()
+                    : std::string();
+            const std::string id = decisionApprovalId(detail);
+            if (!id.empty() && !audited.count(id))
+                return "the history shows a decision (approval " + id +
+                       ") but the pack holds no audit record of it";
+            if (detail.starts_with("reconciled by ") && !reconcileAudited)
+                return "the history shows a reconciliation but the pack holds no audit record "
+                       "of one";
+        }
+    if (pack.contains("approvals") && pack["approvals"].is_array())
+        for (const nlohmann::json &a : pack["approvals"]) {
+            const std::string id = textOf(a, "approval_id", "an approval");
+            if (!audited.count(id))
+                return "the approvals show " + id + " but the pack holds no audit record of it";
+        }
+    return {};
+}
+
 } // namespace
 
 nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
@@ -95,36 +164,30 @@ nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
     const AuditHead head = last.empty() ? AuditHead{0, AuditGenesisHash}
                                         : AuditHead{last.front().seq, last.front().hash};
 
-    AuditFilter mine;
-    mine.target = ns + "/" + key;
-    mine.limit = kPage;
+    // The chain from the operation's first record to the head, whole: the operation's records,
+    // and every record between them and after them as a chain link. The verifier walks it
+    // without a gap, so a record of the operation left out (or moved among the links) shows.
+    AuditFilter first;
+    first.target = ns + "/" + key;
+    first.limit = 1;
+    const std::vector<AuditRecord> firstMine = store.auditRecords(first);
     nlohmann::json records = nlohmann::json::array();
     nlohmann::json links = nlohmann::json::array();
-    std::set<std::int64_t> seqs;
-    std::vector<std::int64_t> successors;
-    for (;;) {
-        const std::vector<AuditRecord> page = store.auditRecords(mine);
-        for (const AuditRecord &r : page) {
-            if (r.seq > head.seq)
-                continue;
-            records.push_back(recordJson(r));
-            seqs.insert(r.seq);
-            if (r.seq < head.seq)
-                successors.push_back(r.seq + 1);
+    if (!firstMine.empty() && firstMine.front().seq <= head.seq) {
+        for (std::int64_t after = firstMine.front().seq - 1; after < head.seq;) {
+            const std::vector<AuditRecord> page = store.auditLog(after, kPage);
+            if (page.empty())
+                throw Error(ErrorCode::Internal, "audit record " + std::to_string(after + 1) +
+                                                     " is missing from the chain");
+            for (const AuditRecord &r : page) {
+                if (r.seq > head.seq)
+                    break;
+                (r.entry.target == first.target ? records : links).push_back(recordJson(r));
+                after = r.seq;
+            }
+            if (page.back().seq > head.seq)
+                break;
         }
-        if (static_cast<int>(page.size()) < kPage)
-            break;
-        mine.afterSeq = page.back().seq;
-    }
-    for (const std::int64_t seq : successors) {
-        if (seqs.count(seq))
-            continue; // the next record is in the pack already
-        const std::vector<AuditRecord> next = store.auditLog(seq - 1, 1);
-        if (next.empty() || next.front().seq != seq)
-            throw Error(ErrorCode::Internal,
-                        "audit record " + std::to_string(seq) + " is missing from the chain");
-        links.push_back(
-            {{"seq", seq}, {"prev_hash", next.front().prevHash}, {"hash", next.front().hash}});
     }
 
     nlohmann::json history = nlohmann::json::array();
@@ -167,6 +230,11 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
         if (!pack.is_object() || !pack.contains("format") || pack["format"] != Format)
             return fail(std::nullopt,
                         std::string("not an evidence pack (no \"format\": \"") + Format + "\")");
+        if (pack.contains("version") && pack["version"] == 1)
+            return fail(std::nullopt,
+                        "older pack format (version 1): it links each record only to the next "
+                        "one, so it cannot show that no audit record of the operation was left "
+                        "out; export the pack again (idempo evidence KEY -o FILE)");
         if (!pack.contains("version") || pack["version"] != Version)
             return fail(
                 std::nullopt,
@@ -182,53 +250,82 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
         const nlohmann::json &chain = pack["chain"];
         const AuditHead head{integerOf(chain["head"], "seq", "the chain head"),
                              textOf(chain["head"], "hash", "the chain head")};
-        std::map<std::int64_t, std::pair<std::string, std::string>> links; // seq → (prev, hash)
-        for (const nlohmann::json &l : chain["links"])
-            links[integerOf(l, "seq", "a chain link")] = {textOf(l, "prev_hash", "a chain link"),
-                                                          textOf(l, "hash", "a chain link")};
         if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
             return fail(std::nullopt, "the pack has no \"audit_records\" array");
-        std::vector<AuditRecord> records;
+        // Every record of the span, the operation's and the links, by seq.
+        std::map<std::int64_t, std::pair<AuditRecord, bool>> span; // seq → (record, mine)
+        std::vector<AuditRecord> mine;
         for (const nlohmann::json &j : pack["audit_records"]) {
             const std::string where =
                 "audit record " + (j.is_object() && j.contains("seq") ? j["seq"].dump() : "?");
-            records.push_back(parseRecord(j, where));
-        }
-        for (std::size_t i = 0; i < records.size(); ++i) {
-            const AuditRecord &r = records[i];
+            AuditRecord r = parseRecord(j, where);
             const std::string name = "audit record " + std::to_string(r.seq);
-            if (i > 0 && r.seq <= records[i - 1].seq)
+            if (!mine.empty() && r.seq <= mine.back().seq)
                 return fail(r.seq, name + " is out of seq order in the pack");
             if (r.entry.target != target)
                 return fail(r.seq, name + " targets " + r.entry.target + ", not " + target);
-            if (auditHash(r) != r.hash)
-                return fail(r.seq, name + " does not match its hash: it was edited");
-            if (r.seq > head.seq)
-                return fail(r.seq, name + " lies beyond the chain head the pack names (record " +
-                                       std::to_string(head.seq) + ")");
-            if (r.seq == 1 && r.prevHash != AuditGenesisHash)
-                return fail(r.seq, name + " is the first of the chain but does not point at the "
-                                          "genesis hash");
-            if (i > 0 && records[i - 1].seq + 1 == r.seq && records[i - 1].hash != r.prevHash)
-                return fail(r.seq, name + " does not point at record " +
-                                       std::to_string(records[i - 1].seq) + "'s hash");
-            if (r.seq == head.seq) {
-                if (head.hash != r.hash)
-                    return fail(r.seq, name + " is the chain head the pack names, but its hash "
-                                              "is not the head's");
-            } else {
-                const bool nextInPack = i + 1 < records.size() && records[i + 1].seq == r.seq + 1;
-                const auto link = links.find(r.seq + 1);
-                if (!nextInPack && link == links.end())
-                    return fail(r.seq, name + " has no link to the record after it (" +
-                                           std::to_string(r.seq + 1) + ") in the chain proof");
-                if (!nextInPack && link->second.first != r.hash)
-                    return fail(r.seq, name + " is not the record that chain record " +
-                                           std::to_string(r.seq + 1) +
-                                           " points at: it was replaced");
-            }
-            ++v.records;
+            span[r.seq] = {r, true};
+            mine.push_back(std::move(r));
         }
+        for (const nlohmann::json &j : chain["links"]) {
+            const std::string where =
+                "chain link " + (j.is_object() && j.contains("seq") ? j["seq"].dump() : "?");
+            AuditRecord r = parseRecord(j, where);
+            const std::string name = "chain record " + std::to_string(r.seq);
+            if (r.entry.target == target)
+                return fail(r.seq, name + " targets " + target +
+                                       " but is filed among the chain links, not the audit "
+                                       "records");
+            if (!span.emplace(r.seq, std::make_pair(r, false)).second)
+                return fail(r.seq, name + " is in the pack twice");
+        }
+        if (mine.empty() && !span.empty())
+            return fail(span.begin()->first,
+                        "the pack holds chain links but no audit record of " + target);
+        if (!mine.empty()) {
+            const std::int64_t from = mine.front().seq;
+            std::int64_t expected = from;
+            std::string lastHash;
+            for (const auto &[seq, entry] : span) {
+                const AuditRecord &r = entry.first;
+                const std::string name =
+                    (entry.second ? "audit record " : "chain record ") + std::to_string(seq);
+                if (seq != expected)
+                    return fail(expected,
+                                "chain record" +
+                                    (seq - expected > 1 ? "s " + std::to_string(expected) + " to " +
+                                                              std::to_string(seq - 1) + " are"
+                                                        : " " + std::to_string(expected) + " is") +
+                                    " missing from the pack: a record was removed "
+                                    "(the pack must hold every record from " +
+                                    std::to_string(from) + " to the head)");
+                if (auditHash(r) != r.hash)
+                    return fail(seq, name + " does not match its hash: it was edited");
+                if (seq == 1 && r.prevHash != AuditGenesisHash)
+                    return fail(seq, name + " is the first of the chain but does not point at "
+                                            "the genesis hash");
+                if (seq != from && r.prevHash != lastHash)
+                    return fail(seq, name + " does not point at record " + std::to_string(seq - 1) +
+                                         "'s hash: a record before it was replaced");
+                if (seq > head.seq)
+                    return fail(seq, name + " lies beyond the chain head the pack names (record " +
+                                         std::to_string(head.seq) + ")");
+                lastHash = r.hash;
+                ++expected;
+                ++(entry.second ? v.records : v.links);
+            }
+            if (expected - 1 != head.seq)
+                return fail(expected, "the chain proof stops at record " +
+                                          std::to_string(expected - 1) +
+                                          ", before the head the pack names (record " +
+                                          std::to_string(head.seq) + "): a record was removed");
+            if (lastHash != head.hash)
+                return fail(head.seq, "chain record " + std::to_string(head.seq) +
+                                          " is the chain head the pack names, but its hash is "
+                                          "not the head's");
+        }
+        if (std::string problem = agreementProblem(pack, mine); !problem.empty())
+            return fail(std::nullopt, std::move(problem));
     } catch (const std::exception &e) {
         return fail(std::nullopt, std::string("the pack is malformed: ") + e.what());
     }
@@ -239,6 +336,7 @@ nlohmann::json EvidencePack::toJson(const Verdict &v)
 {
     return {{"ok", v.ok},
             {"records", v.records},
+            {"links", v.links},
             {"bad_seq", v.badSeq ? nlohmann::json(*v.badSeq) : nlohmann::json()},
             {"problem", v.problem.empty() ? nlohmann::json() : nlohmann::json(v.problem)}};
 }

@@ -29,10 +29,9 @@ std::vector<std::string> GuardSettingCommand::validate()
             problems.push_back(std::move(problem));
     } else if (m_name != FourEyesSetting)
         problems.push_back("unknown guard setting '" + m_name + "'");
-    else if (!m_value.empty() && !parseMajorAmount(m_value, {}))
-        problems.push_back(
-            "the four-eyes threshold must be a non-negative amount such as 1000.00, not '" +
-            m_value + "'");
+    else if (!m_value.empty())
+        if (std::string problem = thresholdProblem(m_value); !problem.empty())
+            problems.push_back(std::move(problem));
     if (m_reason.empty())
         problems.push_back("a reason is required");
     return problems;

@@ -35,6 +35,32 @@ std::optional<std::int64_t> parseMajorAmount(const std::string &text, const std:
     return minor;
 }
 
+std::string thresholdProblem(const std::string &text)
+{
+    if (parseMajorAmount(text, {}))
+        return {};
+    const std::string given = "not '" + text + "'";
+    const auto dot = text.find('.');
+    const std::string whole = text.substr(0, dot);
+    const auto digitsOnly = [](const std::string &t) {
+        return t.find_first_not_of("0123456789,") == std::string::npos;
+    };
+    if (!text.empty() && (text.front() == '-' || text.front() == '+'))
+        return "the four-eyes threshold takes no sign: it is an amount of 0 or more such as "
+               "1000.00, " +
+               given;
+    if (dot != std::string::npos && digitsOnly(whole) && digitsOnly(text.substr(dot + 1)) &&
+        text.size() - dot - 1 > static_cast<std::size_t>(currencyExponent({})))
+        return "the four-eyes threshold takes at most " + std::to_string(currencyExponent({})) +
+               " decimals, " + given;
+    if (digitsOnly(whole) && (dot == std::string::npos || digitsOnly(text.substr(dot + 1))) &&
+        text.find_first_of("0123456789") != std::string::npos)
+        return "the four-eyes threshold takes at most 15 digits, " + given;
+    return "the four-eyes threshold must be an amount in major units such as 1000.00 (digits, "
+           "an optional '.' and up to " +
+           std::to_string(currencyExponent({})) + " decimals), " + given;
+}
+
 namespace {
 
 bool isCurrencyCode(const std::string &code)
@@ -89,12 +115,27 @@ std::optional<ReferenceRates> ReferenceRates::parse(const std::string &text, std
     }
     ReferenceRates rates;
     rates.reference = parts.front();
+    if (rates.reference.empty() && parts.size() > 1)
+        return fail("reference_rates starts with a space: write the reference currency first, "
+                    "e.g. 'EUR USD=0.92'");
     if (!isCurrencyCode(rates.reference))
         return fail("reference_rates must start with the reference currency (three capital "
                     "letters, e.g. EUR), not '" +
                     rates.reference + "'");
     for (std::size_t i = 1; i < parts.size(); ++i) {
         const std::string &part = parts[i];
+        if (part.empty()) {
+            std::size_t next = i + 1;
+            while (next < parts.size() && parts[next].empty())
+                ++next;
+            return fail(
+                "reference_rates takes single spaces between its parts: '" + text + "' has " +
+                (next == parts.size() ? std::string("a space at the end")
+                                      : "more than one space before '" + parts[next] + "'"));
+        }
+        if (part.find(';') != std::string::npos)
+            return fail("separate the rates of reference_rates with single spaces, not ';': '" +
+                        part + "'");
         const auto eq = part.find('=');
         const std::string code = part.substr(0, eq);
         const auto nano =

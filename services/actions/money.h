@@ -24,6 +24,12 @@ std::optional<Amount> operationValue(const Operation &op);
 /// or has more fraction digits than the currency.
 std::optional<std::int64_t> parseMajorAmount(const std::string &text, const std::string &currency);
 
+/// What is wrong with `text` as the four-eyes threshold (a non-negative amount in major units
+/// such as 1000.00, at most 2 decimals and 15 digits, as parseMajorAmount() reads it without a
+/// currency): one sentence naming the text and the rule it breaks (sign, form, decimals,
+/// size); empty when it is one.
+std::string thresholdProblem(const std::string &text);
+
 /// The guard setting that states every amount in one reference currency, for the four-eyes
 /// threshold and the "highest value first" order: "EUR USD=0.92 JPY=0.0061", the reference
 /// currency, then what one unit of each other currency is worth in it (up to 9 decimals).

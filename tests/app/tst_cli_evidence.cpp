@@ -132,9 +132,10 @@ void TestCliEvidence::evidencePackExportsAndVerifies()
     const QJsonArray records = p.value(S("audit_records")).toArray();
     QCOMPARE(records.size(), 1);
     QCOMPARE(records.at(0).toObject().value(S("target")).toString(), S("default/run-1:refund"));
-    // The proof: the record after it in the chain points at its hash.
+    // The proof: every chain record after it up to the head, whole; the next points at its hash.
     const QJsonArray links = p.value(S("chain")).toObject().value(S("links")).toArray();
-    QCOMPARE(links.size(), 1);
+    QCOMPARE(links.size(), 2);
+    QCOMPARE(links.at(1).toObject().value(S("target")).toString(), S("default/run-2:refund"));
     QCOMPARE(links.at(0).toObject().value(S("seq")).toInt(), 2);
     QCOMPARE(links.at(0).toObject().value(S("prev_hash")).toString(),
              records.at(0).toObject().value(S("hash")).toString());
@@ -175,7 +176,7 @@ void TestCliEvidence::tamperedPackIsRefusedNamingTheRecord()
     edited.insert(S("audit_records"), records);
     expectRefused(edited, "audit record 1 does not match its hash", 1);
 
-    // A rewritten record with a fresh-looking hash: the chain's next record names another one.
+    // A link rewritten to point at a fresh-looking hash: it no longer matches its own hash.
     QJsonObject chain = original.value(S("chain")).toObject();
     QJsonArray links = chain.value(S("links")).toArray();
     QJsonObject link = links.at(0).toObject();
@@ -184,13 +185,13 @@ void TestCliEvidence::tamperedPackIsRefusedNamingTheRecord()
     chain.insert(S("links"), links);
     QJsonObject relinked = original;
     relinked.insert(S("chain"), chain);
-    expectRefused(relinked, "it was replaced", 1);
+    expectRefused(relinked, "chain record 2 does not match its hash", 2);
 
     // The proof left out.
     chain.insert(S("links"), QJsonArray());
     QJsonObject unproven = original;
     unproven.insert(S("chain"), chain);
-    expectRefused(unproven, "no link to the record after it", 1);
+    expectRefused(unproven, "the chain proof stops at record 1", 2);
 
     // Another operation's record slipped in.
     QJsonObject foreign = original;

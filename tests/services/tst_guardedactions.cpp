@@ -256,6 +256,30 @@ private Q_SLOTS:
         QCOMPARE(f.snapshot(), before);
     }
 
+    void sentenceQuotesTheKeyAsStored()
+    {
+        LedgerFixture f;
+        ClaimInput bare = refundClaim("acct_9_x:send_invoice");
+        bare.stepId.clear();
+        bare.target.clear();
+        bare.requiresApproval = true;
+        f.engine().claim(bare);
+        ApproveCommand reject(f.store(), kBob,
+                              approval("acct_9_x:send_invoice", ApprovalDecision::Reject));
+        QCOMPARE(reject.describe().sentence,
+                 std::string("Reject acct_9_x:send_invoice of 1,250.00 EUR: it will not be "
+                             "executed"));
+        ClaimInput stepped = refundClaim("acct_9_y:x");
+        stepped.stepId = "send_invoice";
+        stepped.target.clear();
+        stepped.requiresApproval = true;
+        f.engine().claim(stepped);
+        ApproveCommand approve(f.store(), kBob,
+                               approval("acct_9_y:x", ApprovalDecision::Redispatch));
+        QCOMPARE(approve.describe().sentence,
+                 std::string("Approve send invoice of 1,250.00 EUR: dispatch it again"));
+    }
+
     void fourEyesAboveTheThreshold()
     {
         LedgerFixture f;

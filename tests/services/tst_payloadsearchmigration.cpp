@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "migrations.h"
+#include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
@@ -75,18 +76,8 @@ private Q_SLOTS:
             db.setDatabaseName(path);
             QVERIFY(db.open());
             QSqlQuery q(db);
-            QVERIFY(q.exec(QStringLiteral(
-                "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
-                "NULL, applied_at_ms INTEGER NOT NULL)")));
-            for (const Migration &m : migrations(QStringLiteral("sqlite"))) {
-                if (m.version > 7)
-                    break;
-                for (const QString &statement : m.statements)
-                    QVERIFY2(q.exec(statement), qPrintable(statement));
-                QVERIFY(q.exec(QStringLiteral("INSERT INTO schema_migrations VALUES (%1, '%2', 0)")
-                                   .arg(m.version)
-                                   .arg(m.name)));
-            }
+            const QString problem = test::migrateSqliteTo(q, 7);
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
             for (const auto &[key, payload] : kOldPayloads) {
                 QVERIFY(q.prepare(QStringLiteral(
                     "INSERT INTO operations (namespace, operation_key, tool_kind, state, payload, "
@@ -109,32 +100,10 @@ private Q_SLOTS:
     {
         if (testUrl().empty())
             QSKIP("IDEMPO_TEST_POSTGRES_URL is not set; run under tests/pg/with-postgres.sh");
-        PgConnection admin(testUrl());
-        admin.execScript("drop database",
-                         "DROP DATABASE IF EXISTS idempo_search_migration WITH (FORCE)");
-        admin.execScript("create database", "CREATE DATABASE idempo_search_migration");
-        QUrl url(QString::fromStdString(testUrl()));
-        url.setPath(QStringLiteral("/idempo_search_migration"));
-        const std::string ledger = url.toString().toStdString();
+        const std::string ledger = test::freshPostgresDatabase("idempo_search_migration");
         {
             PgConnection c(ledger);
-            PgTransaction tx(c);
-            c.exec("create schema_migrations",
-                   "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT "
-                   "NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-            for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
-                if (m.version > 13)
-                    break;
-                c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
-                const std::string table =
-                    c.exec("where", "SELECT coalesce(to_regclass('idempo.schema_migrations'), "
-                                    "to_regclass('schema_migrations'))::text")
-                        .text(0, 0);
-                c.exec("record migration",
-                       "INSERT INTO " + table + " (version, name) VALUES ($1::integer, $2)",
-                       PgParams().integer(m.version).text(m.name.toStdString()));
-            }
-            tx.commit();
+            test::migratePostgresTo(c, 13);
             // The old build's claims.
             for (const auto &[key, payload] : kOldPayloads)
                 c.exec("claim",

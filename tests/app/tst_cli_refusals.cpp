@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the CLI refuses before it acts, and what it says, through the real binary on either
+// store (SQLite; PostgreSQL under tests/pg/with-postgres.sh): keys quoted as stored in a
+// decision's sentence, malformed --rates / --above and empty search values as usage errors
+// (exit 64) judged before the ledger is opened, bulk sets that must be named (--all), dry runs
+// that suggest only what would be taken, a four-eyes bulk run again by the same approver, and
+// evidence packs with records removed or the operation forged.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QUrl>
+#include <QtTest>
+
+#include "clirunner.h"
+#include "pgconnection.h"
+
+namespace {
+
+QString S(const char *s)
+{
+    return QString::fromUtf8(s);
+}
+
+/// A ledger no command may reach: a check made before opening it answers anyway.
+const char kUnreachable[] = "postgresql://idempo-test.invalid/none?connect_timeout=1";
+
+} // namespace
+
+class TestCliRefusals final : public QObject
+{
+    Q_OBJECT
+
+private:
+    CliRunner m_cli;
+    /// Who approves and rejects: on PostgreSQL a login of its own (identity is the login, and
+    /// the one that claimed may not approve); on SQLite the same runner (the claims name
+    /// worker-1).
+    CliRunner m_approverRunner;
+    CliRunner *m_approver = &m_cli;
+
+    CliRun idempo(const QStringList &args) { return m_cli.run(args); }
+    CliRun decide(const QStringList &args) { return m_approver->run(args); }
+
+    /// An operation awaiting approval, claimed by worker-1, worth `value`.
+    void awaiting(const QString &key, const QString &value = S("5.00 EUR"))
+    {
+        const CliRun r = idempo({S("claim"), key, S("--payload"), S("{}"), S("--owner"),
+                                 S("worker-1"), S("--requires-approval"), S("--value"), value});
+        QCOMPARE(r.exitCode, 75); // in_progress: it waits for approval
+    }
+
+    QJsonObject packOf(const QString &key)
+    {
+        const QString file = m_cli.filePath(S("pack.json"));
+        const CliRun r = idempo({S("evidence"), key, S("-o"), file});
+        if (r.exitCode != 0)
+            qWarning("%s", r.err.constData());
+        QFile f(file);
+        if (!f.open(QIODevice::ReadOnly))
+            return {};
+        return QJsonDocument::fromJson(f.readAll()).object();
+    }
+
+    CliRun verify(const QJsonObject &pack)
+    {
+        const QString file = m_cli.filePath(S("tampered.json"));
+        QFile f(file);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            return {};
+        f.write(QJsonDocument(pack).toJson());
+        f.close();
+        return m_cli.runBare({S("--json"), S("evidence"), S("verify"), file});
+    }
+
+    void expectRefused(const QJsonObject &pack, const char *why)
+    {
+        const CliRun r = verify(pack);
+        QCOMPARE(r.exitCode, 65);
+        const QString problem = r.json.value(S("problem")).toString();
+        QVERIFY2(problem.contains(QString::fromUtf8(why)), qPrintable(problem));
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        const QString url = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL");
+        if (url.isEmpty()) {
+            QVERIFY(m_cli.useNewLedger(S("refusals")));
+            return;
+        }
+        m_cli.useLedger(url);
+        QCOMPARE(m_cli.run({S("init")}).exitCode, 0);
+        idempo::PgConnection(url.toStdString())
+            .execScript("create the approver",
+                        "DROP ROLE IF EXISTS refusals_approver; CREATE ROLE refusals_approver "
+                        "LOGIN PASSWORD 'approver-secret' IN ROLE idempo_approver;");
+        QFile passwords(m_approverRunner.filePath(S("pgpass")));
+        QVERIFY(passwords.open(QIODevice::WriteOnly));
+        passwords.write("*:*:*:refusals_approver:approver-secret\n");
+        passwords.close();
+        QVERIFY(passwords.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        m_approverRunner.setEnv(S("PGPASSFILE"), passwords.fileName());
+        QUrl approver(url);
+        approver.setUserName(S("refusals_approver"));
+        m_approverRunner.useLedger(approver.toString(QUrl::FullyEncoded));
+        m_approver = &m_approverRunner;
+    }
+
+    void keysAreQuotedAsStored()
+    {
+        awaiting(S("acct_9_x:send_invoice"));
+        const CliRun r = decide({S("reject"), S("acct_9_x:send_invoice"), S("--reason"),
+                                 S("duplicate"), S("--dry-run")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.startsWith("Reject acct_9_x:send_invoice of 5.00 EUR: it will not be "
+                                  "executed"),
+                 r.out.constData());
+        // A step id is read as words; the key it belongs to is not touched.
+        const CliRun stepped =
+            idempo({S("claim"), S("acct_9_y:x"), S("--payload"), S("{}"), S("--owner"),
+                    S("worker-1"), S("--requires-approval"), S("--step"), S("send_invoice")});
+        QCOMPARE(stepped.exitCode, 75);
+        const CliRun step = decide({S("approve"), S("acct_9_y:x"), S("--decision"), S("redispatch"),
+                                    S("--reason"), S("ok"), S("--dry-run")});
+        QVERIFY2(step.out.startsWith("Approve send invoice: dispatch it again"),
+                 step.out.constData());
+    }
+
+    void malformedRatesAndThresholdAreUsageErrors_data()
+    {
+        QTest::addColumn<QString>("option");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("named");
+        QTest::newRow("exponent") << S("rates") << S("EUR USD=1e3") << S("'USD=1e3'");
+        QTest::newRow("negative rate") << S("rates") << S("EUR USD=-1") << S("'USD=-1'");
+        QTest::newRow("short code") << S("rates") << S("EUR US=0.92") << S("'US=0.92'");
+        QTest::newRow("lowercase") << S("rates") << S("eur usd=0.92") << S("'eur'");
+        QTest::newRow("ten decimals")
+            << S("rates") << S("EUR USD=0.1234567890") << S("'USD=0.1234567890'");
+        QTest::newRow("two spaces")
+            << S("rates") << S("EUR  USD=0.92") << S("more than one space before 'USD=0.92'");
+        QTest::newRow("semicolon")
+            << S("rates") << S("EUR USD=0.92;JPY=1") << S("not ';': 'USD=0.92;JPY=1'");
+        QTest::newRow("both") << S("rates") << S("EUR  USD=0.92;JPY=1")
+                              << S("more than one space before 'USD=0.92;JPY=1'");
+        QTest::newRow("trailing space") << S("rates") << S("EUR USD=1 ") << S("a space at the end");
+        QTest::newRow("zero rate") << S("rates") << S("EUR USD=0") << S("above zero");
+        QTest::newRow("twice") << S("rates") << S("EUR USD=1 USD=2") << S("names USD twice");
+        QTest::newRow("empty") << S("rates") << S("") << S("--rates needs a value");
+        QTest::newRow("sign") << S("above") << S("-5") << S("takes no sign");
+        QTest::newRow("huge") << S("above") << S("1e400") << S("not '1e400'");
+        QTest::newRow("decimals") << S("above") << S("1000.001")
+                                  << S("at most 2 decimals, not '1000.001'");
+        QTest::newRow("digits") << S("above") << S("1234567890123456")
+                                << S("at most 15 digits, not '1234567890123456'");
+        QTest::newRow("word") << S("above") << S("lots") << S("not 'lots'");
+    }
+
+    void malformedRatesAndThresholdAreUsageErrors()
+    {
+        QFETCH(QString, option);
+        QFETCH(QString, value);
+        QFETCH(QString, named);
+        const QStringList args{S("four-eyes"), S("--") + option, value, S("--reason"), S("p")};
+        for (const bool reachable : {true, false}) {
+            CliRunner unreachable;
+            unreachable.useLedger(S(kUnreachable));
+            const CliRun r = reachable ? idempo(args) : unreachable.run(args);
+            QCOMPARE(r.exitCode, 64);
+            QVERIFY2(r.err.contains(named.toUtf8()), r.err.constData());
+        }
+        const CliRun shown = idempo({S("--json"), S("four-eyes")});
+        QCOMPARE(shown.exitCode, 0);
+        QVERIFY(shown.json.value(S("reference_rates")).isNull());
+    }
+
+    void referenceWithoutRatesIsNoted()
+    {
+        const CliRun r = idempo({S("four-eyes"), S("--rates"), S("EUR"), S("--reason"), S("p")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("note: no rates besides EUR: every value in another currency "
+                                "needs two approvers"),
+                 r.out.constData());
+        QCOMPARE(idempo({S("four-eyes"), S("--rates"), S("off"), S("--reason"), S("p")}).exitCode,
+                 0);
+    }
+
+    void emptySearchValuesAreRefused_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("option");
+        QTest::newRow("list customer")
+            << QStringList{S("list"), S("--customer"), S("")} << S("--customer");
+        QTest::newRow("list run") << QStringList{S("list"), S("--run"), S("")} << S("--run");
+        QTest::newRow("list prefix")
+            << QStringList{S("list"), S("--key-prefix"), S("")} << S("--key-prefix");
+        QTest::newRow("audit actor")
+            << QStringList{S("audit"), S("list"), S("--actor"), S("")} << S("--actor");
+        QTest::newRow("audit action")
+            << QStringList{S("audit"), S("list"), S("--action"), S("")} << S("--action");
+        QTest::newRow("audit target")
+            << QStringList{S("audit"), S("list"), S("--target"), S("")} << S("--target");
+        QTest::newRow("bulk run") << QStringList{S("bulk"), S("reject"), S("--run"), S(""),
+                                                 S("--dry-run")}
+                                  << S("--run");
+        QTest::newRow("reconcile prefix")
+            << QStringList{S("reconcile"), S("--key-prefix"), S(""), S("--reason"),
+                           S("r"),         S("--dry-run")}
+            << S("--key-prefix");
+    }
+
+    void emptySearchValuesAreRefused()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, option);
+        awaiting(S("c-1:refund"));
+        const CliRun r = idempo(args);
+        QCOMPARE(r.exitCode, 64);
+        QVERIFY2(r.err.contains((option + S(" is empty")).toUtf8()), r.err.constData());
+        QVERIFY(r.out.isEmpty()); // nothing listed
+    }
+
+    void bulkSetMustBeNamed()
+    {
+        awaiting(S("all-1:refund"));
+        const CliRun none =
+            idempo({S("bulk"), S("approve"), S("--expect-count"), S("1"), S("--reason"), S("x")});
+        QCOMPARE(none.exitCode, 64);
+        QVERIFY2(none.err.contains("or --all for every operation of namespace 'default'"),
+                 none.err.constData());
+        const CliRun mixed =
+            idempo({S("bulk"), S("approve"), S("--all"), S("--run"), S("r"), S("--dry-run")});
+        QCOMPARE(mixed.exitCode, 64);
+        const CliRun all =
+            idempo({S("--json"), S("bulk"), S("approve"), S("--all"), S("--dry-run")});
+        QCOMPARE(all.exitCode, 0);
+        QVERIFY(all.json.value(S("preview")).toObject().value(S("count")).toInt() >= 1);
+        const CliRun help = m_cli.runBare({S("bulk"), S("--help")});
+        QVERIFY2(help.out.contains("--all"), help.out.constData());
+    }
+
+    void dryRunSuggestsOnlyWhatIsTaken()
+    {
+        const CliRun empty =
+            idempo({S("bulk"), S("reconcile"), S("--run"), S("no-such-run"), S("--dry-run")});
+        QCOMPARE(empty.exitCode, 0);
+        QVERIFY2(empty.out.contains("the set is empty, nothing to reconcile"),
+                 empty.out.constData());
+        QVERIFY(!empty.out.contains("--expect-count"));
+
+        // Bare KEY lines of operations in a state approve does not take.
+        for (const char *key : {"bare-1:a", "bare-1:b"})
+            QCOMPARE(idempo({S("claim"), S(key), S("--payload"), S("{}"), S("--owner"), S("w")})
+                         .exitCode,
+                     0);
+        const QString keys = m_cli.filePath(S("keys.txt"));
+        QFile f(keys);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("bare-1:a\nbare-1:b\n");
+        f.close();
+        const CliRun bare = idempo({S("bulk"), S("approve"), S("--keys"), keys, S("--dry-run")});
+        QCOMPARE(bare.exitCode, 0);
+        QVERIFY2(bare.out.contains("(2 in a state approve does not take, dispatching: they will "
+                                   "be refused)"),
+                 bare.out.constData());
+        QVERIFY2(bare.out.contains("nothing to act on"), bare.out.constData());
+        QVERIFY(!bare.out.contains("--expect-count"));
+        const CliRun json =
+            idempo({S("--json"), S("bulk"), S("approve"), S("--keys"), keys, S("--dry-run")});
+        QCOMPARE(json.json.value(S("preview")).toObject().value(S("not_taken")).toInt(), 2);
+
+        // A directory is not a keys file.
+        const CliRun dir =
+            idempo({S("bulk"), S("approve"), S("--keys"), m_cli.filePath(S("")), S("--dry-run")});
+        QCOMPARE(dir.exitCode, 64);
+        QVERIFY2(dir.err.contains("cannot read"), dir.err.constData());
+    }
+
+    void dlqReplayDryRunSuggestsOnlyWhatIsTaken()
+    {
+        QCOMPARE(idempo({S("queue"), S("create"), S("refusals")}).exitCode, 0);
+        for (const char *filter : {"key_prefix=", "error_class="}) {
+            const CliRun r = idempo(
+                {S("dlq"), S("replay"), S("refusals"), S("--filter"), S(filter), S("--dry-run")});
+            QCOMPARE(r.exitCode, 64);
+            QVERIFY2(r.err.contains("has no value after '='"), r.err.constData());
+        }
+        const CliRun empty =
+            idempo({S("dlq"), S("replay"), S("refusals"), S("--filter"), S("all"), S("--dry-run")});
+        QCOMPARE(empty.exitCode, 65);
+        QVERIFY2(empty.out.contains("the replay set is empty"), empty.out.constData());
+        QVERIFY2(!empty.out.contains("--confirm"), empty.out.constData());
+    }
+
+    void fourEyesBulkAgainIsPending()
+    {
+        QCOMPARE(
+            idempo({S("four-eyes"), S("--above"), S("1.00"), S("--reason"), S("two")}).exitCode, 0);
+        for (const char *key : {"fe-1:a", "fe-1:b"})
+            awaiting(S(key));
+        const QStringList run{S("--json"), S("bulk"),           S("approve"), S("--key-prefix"),
+                              S("fe-1:"),  S("--expect-count"), S("2"),       S("--reason"),
+                              S("checked")};
+        const CliRun first = decide(run);
+        QCOMPARE(first.exitCode, 0);
+        QCOMPARE(first.json.value(S("result")).toObject().value(S("pending")).toInt(), 2);
+        const CliRun again = decide(run);
+        QCOMPARE(again.exitCode, 0);
+        const QJsonObject result = again.json.value(S("result")).toObject();
+        QCOMPARE(result.value(S("pending")).toInt(), 2);
+        QCOMPARE(result.value(S("already_done")).toInt(), 0);
+        QCOMPARE(result.value(S("items")).toArray().at(0).toObject().value(S("detail")).toString(),
+                 S("pending: your approval is recorded, another approver must approve"));
+        QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
+                 0);
+    }
+
+    void evidencePackWithRecordsRemovedOrForgedIsRefused()
+    {
+        // Two decisions with another record between them: a pending approval, then a rejection.
+        QCOMPARE(
+            idempo({S("four-eyes"), S("--above"), S("1.00"), S("--reason"), S("two")}).exitCode, 0);
+        awaiting(S("ev-1:refund"));
+        awaiting(S("ev-2:refund"));
+        QCOMPARE(decide({S("approve"), S("ev-1:refund"), S("--decision"), S("redispatch"),
+                         S("--reason"), S("first")})
+                     .exitCode,
+                 0);
+        QCOMPARE(decide({S("reject"), S("ev-2:refund"), S("--reason"), S("between")}).exitCode, 0);
+        QCOMPARE(decide({S("reject"), S("ev-1:refund"), S("--reason"), S("no")}).exitCode, 0);
+        QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
+                 0);
+        const QJsonObject pack = packOf(S("ev-1:refund"));
+        QCOMPARE(pack.value(S("version")).toInt(), 2);
+        const QJsonArray records = pack.value(S("audit_records")).toArray();
+        QCOMPARE(records.size(), 2);
+        const CliRun intact = verify(pack);
+        QCOMPARE(intact.exitCode, 0);
+        QCOMPARE(intact.json.value(S("records")).toInt(), 2);
+        QVERIFY(intact.json.value(S("links")).toInt() >= 2); // ev-2's rejection, the setting
+
+        const auto without = [&](int index) {
+            QJsonObject p = pack;
+            QJsonArray r = records;
+            r.removeAt(index);
+            p.insert(S("audit_records"), r);
+            return p;
+        };
+        const auto newest = records.at(1).toObject().value(S("seq")).toInt();
+        expectRefused(without(1),
+                      qPrintable(QStringLiteral("chain record %1 is missing").arg(newest)));
+        expectRefused(without(0), "missing from the pack");
+        QJsonObject noRecords = pack;
+        noRecords.insert(S("audit_records"), QJsonArray());
+        expectRefused(noRecords, "holds chain links but no audit record");
+        QJsonObject nothing = noRecords;
+        QJsonObject chain = pack.value(S("chain")).toObject();
+        chain.insert(S("links"), QJsonArray());
+        nothing.insert(S("chain"), chain);
+        expectRefused(nothing, "but the pack holds no audit record of it");
+
+        // The operation record forged: its state, then its version.
+        QJsonObject forged = pack;
+        QJsonObject op = pack.value(S("operation")).toObject();
+        op.insert(S("state"), S("succeeded"));
+        forged.insert(S("operation"), op);
+        expectRefused(forged, "contradicts its newest audit record");
+        op = pack.value(S("operation")).toObject();
+        op.insert(S("operation_version"), op.value(S("operation_version")).toInt() - 1);
+        forged.insert(S("operation"), op);
+        expectRefused(forged, "contradicts its newest audit record");
+
+        // A rejection moved out of the records into the links; an older pack.
+        QJsonObject moved = without(1);
+        QJsonObject movedChain = pack.value(S("chain")).toObject();
+        QJsonArray links = movedChain.value(S("links")).toArray();
+        links.append(records.at(1));
+        movedChain.insert(S("links"), links);
+        moved.insert(S("chain"), movedChain);
+        expectRefused(moved, "is filed among the chain links");
+        QJsonObject older = pack;
+        older.insert(S("version"), 1);
+        expectRefused(older, "older pack format (version 1)");
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliRefusals)
+#include "tst_cli_refusals.moc"

@@ -141,8 +141,9 @@ MainWindow::MainWindow(QWidget *parent)
             &MainWindow::selectPendingOperation);
     for (OperationDetailPane *pane : std::as_const(m_panes)) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
-        connect(m_actions, &ActionController::actorChanged, pane,
-                [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+        const auto check = [this, pane] { pane->setRoleCheck(m_actions->roleCheck(pane)); };
+        connect(m_actions, &ActionController::actorChanged, pane, check);
+        connect(m_actions, &ActionController::enablementChanged, pane, check);
         connect(m_actions, &ActionController::executed, pane, &OperationDetailPane::reload);
     }
     dlq->setActions(m_actions);

@@ -104,6 +104,8 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
 
 QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == HeaderElidesRole)
+        return section == Who || section == Target || section == Reason || section == ApprovalId;
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const char *const names[] = {

@@ -358,7 +358,7 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == RunId || section == Namespace;
+        return section == Namespace;
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
         return tr("Halted runs first, then in order of their first operation: runs are folded from "
                   "the ledger's pages of operations, which cannot be ordered by a run's column");

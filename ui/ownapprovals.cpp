@@ -47,6 +47,14 @@ void OwnApprovals::refresh()
 {
     if (m_actor.empty() || !m_connection->isOpen())
         return;
+    // One read at a time: a ledger that changes many times a second (a sandbox run) must not
+    // queue a read per change ahead of the views' own work on the worker.
+    if (m_reading) {
+        m_readAgain = true;
+        return;
+    }
+    m_reading = true;
+    m_readAgain = false;
     const std::uint64_t generation = ++m_generation;
     m_connection->query(
         this,
@@ -59,10 +67,13 @@ void OwnApprovals::refresh()
             return own;
         },
         [this, generation](std::vector<Own> own) {
-            if (generation != m_generation || own == m_own)
-                return;
-            m_own = std::move(own);
-            Q_EMIT changed();
+            m_reading = false;
+            if (generation == m_generation && own != m_own) {
+                m_own = std::move(own);
+                Q_EMIT changed();
+            }
+            if (m_readAgain || generation != m_generation)
+                refresh();
         });
 }
 

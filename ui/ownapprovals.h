@@ -53,6 +53,8 @@ private:
     std::string m_actor;
     std::vector<Own> m_own;
     std::uint64_t m_generation = 0;
+    bool m_reading = false;   ///< a read is on the worker
+    bool m_readAgain = false; ///< the ledger changed while it was
 };
 
 } // namespace idempo

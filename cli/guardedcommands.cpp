@@ -7,6 +7,7 @@
 #include <QDateTime>
 
 #include "approvecommand.h"
+#include "auditchange.h"
 #include "auditverify.h"
 #include "context.h"
 #include "error.h"
@@ -233,7 +234,10 @@ int cmdAudit(Context &c)
             rows.push_back(auditJson(r));
             human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + escapedText(r.entry.who) +
                      " (" + escapedText(r.entry.role) + ")  " + r.entry.action + "  " +
-                     escapedText(r.entry.target) + "  " + escapedText(r.entry.reason) + "\n";
+                     escapedText(r.entry.target) + "  " + escapedText(r.entry.reason);
+            if (const std::string change = auditChangeText(r.entry); !change.empty())
+                human += "  " + change;
+            human += "\n";
         }
         const bool full = static_cast<int>(records.size()) == limit;
         if (full)

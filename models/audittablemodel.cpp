@@ -5,29 +5,13 @@
 
 #include <QDateTime>
 
+#include "auditchange.h"
 #include "displayformat.h"
 #include "textescape.h"
 
 namespace idempo {
 
 namespace {
-
-/// "dispatching → received" from the before / after snapshots (their "state"), else the raw text.
-QString changeText(const AuditEntry &e)
-{
-    const auto stateOf = [](const std::string &snapshot) -> QString {
-        const auto j = nlohmann::json::parse(snapshot, nullptr, false);
-        if (j.is_object() && j.contains("state") && j["state"].is_string())
-            return QString::fromStdString(j["state"].get<std::string>());
-        return {};
-    };
-    const QString before = stateOf(e.beforeState);
-    const QString after = stateOf(e.afterState);
-    if (before.isEmpty() && after.isEmpty())
-        return {};
-    return QStringLiteral("%1 → %2").arg(before.isEmpty() ? QStringLiteral("·") : before,
-                                         after.isEmpty() ? QStringLiteral("·") : after);
-}
 
 nlohmann::json parsedOrText(const std::string &text)
 {
@@ -109,7 +93,7 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
     case Reason:
         return displayText(e.reason);
     case Change:
-        return changeText(e);
+        return QString::fromStdString(auditChangeText(e));
     case ApprovalId:
         return displayText(e.approvalId);
     case ColumnCount:
@@ -120,6 +104,8 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
 
 QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == HeaderElidesRole)
+        return section == Who || section == Target || section == Reason || section == ApprovalId;
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const char *const names[] = {

@@ -7,6 +7,7 @@
 #include "displayformat.h"
 #include "ledgerconnection.h"
 #include "operationquery.h"
+#include "pagedtablemodel.h"
 
 namespace idempo {
 
@@ -148,6 +149,9 @@ QVariant FourEyesModel::data(const QModelIndex &index, int role) const
 
 QVariant FourEyesModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == HeaderElidesRole)
+        return section == Namespace || section == Key || section == Decision || section == Reason ||
+               section == RequestedBy;
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {

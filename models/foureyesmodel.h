@@ -21,15 +21,16 @@ class FourEyesModel final : public QAbstractTableModel
 {
     Q_OBJECT
 public:
+    /// What the second approver weighs comes first: a narrow list shows those whole.
     enum Column
     {
-        Waiting,
-        Namespace,
         Key,
         Value,
-        Decision,
         FirstApprover,
         Reason,
+        Decision,
+        Waiting,
+        Namespace,
         RequestedBy,
         ColumnCount
     };

@@ -172,6 +172,9 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     switch (role) {
     case HeaderSortOrdersRole:
         return (up ? SortsAscending : 0) | (down ? SortsDescending : 0);
+    case HeaderElidesRole:
+        return section == Key || section == Namespace || section == Run || section == Step ||
+               section == Owner || section == Error;
     case Qt::InitialSortOrderRole:
         // Newest, highest and latest first on a first click; the key alphabetically.
         if (section == Key)

@@ -20,6 +20,10 @@ namespace idempo {
 inline constexpr int HeaderSortOrdersRole = Qt::UserRole + 0x100;
 inline constexpr int SortsAscending = 1;
 inline constexpr int SortsDescending = 2;
+/// Header data of a list's column: true when its text may be cut short with an ellipsis when the
+/// list is narrow (keys, names, free text, which the detail pane shows whole); a column without
+/// it (states, amounts, counts, times) is kept whole (LedgerTableView).
+inline constexpr int HeaderElidesRole = Qt::UserRole + 0x101;
 
 /// One keyset page as the worker returns it: plain values only.
 template <typename Row> struct PageResult

@@ -7,6 +7,7 @@
 #include <QColor>
 
 #include "displayformat.h"
+#include "pagedtablemodel.h"
 #include "runbudgetuse.h"
 
 namespace idempo {
@@ -356,6 +357,8 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == HeaderElidesRole)
+        return section == Namespace;
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
         return tr("Halted runs first, then in order of their first operation: runs are folded from "
                   "the ledger's pages of operations, which cannot be ordered by a run's column");

@@ -20,6 +20,7 @@
 #include "guardedactiondialog.h"
 #include "journallookup.h"
 #include "ledgerconnection.h"
+#include "ownapprovals.h"
 #include "reconcilecommand.h"
 #include "runactioncommand.h"
 #include "runbudgetuse.h"
@@ -149,16 +150,20 @@ QString consequenceButtonText(const QString &sentence)
 }
 
 ActionController::ActionController(LedgerConnection *connection, QWidget *dialogParent)
-    : QObject(dialogParent), m_connection(connection), m_dialogParent(dialogParent)
+    : QObject(dialogParent), m_connection(connection), m_dialogParent(dialogParent),
+      m_ownApprovals(new OwnApprovals(connection, this))
 {
+    connect(m_ownApprovals, &OwnApprovals::changed, this, &ActionController::enablementChanged);
     const auto forget = [this] {
         m_actor.reset();
+        m_ownApprovals->setActorName({});
         Q_EMIT actorChanged();
     };
     connect(m_connection, &LedgerConnection::closed, this, forget);
     connect(m_connection, &LedgerConnection::openFailed, this, forget);
     connect(m_connection, &LedgerConnection::opened, this, [this] {
         m_actor.reset();
+        m_ownApprovals->setActorName({});
         Q_EMIT actorChanged();
         m_connection->query(
             this, [](LedgerStore &s, MessageQueue *) { return s.actor(); },
@@ -169,6 +174,7 @@ ActionController::ActionController(LedgerConnection *connection, QWidget *dialog
 void ActionController::setActor(const ActorIdentity &actor)
 {
     m_actor = actor;
+    m_ownApprovals->setActorName(actor.name);
     Q_EMIT actorChanged();
 }
 
@@ -187,11 +193,14 @@ QString ActionController::refusal(Capability capability) const
              QString::fromStdString(roleRefusal(m_actor->role, capability)));
 }
 
-OperationDetailPane::RoleCheck ActionController::roleCheck() const
+OperationDetailPane::RoleCheck ActionController::roleCheck(const OperationDetailPane *pane) const
 {
-    return [this](OperationAction action) {
-        return refusal(action == OperationAction::Reconcile ? Capability::Reconcile
-                                                            : Capability::Approve);
+    return [this, pane = QPointer<const OperationDetailPane>(pane)](OperationAction action) {
+        const QString why = refusal(action == OperationAction::Reconcile ? Capability::Reconcile
+                                                                         : Capability::Approve);
+        if (!why.isEmpty() || !pane || !pane->operation())
+            return why;
+        return m_ownApprovals->refusal(action, *pane->operation());
     };
 }
 

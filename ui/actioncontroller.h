@@ -24,6 +24,7 @@ namespace idempo {
 
 class GuardedActionDialog;
 class LedgerConnection;
+class OwnApprovals;
 
 /// Runs the console's guarded actions through the command objects the CLI uses
 /// (actions/guardedaction.h): describe() on the ledger's worker thread, the confirmation
@@ -44,8 +45,10 @@ public:
     void setActor(const ActorIdentity &actor);
     /// Why the current actor may not use `capability`; empty when it may.
     QString refusal(Capability capability) const;
-    /// The role check for the operation pane's buttons.
-    OperationDetailPane::RoleCheck roleCheck() const;
+    /// The check for the buttons of `pane`: the role, then (for the operation the pane shows) a
+    /// decision the person proposed first on its current version, which only another person
+    /// may second.
+    OperationDetailPane::RoleCheck roleCheck(const OperationDetailPane *pane = nullptr) const;
 
     /// Opens the confirmation of `action` on `op` once the command described it.
     void start(OperationAction action, const Operation &op);
@@ -63,6 +66,8 @@ public:
 
 Q_SIGNALS:
     void actorChanged();
+    /// What roleCheck() answers may have changed (the person's own first approvals were read).
+    void enablementChanged();
     /// A confirmation dialog opened (modeless for the event loop, modal for the operator).
     void dialogOpened(idempo::GuardedActionDialog *dialog);
     /// The command would not describe the action (nothing to act on, ledger error).
@@ -81,6 +86,7 @@ private:
     LedgerConnection *m_connection;
     QWidget *m_dialogParent;
     std::optional<ActorIdentity> m_actor;
+    OwnApprovals *m_ownApprovals;
     QPointer<GuardedActionDialog> m_dialog;
     QPointer<QProgressDialog> m_progress;
     double m_replayRate = 20;

@@ -40,12 +40,14 @@ AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
       m_verdict(new QLabel(this)), m_table(new LedgerTableView(this)), m_debounce(new QTimer(this))
 {
     auto *layout = new QVBoxLayout(this);
+    // The filters take two rows, so that the window fits a 1024-pixel screen.
     auto *top = new QHBoxLayout;
-    const auto labelled = [this, top](const QString &text, QWidget *field) {
+    auto *under = new QHBoxLayout;
+    const auto labelled = [this](QHBoxLayout *row, const QString &text, QWidget *field) {
         auto *label = new QLabel(text, this);
         label->setBuddy(field);
-        top->addWidget(label);
-        top->addWidget(field);
+        row->addWidget(label);
+        row->addWidget(field, field == m_action || field == m_time ? 0 : 1);
     };
     m_action->addItem(tr("All actions"));
     for (const char *kind : kActions)
@@ -61,13 +63,14 @@ AuditView::AuditView(LedgerConnection *connection, QWidget *parent)
     m_time->addItem(tr("last 24 hours"), QVariant::fromValue<qlonglong>(24 * kHourMs));
     m_time->addItem(tr("last 7 days"), QVariant::fromValue<qlonglong>(7 * 24 * kHourMs));
     m_time->addItem(tr("last 30 days"), QVariant::fromValue<qlonglong>(30 * 24 * kHourMs));
-    labelled(tr("&Action"), m_action);
-    labelled(tr("Ac&tor"), m_actor);
-    labelled(tr("&Namespace"), m_ns);
-    labelled(tr("Tar&get"), m_target);
-    top->addWidget(m_whole);
-    labelled(tr("&Within"), m_time);
+    labelled(top, tr("&Action"), m_action);
+    labelled(top, tr("Ac&tor"), m_actor);
+    labelled(top, tr("&Namespace"), m_ns);
+    labelled(under, tr("Tar&get"), m_target);
+    under->addWidget(m_whole);
+    labelled(under, tr("&Within"), m_time);
     layout->addLayout(top);
+    layout->addLayout(under);
     auto *second = new QHBoxLayout;
     m_verdict->setTextFormat(Qt::RichText);
     m_verdict->setTextInteractionFlags(Qt::TextSelectableByMouse);

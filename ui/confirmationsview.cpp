@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "confirmationsview.h"
 
-#include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "adaptivesplitter.h"
 #include "bulkactionbar.h"
 #include "emptystate.h"
 #include "filterbar.h"
@@ -26,7 +26,8 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
     m_filters->setReviewView(true);
     m_filters->setTwoRows(true);
     auto *layout = new QVBoxLayout(this);
-    auto *split = new QSplitter(Qt::Horizontal, this);
+    // Beside the list from 1360 px on: there the list still has room for every column.
+    auto *split = new AdaptiveSplitter(1360, this);
     auto *left = new QWidget(split);
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);

@@ -3,11 +3,10 @@
 
 #include <QCheckBox>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
-#include <QSplitter>
 #include <QVBoxLayout>
 
+#include "adaptivesplitter.h"
 #include "emptystate.h"
 #include "foureyesmodel.h"
 #include "ledgertableview.h"
@@ -29,19 +28,15 @@ FourEyesView::FourEyesView(LedgerConnection *connection, QWidget *parent)
     top->addWidget(m_includeMine);
     top->addWidget(m_showSandbox);
     layout->addLayout(top);
-    auto *split = new QSplitter(Qt::Horizontal, this);
+    auto *split = new AdaptiveSplitter(1360, this);
     split->addWidget(m_table);
     split->addWidget(m_detail);
+    // The list's columns are what the tab is for; the pane's text wraps.
     split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
     m_table->setModel(m_model);
     m_table->setKeyRole(FourEyesModel::KeyRole);
-    QHeaderView *header = m_table->horizontalHeader();
-    header->resizeSection(FourEyesModel::Waiting, 150);
-    header->resizeSection(FourEyesModel::Key, 200);
-    header->resizeSection(FourEyesModel::Value, 120);
-    header->resizeSection(FourEyesModel::FirstApprover, 150);
     m_table->setSettingsKey(QStringLiteral("foureyes"));
     m_empty = new EmptyState(m_table);
     connect(m_model, &FourEyesModel::loaded, m_empty, &EmptyState::modelAnswered);

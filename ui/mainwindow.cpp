@@ -4,7 +4,6 @@
 #include <QAbstractItemView>
 #include <QApplication>
 #include <QInputDialog>
-#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QSettings>
@@ -20,6 +19,7 @@
 #include "connectionprofiles.h"
 #include "displayformat.h"
 #include "dlqview.h"
+#include "elidedlabel.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "firststepspanel.h"
@@ -46,7 +46,8 @@ namespace idempo {
 MainWindow::MainWindow(QWidget *parent)
     : QMainWindow(parent), m_connection(new LedgerConnection(this)),
       m_actions(new ActionController(m_connection, this)), m_tabs(new QTabWidget(this)),
-      m_ledgerLabel(new QLabel(this)), m_whoLabel(new QLabel(this)), m_liveLabel(new QLabel(this))
+      m_ledgerLabel(new ElidedLabel(this)), m_whoLabel(new ElidedLabel(this)),
+      m_liveLabel(new ElidedLabel(this))
 {
     m_overview = new OverviewView(m_connection, m_tabs);
     m_notifier = new Notifier(m_overview->model(), this);
@@ -69,9 +70,7 @@ MainWindow::MainWindow(QWidget *parent)
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
     setCentralWidget(m_tabs);
-    m_liveLabel->setTextFormat(Qt::RichText);
     statusBar()->addWidget(m_ledgerLabel, 1);
-    m_whoLabel->setTextFormat(Qt::RichText);
     statusBar()->addPermanentWidget(m_whoLabel);
     statusBar()->addPermanentWidget(m_liveLabel);
     buildMenus();
@@ -141,8 +140,9 @@ MainWindow::MainWindow(QWidget *parent)
             &MainWindow::selectPendingOperation);
     for (OperationDetailPane *pane : std::as_const(m_panes)) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
-        connect(m_actions, &ActionController::actorChanged, pane,
-                [this, pane] { pane->setRoleCheck(m_actions->roleCheck()); });
+        const auto check = [this, pane] { pane->setRoleCheck(m_actions->roleCheck(pane)); };
+        connect(m_actions, &ActionController::actorChanged, pane, check);
+        connect(m_actions, &ActionController::enablementChanged, pane, check);
         connect(m_actions, &ActionController::executed, pane, &OperationDetailPane::reload);
     }
     dlq->setActions(m_actions);
@@ -297,27 +297,29 @@ void MainWindow::updateTitle()
     const QString ledger = m_connection->isOpen() ? m_connection->description()
                                                   : ConnectionProfiles::shown(m_connection->url());
     QString live;
+    const QColor red(0xd6, 0x45, 0x45);
     if (!m_connection->isOpen()) {
         live = m_connection->lastError().isEmpty() ? tr("connecting…") : tr("NOT CONNECTED");
-        m_liveLabel->setText(QStringLiteral("<b style='color:#d64545'>● %1</b>").arg(live));
+        m_liveLabel->setStatus(QStringLiteral("● %1").arg(live), red);
     } else if (m_connection->isLive()) {
         live = tr("live");
-        m_liveLabel->setText(
-            QStringLiteral("<b style='color:#3fa35b'>● %1</b>").arg(tr("live updates")));
+        m_liveLabel->setStatus(QStringLiteral("● %1").arg(tr("live updates")),
+                               QColor(0x3f, 0xa3, 0x5b));
     } else {
         live = tr("STALE DATA");
-        m_liveLabel->setText(
-            QStringLiteral("<b style='color:#d64545'>⚠ %1 — %2</b>")
-                .arg(tr("STALE: live updates stopped"), m_connection->lastError().toHtmlEscaped()));
+        m_liveLabel->setStatus(
+            QStringLiteral("⚠ %1 — %2")
+                .arg(tr("STALE: live updates stopped"), m_connection->lastError()),
+            red);
     }
-    m_ledgerLabel->setText(
+    m_ledgerLabel->setStatus(
         tr("Ledger: %1 · times in %2").arg(ledger, timesInUtc() ? tr("UTC") : tr("local time")));
     // Who acts is always in sight: every guarded action is recorded under this identity.
     const auto &actor = m_actions->actor();
     const QString who = actor ? tr("%1 (%2)").arg(QString::fromStdString(actor->name),
                                                   QString::fromStdString(actor->role))
                               : QString();
-    m_whoLabel->setText(actor ? tr("You: <b>%1</b>").arg(who.toHtmlEscaped()) : QString());
+    m_whoLabel->setStatus(actor ? tr("You: %1").arg(who) : QString());
     setWindowTitle(actor ? tr("%1 [%2] — %3 — Idempo Console").arg(ledger, live, who)
                          : tr("%1 [%2] — Idempo Console").arg(ledger, live));
 }

@@ -6,7 +6,6 @@
 #include <QList>
 #include <QMainWindow>
 
-class QLabel;
 class QTabWidget;
 
 namespace idempo {
@@ -14,6 +13,7 @@ namespace idempo {
 class ActionController;
 class FourEyesView;
 class AuditView;
+class ElidedLabel;
 class LedgerConnection;
 class LedgerView;
 class Notifier;
@@ -91,9 +91,9 @@ private:
     std::pair<QString, QString> m_pendingSelect;
     LedgerView *m_sandbox = nullptr;
     FourEyesView *m_fourEyes = nullptr;
-    QLabel *m_ledgerLabel;
-    QLabel *m_whoLabel;
-    QLabel *m_liveLabel;
+    ElidedLabel *m_ledgerLabel;
+    ElidedLabel *m_whoLabel;
+    ElidedLabel *m_liveLabel;
     bool m_interactive = true;
 };
 

@@ -25,8 +25,8 @@ StatTile::StatTile(const QString &caption, QWidget *parent)
     layout->addWidget(m_value);
     layout->addWidget(m_context);
     layout->addStretch(1);
-    // Six side by side fit a window on a 1024-pixel screen; captions wrap.
-    setMinimumWidth(145);
+    // The Overview's seven side by side fit a window on a 1024-pixel screen; captions wrap.
+    setMinimumWidth(124);
 }
 
 void StatTile::setValue(const QString &value, const QString &context, bool alert)

@@ -22,6 +22,7 @@ OperationsView::OperationsView(LedgerConnection *connection, QWidget *parent)
                         tr("Untouched for"), this)),
       m_table(new LedgerTableView(this)), m_detail(new OperationDetailPane(connection, this))
 {
+    m_filters->enablePayloadSearch();
     auto *layout = new QVBoxLayout(this);
     m_filters->setTwoRows(true);
     layout->addWidget(m_filters);

@@ -146,16 +146,32 @@ int main(int argc, char *argv[])
     byAge.states = {OperationState::Dispatching};
     byAge.minAgeMs = 3'600'000;
     const double filterAge = timeToPage(all, [&] { all.setQuery(byAge); });
-    OperationQuery rareCustomer;
+    // The searches as the Find tab sends them: every state listed ("All listed states").
+    OperationQuery find;
+    find.states = {OperationState::Received,
+                   OperationState::AwaitingApproval,
+                   OperationState::Dispatching,
+                   OperationState::Succeeded,
+                   OperationState::FailedRetryable,
+                   OperationState::UnknownOutcome,
+                   OperationState::ConfirmationRequired,
+                   OperationState::FailedTerminal};
+    OperationQuery rareCustomer = find;
     rareCustomer.customer = "cust-4242";
     const double searchRare = timeToPage(all, [&] { all.setQuery(rareCustomer); });
-    OperationQuery commonCustomer;
+    OperationQuery commonCustomer = find;
     commonCustomer.customer = "acme";
     const double searchCommon = timeToPage(all, [&] { all.setQuery(commonCustomer); });
-    OperationQuery byField;
+    OperationQuery newestCommon = commonCustomer;
+    newestCommon.order = ListOrder::IdDescending;
+    const double searchCommonNewest = timeToPage(all, [&] { all.setQuery(newestCommon); });
+    OperationQuery newestRare = rareCustomer;
+    newestRare.order = ListOrder::IdDescending;
+    const double searchRareNewest = timeToPage(all, [&] { all.setQuery(newestRare); });
+    OperationQuery byField = find;
     byField.payload = {{"/order/id", "o-777777"}};
     const double searchField = timeToPage(all, [&] { all.setQuery(byField); });
-    OperationQuery byEveryField;
+    OperationQuery byEveryField = find;
     byEveryField.payload = {{"/amount", "1"}};
     const double searchEveryField = timeToPage(all, [&] { all.setQuery(byEveryField); });
     OperationQuery byFieldAndState;
@@ -232,6 +248,8 @@ int main(int argc, char *argv[])
     std::printf("filter change, state + age:             %8.1f ms\n", filterAge);
     std::printf("search: customer (rare, 10 operations): %8.1f ms\n", searchRare);
     std::printf("search: customer (common, 100,000):     %8.1f ms\n", searchCommon);
+    std::printf("search: customer (rare), newest first:  %8.1f ms\n", searchRareNewest);
+    std::printf("search: customer (common), newest first:%8.1f ms\n", searchCommonNewest);
     std::printf("search: payload field (one operation):  %8.1f ms\n", searchField);
     std::printf("search: payload field (every operation):%8.1f ms\n", searchEveryField);
     std::printf("search: common customer + dispatching:  %8.1f ms\n", searchFieldState);

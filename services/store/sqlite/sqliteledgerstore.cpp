@@ -416,9 +416,10 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     const std::vector<PayloadMatch> terms = payloadTerms(filter.payload, filter.customer);
     SqliteConnection &db = connection();
     ListingOrder order = listingOrder(filter);
-    // In id order the first payload term drives the scan: its side-table range is in operation
-    // id order. In any other order each term is a probe of the side table's key.
-    const bool driven = !terms.empty() && filter.order == ListOrder::Id;
+    // In id order, either way, the first payload term drives the scan: its side-table range is
+    // in operation id order. In any other order each term is a probe of the side table's key.
+    const bool down = filter.order == ListOrder::IdDescending;
+    const bool driven = !terms.empty() && (filter.order == ListOrder::Id || down);
     QString sql =
         QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;
@@ -427,8 +428,10 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
               QStringLiteral(" FROM payload_fields AS f CROSS JOIN operations ON id = "
                              "f.operation_id WHERE f.pointer = ? AND f.value = ? AND ");
         binds << text(terms.front().pointer) << text(terms.front().value);
-        order.cursor = QStringLiteral("f.operation_id > ?");
-        order.orderBy = QStringLiteral("f.operation_id");
+        order.cursor = down && filter.afterId > 0 ? QStringLiteral("f.operation_id < ?")
+                                                  : QStringLiteral("f.operation_id > ?");
+        order.orderBy =
+            down ? QStringLiteral("f.operation_id DESC") : QStringLiteral("f.operation_id");
     }
     sql += order.cursor;
     binds += order.binds;

@@ -222,12 +222,12 @@ void FilterBar::enablePayloadSearch()
     m_field->setMinimumWidth(fieldWidth);
     m_fieldError = new QLabel(this);
     m_fieldError->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_fieldError->setStyleSheet(QStringLiteral("color: #c0392b"));
+    m_fieldError->setStyleSheet(QStringLiteral("color: #d64545; font-weight: bold"));
     m_fieldError->setWordWrap(true);
     m_fieldError->hide();
     auto *customerLabel = new QLabel(tr("C&ustomer"), this);
     customerLabel->setBuddy(m_customer);
-    auto *fieldLabel = new QLabel(tr("Payload fie&ld"), this);
+    auto *fieldLabel = new QLabel(tr("Pa&yload field"), this);
     fieldLabel->setBuddy(m_field);
     row->addWidget(customerLabel);
     row->addWidget(m_customer, 1);

@@ -134,7 +134,7 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     tabs->addTab(m_historyView, tr("&History"));
     tabs->addTab(m_evidence, tr("&Errors and evidence"));
     tabs->addTab(m_approvalList, tr("Appro&vals"));
-    tabs->addTab(m_audit, tr("A&udit"));
+    tabs->addTab(m_audit, tr("Audi&t"));
 
     auto *actions = new QHBoxLayout;
     const std::pair<OperationAction, QString> labels[] = {

@@ -419,7 +419,20 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     // In id order, either way, the first payload term drives the scan: its side-table range is
     // in operation id order. In any other order each term is a probe of the side table's key.
     const bool down = filter.order == ListOrder::IdDescending;
-    const bool driven = !terms.empty() && (filter.order == ListOrder::Id || down);
+    bool driven = !terms.empty() && (filter.order == ListOrder::Id || down);
+    // A common first term with a state or run filter: that filter's index, in id order too,
+    // drives instead and probes the term; a state none of a common customer's operations is in
+    // would otherwise read all of them (372 ms for 100,000 of 1,000,000). SQLite plans blind,
+    // so the term's rows are counted first, up to kRarePrefixRows, as for a key prefix.
+    if (driven && (filter.state || !filter.runId.empty())) {
+        Statement probe =
+            run(db,
+                QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM payload_fields WHERE pointer "
+                               "= ? AND value = ? LIMIT ?)"),
+                {text(terms.front().pointer), text(terms.front().value), kRarePrefixRows},
+                "list operations");
+        driven = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+    }
     QString sql =
         QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;

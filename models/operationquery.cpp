@@ -49,7 +49,11 @@ std::vector<ListFilter> OperationQuery::filters(std::int64_t nowMs, KeysetPositi
         }
     }
     base.limit = limit;
-    if (states.empty())
+    // Every state is no state filter: one listing the payload index drives, not one per state.
+    std::vector<OperationState> distinct = states;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (distinct.empty() || distinct.size() == static_cast<std::size_t>(OperationStateCount))
         return {base};
     std::vector<ListFilter> out;
     for (OperationState state : states) {

@@ -15,7 +15,8 @@ namespace idempo {
 /// Sandbox tab requires): simulated operations that review views hide unless asked for.
 bool isSandboxNamespace(const std::string &ns);
 
-/// What a list view asks for: pushed into the store's ListFilter, one per state.
+/// What a list view asks for: pushed into the store's ListFilter, one per state (one in all when
+/// the states are every state, as Find's "All listed states").
 struct OperationQuery
 {
     /// One keyset page as scanned: the rows kept, where the scan stopped, whether more may follow.

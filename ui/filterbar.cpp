@@ -10,6 +10,8 @@
 #include <QVBoxLayout>
 
 #include "displayformat.h"
+#include "error.h"
+#include "payloadmatch.h"
 
 namespace idempo {
 
@@ -155,13 +157,17 @@ OperationQuery FilterBar::query() const
     q.runId = runId().toStdString();
     q.keyPrefix = keyPrefix().toStdString();
     q.minAgeMs = ageMs();
+    if (m_customer)
+        q.customer = m_customer->text().trimmed().toStdString();
+    q.payload = m_payload;
     return q;
 }
 
 bool FilterBar::isActive() const
 {
     return (m_state && m_state->currentIndex() > 0) || !ns().isEmpty() || !runId().isEmpty() ||
-           !keyPrefix().isEmpty() || m_age->currentIndex() > 0;
+           !keyPrefix().isEmpty() || m_age->currentIndex() > 0 ||
+           (m_customer && !m_customer->text().trimmed().isEmpty()) || !m_payload.empty();
 }
 
 void FilterBar::clear()
@@ -173,6 +179,10 @@ void FilterBar::clear()
     m_run->clear();
     m_key->clear();
     m_age->setCurrentIndex(0);
+    if (m_customer) {
+        m_customer->clear();
+        m_field->clear();
+    }
 }
 
 void FilterBar::setRunId(const QString &runId)
@@ -188,6 +198,84 @@ void FilterBar::focusSearch()
 {
     m_key->setFocus(Qt::ShortcutFocusReason);
     m_key->selectAll();
+}
+
+void FilterBar::enablePayloadSearch()
+{
+    if (m_customer)
+        return;
+    auto *row = new QHBoxLayout;
+    static_cast<QVBoxLayout *>(layout())->addLayout(row);
+    m_customer = new QLineEdit(this);
+    m_customer->setPlaceholderText(tr("customer, customer_id, client or client_id"));
+    m_customer->setClearButtonEnabled(true);
+    m_customer->setToolTip(tr("Only operations whose payload names this customer (exact text): "
+                              "the first of customer, customer_id, client, client_id"));
+    m_field = new QLineEdit(this);
+    m_field->setPlaceholderText(tr("/refund/order_id = o-7"));
+    m_field->setClearButtonEnabled(true);
+    m_field->setToolTip(tr("A JSON Pointer (RFC 6901: /member/0/member, ~1 for '/', ~0 for '~') "
+                           "and the exact text of the value there; numbers, true, false and null "
+                           "match their text"));
+    const int fieldWidth = fontMetrics().horizontalAdvance(QLatin1Char('x')) * 14;
+    m_customer->setMinimumWidth(fieldWidth);
+    m_field->setMinimumWidth(fieldWidth);
+    m_fieldError = new QLabel(this);
+    m_fieldError->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_fieldError->setStyleSheet(QStringLiteral("color: #d64545; font-weight: bold"));
+    m_fieldError->setWordWrap(true);
+    m_fieldError->hide();
+    auto *customerLabel = new QLabel(tr("C&ustomer"), this);
+    customerLabel->setBuddy(m_customer);
+    auto *fieldLabel = new QLabel(tr("Pa&yload field"), this);
+    fieldLabel->setBuddy(m_field);
+    row->addWidget(customerLabel);
+    row->addWidget(m_customer, 1);
+    row->addWidget(fieldLabel);
+    row->addWidget(m_field, 2);
+    row->addWidget(m_fieldError, 2);
+    connect(m_customer, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_field, &QLineEdit::textChanged, this, &FilterBar::applyPayloadField);
+}
+
+void FilterBar::applyPayloadField()
+{
+    // "/pointer = value": the blanks around '=' are for reading; the store's own check names a
+    // term that is not a JSON Pointer, and such a term runs no query.
+    const QString term = m_field->text().trimmed();
+    const qsizetype eq = term.indexOf(QLatin1Char('='));
+    std::vector<PayloadMatch> payload;
+    m_problem.clear();
+    try {
+        if (eq < 0 && !term.isEmpty())
+            parsePayloadMatch(term.toStdString());
+        if (eq >= 0) {
+            PayloadMatch match{term.left(eq).trimmed().toStdString(),
+                               term.mid(eq + 1).trimmed().toStdString()};
+            checkPayloadMatch(match);
+            payload.push_back(std::move(match));
+        }
+    } catch (const Error &e) {
+        m_problem = QString::fromStdString(e.what());
+    }
+    m_fieldError->setText(m_problem);
+    m_fieldError->setVisible(!m_problem.isEmpty());
+    if (!m_problem.isEmpty())
+        return;
+    m_payload = std::move(payload);
+    m_debounce->start();
+}
+
+void FilterBar::setCustomer(const QString &customer)
+{
+    if (m_customer)
+        m_customer->setText(customer);
+}
+
+void FilterBar::setPayloadField(const QString &term)
+{
+    if (m_field)
+        m_field->setText(term);
 }
 
 } // namespace idempo

@@ -11,12 +11,14 @@
 class QCheckBox;
 class QComboBox;
 class QHBoxLayout;
+class QLabel;
 class QLineEdit;
 class QTimer;
 
 namespace idempo {
 
-/// The filters every list offers (namespace, state, run, key prefix, age), debounced so typing
+/// The filters every list offers (namespace, state, run, key prefix, age; in Find also customer
+/// and payload field), debounced so typing
 /// does not start a query per key. The views push them into the store's ListFilter. A review view
 /// (setReviewView) also offers "Hide sandbox", on by default: simulated runs stay out of the
 /// queues a person works through unless asked for.
@@ -58,10 +60,22 @@ public:
     /// Puts keyboard focus in the key prefix field (Ctrl+F).
     void focusSearch();
 
+    /// Adds a second row with the customer and a payload field ("/pointer = value",
+    /// payloadmatch.h), for the Find tab. A field that is not a JSON Pointer term is named in red
+    /// beside it and changes nothing: the list keeps the filters it had.
+    void enablePayloadSearch();
+    void setCustomer(const QString &customer);
+    void setPayloadField(const QString &term);
+    /// Why the payload field is not applied; empty when it is (or is empty).
+    QString payloadProblem() const { return m_problem; }
+
 Q_SIGNALS:
     void changed();
 
 private:
+    /// Parses the payload field; applies it (after the debounce) or names what is wrong.
+    void applyPayloadField();
+
     std::vector<OperationState> m_states;
     QComboBox *m_state = nullptr;
     QLineEdit *m_ns;
@@ -74,6 +88,11 @@ private:
     QHBoxLayout *m_first;
     QHBoxLayout *m_second;
     std::vector<QWidget *> m_secondRow; ///< what setTwoRows() moves to the second row
+    QLineEdit *m_customer = nullptr;
+    QLineEdit *m_field = nullptr;
+    QLabel *m_fieldError = nullptr;
+    QString m_problem;
+    std::vector<PayloadMatch> m_payload; ///< the payload field as last applied
 };
 
 } // namespace idempo

@@ -14,6 +14,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "audittablemodel.h"
 #include "displayformat.h"
 #include "eventtablemodel.h"
 #include "ledgerconnection.h"
@@ -21,6 +22,9 @@
 namespace idempo {
 
 namespace {
+
+/// The drawer lists this many audit records of an operation; the Audit view has the rest.
+constexpr int AuditShown = 200;
 
 /// What an enabled action does, for its tooltip.
 QString purpose(OperationAction action)
@@ -40,12 +44,58 @@ QString purpose(OperationAction action)
     return {};
 }
 
+QString approvalLines(const std::vector<ApprovalRecord> &approvals)
+{
+    if (approvals.empty())
+        return OperationDetailPane::tr("No approval recorded for this operation.");
+    QStringList lines;
+    for (const ApprovalRecord &a : approvals) {
+        QString line = OperationDetailPane::tr("%1  %2 (%3) %4, %5, revision %6: “%7”")
+                           .arg(timestampText(a.createdAtMs), displayText(a.operatorName),
+                                displayText(a.role), displayText(a.decision), displayText(a.status))
+                           .arg(a.revision)
+                           .arg(displayText(a.reason));
+        if (!a.externalReference.empty())
+            line +=
+                OperationDetailPane::tr(" · reference %1").arg(displayText(a.externalReference));
+        lines << line + OperationDetailPane::tr(" · approval %1").arg(displayText(a.approvalId));
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+QString auditLines(const std::vector<AuditRecord> &records, bool more)
+{
+    if (records.empty())
+        return OperationDetailPane::tr("No audit record names this operation.");
+    QStringList lines;
+    for (const AuditRecord &r : records) {
+        const auto cell = [&r](int column) {
+            return AuditTableModel::cell(r, column, Qt::DisplayRole).toString();
+        };
+        QString line = OperationDetailPane::tr("#%1  %2  %3 (%4) %5: %6: “%7”")
+                           .arg(cell(AuditTableModel::Seq), cell(AuditTableModel::When),
+                                cell(AuditTableModel::Who), cell(AuditTableModel::Role),
+                                cell(AuditTableModel::Action), cell(AuditTableModel::Change),
+                                cell(AuditTableModel::Reason));
+        if (!r.entry.approvalId.empty())
+            line +=
+                OperationDetailPane::tr(" · approval %1").arg(cell(AuditTableModel::ApprovalId));
+        lines << line;
+    }
+    if (more)
+        lines << OperationDetailPane::tr("… the first %1 records; the Audit view lists them all "
+                                         "(Ctrl+Shift+A).")
+                     .arg(records.size());
+    return lines.join(QLatin1Char('\n'));
+}
+
 } // namespace
 
 OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *parent)
     : QWidget(parent), m_connection(connection), m_history(new EventTableModel(this)),
       m_title(new QLabel(this)), m_facts(new QLabel(this)), m_approvals(new QLabel(this)),
       m_payload(new QPlainTextEdit(this)), m_evidence(new QPlainTextEdit(this)),
+      m_approvalList(new QPlainTextEdit(this)), m_audit(new QPlainTextEdit(this)),
       m_historyView(new QTableView(this))
 {
     auto *layout = new QVBoxLayout(this);
@@ -64,7 +114,10 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     m_approvals->setMargin(6);
     m_approvals->hide();
     const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-    for (QPlainTextEdit *edit : {m_payload, m_evidence}) {
+    m_payload->setObjectName(QStringLiteral("payload"));
+    m_approvalList->setObjectName(QStringLiteral("approvals"));
+    m_audit->setObjectName(QStringLiteral("audit"));
+    for (QPlainTextEdit *edit : {m_payload, m_evidence, m_approvalList, m_audit}) {
         edit->setReadOnly(true);
         edit->setFont(mono);
     }
@@ -80,6 +133,8 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     tabs->addTab(m_payload, tr("&Payload"));
     tabs->addTab(m_historyView, tr("&History"));
     tabs->addTab(m_evidence, tr("&Errors and evidence"));
+    tabs->addTab(m_approvalList, tr("Appro&vals"));
+    tabs->addTab(m_audit, tr("Audi&t"));
 
     auto *actions = new QHBoxLayout;
     const std::pair<OperationAction, QString> labels[] = {
@@ -109,6 +164,8 @@ OperationDetailPane::OperationDetailPane(LedgerConnection *connection, QWidget *
     tick->setInterval(1000);
     connect(tick, &QTimer::timeout, this, &OperationDetailPane::updateFacts);
     tick->start();
+    // A ledger switch empties the drawer at once: it never shows another ledger's operation.
+    connect(m_connection, &LedgerConnection::closed, this, &OperationDetailPane::clear);
     clear();
 }
 
@@ -120,6 +177,16 @@ QString OperationDetailPane::approvalsText() const
 QString OperationDetailPane::factsText() const
 {
     return m_facts->text();
+}
+
+QString OperationDetailPane::approvalListText() const
+{
+    return m_approvalList->toPlainText();
+}
+
+QString OperationDetailPane::auditText() const
+{
+    return m_audit->toPlainText();
 }
 
 void OperationDetailPane::reload()
@@ -145,7 +212,10 @@ void OperationDetailPane::updateFacts()
     const Operation &op = *m_operation;
     const std::int64_t ageMs =
         QDateTime::currentMSecsSinceEpoch() + m_clockOffsetMs - op.updatedAtMs;
+    const QString customer = customerText(op.payload);
     m_facts->setText(
+        (customer.isEmpty() ? QString()
+                            : tr("customer <b>%1</b> · ").arg(customer.toHtmlEscaped())) +
         tr("<b style='color:%1'>%2</b> · namespace %3 · run %4 · step %5 · %6 · attempt %7 of %8 "
            "· token %9 · in this state for %10")
             .arg(stateColor(op.state).name(), stateText(op.state),
@@ -168,6 +238,8 @@ void OperationDetailPane::clear()
     m_approvals->hide();
     m_payload->clear();
     m_evidence->clear();
+    m_approvalList->clear();
+    m_audit->clear();
     m_history->setEvents({});
     m_operation.reset();
     updateActions();
@@ -265,12 +337,23 @@ void OperationDetailPane::showOperation(const Operation &op)
     {
         std::vector<OperationEvent> events;
         std::vector<ApprovalRecord> approvals;
+        std::vector<AuditRecord> audit;
+        bool moreAudit = false;
         std::int64_t nowMs = 0;
     };
     m_connection->query(
         this,
         [ns = op.ns, key = op.key](LedgerStore &s, MessageQueue *) {
-            return Loaded{s.history(ns, key), s.approvals(ns, key), s.nowMs()};
+            // The audit records of exactly this target, oldest first, from the log's index.
+            AuditFilter mine;
+            mine.target = ns + "/" + key;
+            mine.limit = AuditShown + 1;
+            Loaded loaded{s.history(ns, key), s.approvals(ns, key), s.auditRecords(mine), false,
+                          s.nowMs()};
+            loaded.moreAudit = loaded.audit.size() > static_cast<std::size_t>(AuditShown);
+            if (loaded.moreAudit)
+                loaded.audit.pop_back();
+            return loaded;
         },
         [this, generation](Loaded loaded) {
             if (generation != m_generation)
@@ -293,6 +376,8 @@ void OperationDetailPane::showOperation(const Operation &op)
                          "approve the same decision.")
                           .arg(pending.join(QStringLiteral("; "))));
             m_approvals->setVisible(!pending.isEmpty());
+            m_approvalList->setPlainText(approvalLines(loaded.approvals));
+            m_audit->setPlainText(auditLines(loaded.audit, loaded.moreAudit));
             m_history->setEvents(std::move(loaded.events));
             m_historyView->resizeColumnsToContents();
             Q_EMIT historyLoaded();

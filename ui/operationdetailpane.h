@@ -29,8 +29,10 @@ enum class OperationAction
     Reconcile
 };
 
-/// One operation in full: identity, payload (formatted JSON), attempt history, errors and the
-/// provider's evidence, with a button per guarded action. A button is enabled only when the
+/// One operation in full (the details drawer of the lists that show operations): identity and
+/// customer, payload (formatted JSON), attempt history, errors and the provider's evidence, every
+/// approval and the audit records whose target is the operation, with a button per guarded
+/// action. A button is enabled only when the
 /// operation's state allows the action and the connected role may take it; a disabled button's
 /// tooltip says why. The pane changes nothing itself: it emits actionRequested(), and the
 /// command re-checks everything under the ledger's locks (the server is the authority).
@@ -67,6 +69,9 @@ public:
     QString approvalsText() const;
     /// The facts line as shown (state, run, step, how long it has waited).
     QString factsText() const;
+    /// The Approvals and Audit tabs as shown (one line per record).
+    QString approvalListText() const;
+    QString auditText() const;
 
 Q_SIGNALS:
     void historyLoaded();
@@ -84,6 +89,8 @@ private:
     QLabel *m_approvals;
     QPlainTextEdit *m_payload;
     QPlainTextEdit *m_evidence;
+    QPlainTextEdit *m_approvalList;
+    QPlainTextEdit *m_audit;
     QTableView *m_historyView;
     QList<QPushButton *> m_actions; ///< indexed by OperationAction
     RoleCheck m_roleCheck;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "operationsview.h"
 
-#include <QSplitter>
 #include <QVBoxLayout>
 
+#include "adaptivesplitter.h"
 #include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
@@ -22,10 +22,12 @@ OperationsView::OperationsView(LedgerConnection *connection, QWidget *parent)
                         tr("Untouched for"), this)),
       m_table(new LedgerTableView(this)), m_detail(new OperationDetailPane(connection, this))
 {
+    m_filters->enablePayloadSearch();
     auto *layout = new QVBoxLayout(this);
     m_filters->setTwoRows(true);
     layout->addWidget(m_filters);
-    auto *split = new QSplitter(Qt::Horizontal, this);
+    // Beside the list from 1360 px on, below it when narrower: the list keeps its columns.
+    auto *split = new AdaptiveSplitter(1360, this);
     split->addWidget(m_table);
     split->addWidget(m_detail);
     split->setStretchFactor(0, 2);

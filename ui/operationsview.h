@@ -10,7 +10,8 @@ class OperationDetailPane;
 class OperationTableModel;
 
 /// Every operation of the ledger, whatever its state, namespace or run (one without a run id
-/// too), found by namespace, state, run, key prefix and age in the store's own filters, keyset
+/// too), found by namespace, state, run, key prefix, age, customer and payload field in the
+/// store's own filters, keyset
 /// paged; the selected one in full beside the list with the actions its state allows.
 class OperationsView final : public LedgerView
 {

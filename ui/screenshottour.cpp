@@ -11,10 +11,13 @@
 #include "actioncontroller.h"
 #include "confirmationsview.h"
 #include "dlqview.h"
+#include "filterbar.h"
 #include "guardedactiondialog.h"
 #include "ledgertableview.h"
 #include "ledgerview.h"
 #include "mainwindow.h"
+#include "operationdetailpane.h"
+#include "operationsview.h"
 #include "operationtablemodel.h"
 
 namespace idempo {
@@ -38,7 +41,7 @@ void ScreenshotTour::visit(int tab)
 {
     QTabWidget *tabs = m_window->tabs();
     if (tab >= tabs->count()) {
-        dialogs(0);
+        drawer(0);
         return;
     }
     tabs->setCurrentIndex(tab);
@@ -66,6 +69,52 @@ void ScreenshotTour::visit(int tab)
         m_ok = m_window->grab().save(path) && m_ok;
         visit(tab + 1);
     });
+}
+
+void ScreenshotTour::drawer(int step)
+{
+    OperationsView *find = nullptr;
+    for (LedgerView *v : m_window->views())
+        if (auto *view = qobject_cast<OperationsView *>(v))
+            find = view;
+    auto *sections = find ? find->detail()->findChild<QTabWidget *>() : nullptr;
+    if (!sections) {
+        dialogs(0);
+        return;
+    }
+    const auto save = [this](const QString &name) {
+        m_ok = m_window->grab().save(QDir(m_directory).filePath(name)) && m_ok;
+    };
+    switch (step) {
+    case 0:
+        // The invoice the prepared ledger's run-7004 sends, found by a payload field.
+        m_window->tabs()->setCurrentWidget(find);
+        find->filters()->setPayloadField(QStringLiteral("/invoice = INV-2291"));
+        break;
+    case 1:
+        if (find->model()->rowCount() > 0)
+            find->table()->setCurrentIndex(find->model()->index(0, 0));
+        break;
+    case 2:
+        sections->setCurrentIndex(1); // History
+        break;
+    case 3:
+        save(QStringLiteral("09-find-drawer.png"));
+        sections->setCurrentIndex(sections->count() - 1); // Audit
+        break;
+    case 4:
+        save(QStringLiteral("09-find-drawer-audit.png"));
+        sections->setCurrentIndex(0);
+        // A term that is not a JSON Pointer: named beside the field, the list as it was.
+        find->filters()->setPayloadField(QStringLiteral("invoice = INV-2291"));
+        break;
+    default:
+        save(QStringLiteral("09-find-bad-pointer.png"));
+        find->filters()->setPayloadField({});
+        dialogs(0);
+        return;
+    }
+    QTimer::singleShot(PerTabMs, this, [this, step] { drawer(step + 1); });
 }
 
 void ScreenshotTour::dialogs(int step)

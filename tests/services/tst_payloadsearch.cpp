@@ -130,7 +130,7 @@ private Q_SLOTS:
         QCOMPARE(keysOf(f.store().list(prefixed)), (Keys{"run-1:a", "run-2:a"}));
     }
 
-    void pagesInIdOrder()
+    void pagesInIdOrderEitherWay()
     {
         LedgerFixture f;
         for (int i = 0; i < 7; ++i) {
@@ -150,6 +150,22 @@ private Q_SLOTS:
             filter.afterId = page.back().id;
         }
         QCOMPARE(seen, (Keys{"k-0", "k-1", "k-2", "k-3", "k-4", "k-5", "k-6"}));
+
+        // Newest first, with the customer and a payload field at once.
+        filter.order = ListOrder::IdDescending;
+        filter.afterId = 0;
+        filter.payload = {{"/customer", "common"}};
+        seen.clear();
+        for (;;) {
+            const std::vector<Operation> page = f.store().list(filter);
+            for (const Operation &op : page)
+                seen.push_back(op.key);
+            if (static_cast<int>(page.size()) < filter.limit)
+                break;
+            QVERIFY(page.front().id > page.back().id);
+            filter.afterId = page.back().id;
+        }
+        QCOMPARE(seen, (Keys{"k-6", "k-5", "k-4", "k-3", "k-2", "k-1", "k-0"}));
     }
 
     void limitsOfWhatIsIndexed()

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_console [PATH]: generates a 1,000,000-operation ledger (raw batched inserts in one
 // transaction) unless PATH exists, then measures the console on it: time to first rows, a
-// filter change, a bulk selection count, the longest GUI-thread stall while 500 transitions/s
-// stream in, peak memory.
+// filter change, a search by customer and payload field, a bulk selection count, the longest
+// GUI-thread stall while 500 transitions/s stream in, peak memory.
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -41,8 +41,7 @@ void generate(const QString &path)
                              "payload_fingerprint, attempt, max_attempts, lease_owner, "
                              "lease_expires_at_ms, fencing_token, "
                              "created_at_ms, updated_at_ms, schema_version) VALUES ('default', ?, "
-                             "?, ?, 'protected_write', ?, "
-                             "'{\"amount\":1}', 'f', 1, 3, ?, ?, ?, ?, ?, 1)"));
+                             "?, ?, 'protected_write', ?, ?, 'f', 1, 3, ?, ?, ?, ?, ?, 1)"));
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     static const char *steps[] = {"extract_document", "compliance_check", "provision_account"};
     for (int i = 0; i < Operations; ++i) {
@@ -60,6 +59,12 @@ void generate(const QString &path)
         q.addBindValue(QStringLiteral("run-%1").arg(run));
         q.addBindValue(QLatin1String(steps[i % 3]));
         q.addBindValue(QLatin1String(state));
+        // Every tenth operation is for one big customer; the others share 100,000 customers.
+        q.addBindValue(
+            QStringLiteral("{\"amount\":1,\"customer\":\"%1\",\"order\":{\"id\":\"o-%2\"}}")
+                .arg(i % 10 == 0 ? QStringLiteral("acme")
+                                 : QStringLiteral("cust-%1").arg(i % 100'000))
+                .arg(i));
         q.addBindValue(dispatching ? QStringLiteral("worker-%1").arg(i % 17) : QStringLiteral(""));
         q.addBindValue(dispatching ? QVariant(now + 60'000)
                                    : QVariant(QMetaType(QMetaType::LongLong)));
@@ -141,6 +146,38 @@ int main(int argc, char *argv[])
     byAge.states = {OperationState::Dispatching};
     byAge.minAgeMs = 3'600'000;
     const double filterAge = timeToPage(all, [&] { all.setQuery(byAge); });
+    // The searches as the Find tab sends them: every state listed ("All listed states").
+    OperationQuery find;
+    find.states = {OperationState::Received,
+                   OperationState::AwaitingApproval,
+                   OperationState::Dispatching,
+                   OperationState::Succeeded,
+                   OperationState::FailedRetryable,
+                   OperationState::UnknownOutcome,
+                   OperationState::ConfirmationRequired,
+                   OperationState::FailedTerminal};
+    OperationQuery rareCustomer = find;
+    rareCustomer.customer = "cust-4242";
+    const double searchRare = timeToPage(all, [&] { all.setQuery(rareCustomer); });
+    OperationQuery commonCustomer = find;
+    commonCustomer.customer = "acme";
+    const double searchCommon = timeToPage(all, [&] { all.setQuery(commonCustomer); });
+    OperationQuery newestCommon = commonCustomer;
+    newestCommon.order = ListOrder::IdDescending;
+    const double searchCommonNewest = timeToPage(all, [&] { all.setQuery(newestCommon); });
+    OperationQuery newestRare = rareCustomer;
+    newestRare.order = ListOrder::IdDescending;
+    const double searchRareNewest = timeToPage(all, [&] { all.setQuery(newestRare); });
+    OperationQuery byField = find;
+    byField.payload = {{"/order/id", "o-777777"}};
+    const double searchField = timeToPage(all, [&] { all.setQuery(byField); });
+    OperationQuery byEveryField = find;
+    byEveryField.payload = {{"/amount", "1"}};
+    const double searchEveryField = timeToPage(all, [&] { all.setQuery(byEveryField); });
+    OperationQuery byFieldAndState;
+    byFieldAndState.customer = "acme";
+    byFieldAndState.states = {OperationState::Dispatching};
+    const double searchFieldState = timeToPage(all, [&] { all.setQuery(byFieldAndState); });
 
     // Bulk selection count: every confirmation_required operation frozen into a set, as "All
     // matching the filter" does before its dialog opens.
@@ -209,6 +246,13 @@ int main(int argc, char *argv[])
     std::printf("filter change, key prefix (3 keys):     %8.1f ms\n", filterPrefix);
     std::printf("filter change, key prefix (every key):  %8.1f ms\n", filterCommonPrefix);
     std::printf("filter change, state + age:             %8.1f ms\n", filterAge);
+    std::printf("search: customer (rare, 10 operations): %8.1f ms\n", searchRare);
+    std::printf("search: customer (common, 100,000):     %8.1f ms\n", searchCommon);
+    std::printf("search: customer (rare), newest first:  %8.1f ms\n", searchRareNewest);
+    std::printf("search: customer (common), newest first:%8.1f ms\n", searchCommonNewest);
+    std::printf("search: payload field (one operation):  %8.1f ms\n", searchField);
+    std::printf("search: payload field (every operation):%8.1f ms\n", searchEveryField);
+    std::printf("search: common customer + dispatching:  %8.1f ms\n", searchFieldState);
     std::printf("bulk selection count (%zu frozen):      %8.1f ms\n", frozen, freezeMs);
     std::printf("transitions streamed in 10 s:           %8d (%.0f/s)\n", written.load(),
                 written.load() / 10.0);

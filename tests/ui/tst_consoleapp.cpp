@@ -116,7 +116,12 @@ void TestConsoleApp::savesScreenshots()
     QCOMPARE(run({QStringLiteral("--ledger"), f.url(), QStringLiteral("--screenshot"), out.path()}),
              0);
     const QStringList shots = QDir(out.path()).entryList({QStringLiteral("*.png")});
-    QCOMPARE(shots.size(), 12); // ten tabs, the approve dialog and the DLQ replay dry run
+    // ten tabs, Find's drawer twice and a refused payload field, the approve dialog and the DLQ
+    // replay dry run
+    QCOMPARE(shots.size(), 15);
+    for (const char *drawer :
+         {"09-find-drawer.png", "09-find-drawer-audit.png", "09-find-bad-pointer.png"})
+        QVERIFY2(shots.contains(QLatin1String(drawer)), drawer);
     QVERIFY(shots.contains(QStringLiteral("dialog-approve.png")));
     QVERIFY(shots.contains(QStringLiteral("dialog-dlq-replay.png")));
     QVERIFY(!QImage(QDir(out.path()).filePath(shots.first())).isNull());

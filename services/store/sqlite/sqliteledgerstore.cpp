@@ -352,9 +352,23 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
     const std::vector<PayloadMatch> terms = payloadTerms(filter.payload, filter.customer);
     SqliteConnection &db = connection();
     ListingOrder order = listingOrder(filter);
-    // In id order the first payload term drives the scan: its side-table range is in operation
-    // id order. In any other order each term is a probe of the side table's key.
-    const bool driven = !terms.empty() && filter.order == ListOrder::Id;
+    // In id order, either way, the first payload term drives the scan: its side-table range is
+    // in operation id order. In any other order each term is a probe of the side table's key.
+    const bool down = filter.order == ListOrder::IdDescending;
+    bool driven = !terms.empty() && (filter.order == ListOrder::Id || down);
+    // A common first term with a state or run filter: that filter's index, in id order too,
+    // drives instead and probes the term; a state none of a common customer's operations is in
+    // would otherwise read all of them (372 ms for 100,000 of 1,000,000). SQLite plans blind,
+    // so the term's rows are counted first, up to kRarePrefixRows, as for a key prefix.
+    if (driven && (filter.state || !filter.runId.empty())) {
+        Statement probe =
+            run(db,
+                QStringLiteral("SELECT count(*) FROM (SELECT 1 FROM payload_fields WHERE pointer "
+                               "= ? AND value = ? LIMIT ?)"),
+                {text(terms.front().pointer), text(terms.front().value), kRarePrefixRows},
+                "list operations");
+        driven = probe->next() && probe->value(0).toInt() < kRarePrefixRows;
+    }
     QString sql =
         QStringLiteral("SELECT ") + kOperationColumns + QStringLiteral(" FROM operations WHERE ");
     QVariantList binds;
@@ -363,8 +377,10 @@ std::vector<Operation> SqliteLedgerStore::list(const ListFilter &filter)
               QStringLiteral(" FROM payload_fields AS f CROSS JOIN operations ON id = "
                              "f.operation_id WHERE f.pointer = ? AND f.value = ? AND ");
         binds << text(terms.front().pointer) << text(terms.front().value);
-        order.cursor = QStringLiteral("f.operation_id > ?");
-        order.orderBy = QStringLiteral("f.operation_id");
+        order.cursor = down && filter.afterId > 0 ? QStringLiteral("f.operation_id < ?")
+                                                  : QStringLiteral("f.operation_id > ?");
+        order.orderBy =
+            down ? QStringLiteral("f.operation_id DESC") : QStringLiteral("f.operation_id");
     }
     sql += order.cursor;
     binds += order.binds;

@@ -192,7 +192,8 @@ bool ApproveCommand::needsTwo(ApprovalDecision decision, const Operation &op) co
     for (const auto &value : {operationValue(op), operationValue(bare)})
         if (value && needsFourEyes(*value, m_threshold, m_rates))
             return true;
-    return false;
+    // An amount the payload states but that cannot be read is worth an unknown amount.
+    return m_threshold && !m_threshold->empty() && payloadAmountUnreadable(op.payload);
 }
 
 std::vector<std::string> ApproveCommand::validate()

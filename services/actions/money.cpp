@@ -232,4 +232,14 @@ std::optional<Amount> operationValue(const Operation &op)
     return value;
 }
 
+bool payloadAmountUnreadable(const std::string &payload)
+{
+    const nlohmann::json parsed = nlohmann::json::parse(payload, nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("amount"))
+        return false;
+    Operation bare;
+    bare.payload = payload;
+    return !operationValue(bare);
+}
+
 } // namespace idempo

@@ -18,6 +18,12 @@ namespace idempo {
 /// without a declared value. Unset when neither gives a usable amount.
 std::optional<Amount> operationValue(const Operation &op);
 
+/// Whether `payload` has an /amount that gives no value (a sign, 10^14 and more, more decimals
+/// than its currency has, not a number or decimal string): worth an unknown amount, so approving
+/// it takes two approvers while four-eyes is on, as idempo.operation_value answers on
+/// PostgreSQL (0021_unreadable_amount.sql).
+bool payloadAmountUnreadable(const std::string &payload);
+
 /// Parses a non-negative decimal amount in major units without currency ("1250", "1250.5",
 /// "1,250.00") into
 /// minor units of `currency` (currencyExponent()). Unset for text that is not such an amount,

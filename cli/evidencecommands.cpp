@@ -2,6 +2,7 @@
 // `idempo evidence`: the evidence pack of one operation (evidencepack.h), exported from the
 // ledger, and checked offline, without any ledger.
 #include <QFile>
+#include <QFileInfo>
 #include <QSaveFile>
 
 #include "context.h"
@@ -44,11 +45,14 @@ int verifyPack(Context &c, const QString &path)
                 " other chain record(s) match their hashes and link without a gap up to the "
                 "chain head, record " +
                 head["seq"].dump() + " (hash " + hash +
-                "): none of the operation's audit records up to the head is left out, and the "
-                "operation's state and the decisions in its history and approvals agree with "
-                "them.\nnot covered: the other fields of the operation, history, approvals and "
-                "run record (read from the ledger at export, not hashed), and whether that head "
-                "is the ledger's.\nto tie it to the ledger: idempo audit verify --expect-head " +
+                "): none of the operation's audit records up to the head is left out, the "
+                "operation's state and version match its last hashed record, and each decision "
+                "its history and approvals show has an audit record.\nnot covered: what the "
+                "history and approvals say beyond that (decision, operator, status: read from "
+                "the ledger at export, not hashed; the audit records are the evidence), the "
+                "operation's other fields, the run record, and whether that head is the "
+                "ledger's (a pack cut back to an earlier head verifies too).\nto tie it to the "
+                "ledger: idempo audit verify --expect-head " +
                 hash;
     } else {
         human = "evidence pack REFUSED" +
@@ -68,7 +72,7 @@ int cmdEvidence(Context &c)
             throw UsageError{"evidence verify reads a pack; -o is for exporting one"};
         return verifyPack(c, args.at(2));
     }
-    if (args.size() > 2)
+    if (args.size() > 2 || (args.size() == 2 && args.at(1) == QLatin1String("verify")))
         throw UsageError{"expected `evidence KEY [-o FILE]` or `evidence verify FILE`"};
     const std::string key = c.key();
     validateOperationKey(key);
@@ -83,14 +87,28 @@ int cmdEvidence(Context &c)
         return ExitOk;
     }
     const QString path = c.parser.value(QStringLiteral("output"));
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        file.write(text.data(), static_cast<qint64>(text.size())) !=
-            static_cast<qint64>(text.size()) ||
-        !file.commit())
-        throw Error(ErrorCode::LedgerUnavailable, "cannot write evidence pack " +
-                                                      escapedText(path.toStdString()) + ": " +
-                                                      file.errorString().toStdString());
+    if (path == QLatin1String("-")) {
+        printOut(text.substr(0, text.size() - 1));
+        return ExitOk;
+    }
+    const auto written = [&text](QFileDevice &file) {
+        // flush() before commit(): a full disk fails the flush, which commit() alone may miss.
+        return file.write(text.data(), static_cast<qint64>(text.size())) ==
+                   static_cast<qint64>(text.size()) &&
+               file.flush();
+    };
+    // A device or pipe is written in place: a save file would be renamed over it.
+    const QFileInfo info(path);
+    QSaveFile saved(path);
+    QFile direct(path);
+    QFileDevice &file = info.exists() && !info.isFile() ? static_cast<QFileDevice &>(direct)
+                                                        : static_cast<QFileDevice &>(saved);
+    const bool ok =
+        file.open(QIODevice::WriteOnly) && written(file) && (&file == &direct || saved.commit());
+    if (!ok)
+        throw Error(ErrorCode::LedgerUnavailable,
+                    "cannot write evidence pack " + escapedText(path.toStdString()) + ": " +
+                        file.errorString().toStdString() + "; nothing was written");
     c.print(
         {{"file", path.toStdString()}, {"audit_records", records}, {"head", pack["chain"]["head"]}},
         "evidence pack of " + escapedText(c.ns + "/" + key) + " written to " +
@@ -114,7 +132,7 @@ void addEvidenceCommands(std::map<QString, Command> &table)
           "               head and that the operation agrees with its records, offline; a\n"
           "               tampered pack is refused naming what is wrong (exit 65)",
           {QCommandLineOption(QStringList{QStringLiteral("output"), QStringLiteral("o")},
-                              QStringLiteral("Write the pack to FILE (default: stdout)."),
+                              QStringLiteral("Write the pack to FILE (default, or -: stdout)."),
                               QStringLiteral("FILE"))},
           cmdEvidence}});
 }

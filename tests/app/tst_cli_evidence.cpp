@@ -3,6 +3,7 @@
 // filtered in the ledger, `evidence KEY -o FILE`, `evidence verify FILE` on the pack as written
 // and on tampered copies, which it refuses naming the record.
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -28,6 +29,7 @@ private Q_SLOTS:
     void evidencePackExportsAndVerifies();
     void tamperedPackIsRefusedNamingTheRecord();
     void badArgumentsAreNamed();
+    void aFailedWriteIsNotReportedWritten();
 
 private:
     /// Records 1 (reject run-1:refund), 2 (four-eyes setting), 3 (reject run-2:refund).
@@ -219,6 +221,25 @@ void TestCliEvidence::badArgumentsAreNamed()
     const Run missing = idempo({S("evidence"), S("verify"), m_dir.filePath(S("absent.json"))});
     QVERIFY(missing.exitCode != 0);
     QVERIFY2(missing.err.contains("cannot read evidence pack"), missing.err.constData());
+    const Run noFile = idempo({S("evidence"), S("verify")});
+    QCOMPARE(noFile.exitCode, 64);
+    QVERIFY2(noFile.err.contains("evidence verify FILE"), noFile.err.constData());
+}
+
+void TestCliEvidence::aFailedWriteIsNotReportedWritten()
+{
+    threeRecords();
+    // /dev/full takes the open and fails every write (ENOSPC): a full disk.
+    const Run full = idempo({S("evidence"), S("run-1:refund"), S("-o"), S("/dev/full")});
+    QCOMPARE(full.exitCode, 69);
+    QVERIFY2(full.err.contains("cannot write evidence pack"), full.err.constData());
+    QVERIFY(!full.out.contains("written"));
+    QVERIFY(QFileInfo(S("/dev/full")).exists() && !QFileInfo(S("/dev/full")).isFile());
+    // `-o -` is standard output, not a file named '-'.
+    const Run out = idempo({S("evidence"), S("run-1:refund"), S("-o"), S("-")});
+    QCOMPARE(out.exitCode, 0);
+    QVERIFY(QJsonDocument::fromJson(out.out).object().contains(S("audit_records")));
+    QVERIFY(!QFileInfo::exists(S("-")));
 }
 
 QTEST_GUILESS_MAIN(TestCliEvidence)

@@ -228,6 +228,16 @@ ActionPreview ApproveCommand::describe()
     const std::string valueText = value ? formatAmount(*value) : std::string();
     if (value)
         what += " of " + valueText.substr(0, valueText.find_last_not_of(' ') + 1);
+    // The payload's own amount, when the claim declared another: the approver sees both.
+    Operation bare = op;
+    bare.value.reset();
+    if (const auto said = operationValue(bare); value && said && *said != *value) {
+        const std::string saidText = formatAmount(*said);
+        what +=
+            " (the payload says " + saidText.substr(0, saidText.find_last_not_of(' ') + 1) + ")";
+    } else if (payloadAmountUnreadable(op.payload)) {
+        what += " (the payload's amount cannot be read)";
+    }
     if (!op.target.empty())
         what += " to " + op.target;
     std::string sentence;

@@ -52,6 +52,8 @@ private Q_SLOTS:
         r.key = "odd:refund";
         r.reason = "looked at it";
         ApproveCommand first(f.store(), {"ann", "approver"}, r);
+        QCOMPARE(first.describe().sentence.find("cannot be read") != std::string::npos,
+                 payloadAmountUnreadable(payload.toStdString()));
         first.execute();
         const Operation after = *f.store().find(kNs, "odd:refund");
         QCOMPARE(after.state, gated ? OperationState::AwaitingApproval : OperationState::Received);
@@ -65,6 +67,27 @@ private Q_SLOTS:
         ApproveCommand second(f.store(), {"bob", "approver"}, r);
         second.execute();
         QCOMPARE(f.store().find(kNs, "odd:refund")->state, OperationState::Received);
+    }
+
+    /// A declared value that differs from the payload's amount: the approver is shown both, and
+    /// the larger gates.
+    void theApproverSeesBothValues()
+    {
+        LedgerFixture f;
+        GuardSettingCommand threshold(f.store(), {"olga", "owner"}, FourEyesSetting, "5000.00",
+                                      "policy");
+        threshold.execute();
+        ClaimInput in = claimInput("big:refund", R"({"amount":5000000,"currency":"EUR"})");
+        in.value = Amount{100, "EUR"};
+        in.requiresApproval = true;
+        f.engine().claim(in);
+        ApproveCommand::Request r;
+        r.key = "big:refund";
+        r.reason = "looked at it";
+        ApproveCommand approve(f.store(), {"ann", "approver"}, r);
+        QCOMPARE(approve.describe().sentence,
+                 std::string("Approve big:refund of 1.00 EUR (the payload says 5,000,000.00 EUR): "
+                             "dispatch it again (needs a second approver)"));
     }
 };
 

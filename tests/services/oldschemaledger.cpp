@@ -10,7 +10,8 @@ namespace idempo::test {
 
 QString migrateSqliteTo(QSqlQuery &q, int lastVersion)
 {
-    const auto failed = [&q](const QString &statement) {
+    // QString, not auto: a QStringBuilder would outlive the error text it points into.
+    const auto failed = [&q](const QString &statement) -> QString {
         return statement + QStringLiteral(": ") + q.lastError().text();
     };
     const QString table = QStringLiteral(

@@ -46,10 +46,11 @@ int verifyPack(Context &c, const QString &path)
                 "chain head, record " +
                 head["seq"].dump() + " (hash " + hash +
                 "): none of the operation's audit records up to the head is left out, the "
-                "operation's state and version match its last hashed record, and each decision "
-                "its history and approvals show has an audit record.\nnot covered: what the "
-                "history and approvals say beyond that (decision, operator, status: read from "
-                "the ledger at export, not hashed; the audit records are the evidence), the "
+                "operation's state and version match its last hashed record, each approval says "
+                "what its audit record says (decision, operator, role, reason, status) and none "
+                "is left out, and each decision the history shows has an audit record.\nnot "
+                "covered: what the history says beyond that (read from the ledger at export, "
+                "not hashed; the audit records are the evidence), the "
                 "operation's other fields, the run record, and whether that head is the "
                 "ledger's (a pack cut back to an earlier head verifies too).\nto tie it to the "
                 "ledger: idempo audit verify --expect-head " +

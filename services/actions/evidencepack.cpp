@@ -139,12 +139,42 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
                 return "the history shows a reconciliation but the pack holds no audit record "
                        "of one";
         }
+    // Each approval says what its hashed record says, and no decision record lacks its approval.
+    std::map<std::string, const AuditRecord *> decisions;
+    for (const AuditRecord &r : mine)
+        if (!r.entry.approvalId.empty() &&
+            (r.entry.action == "approve" || r.entry.action == "reject"))
+            decisions[r.entry.approvalId] = &r;
+    std::set<std::string> listed;
     if (pack.contains("approvals") && pack["approvals"].is_array())
         for (const nlohmann::json &a : pack["approvals"]) {
             const std::string id = textOf(a, "approval_id", "an approval");
-            if (!audited.count(id))
+            const auto found = decisions.find(id);
+            if (found == decisions.end())
                 return "the approvals show " + id + " but the pack holds no audit record of it";
+            const AuditRecord &r = *found->second;
+            const nlohmann::json detail = nlohmann::json::parse(r.entry.detail, nullptr, false);
+            const auto said = [&detail](const char *name) {
+                return detail.is_object() && detail.contains(name) && detail[name].is_string()
+                           ? detail[name].get<std::string>()
+                           : std::string();
+            };
+            const std::string status = textOf(a, "status", "approval " + id);
+            const bool statusAgrees =
+                status == said("status") || (said("status") == "pending" && status == "seconded");
+            if (textOf(a, "decision", "approval " + id) != said("decision") ||
+                textOf(a, "operator", "approval " + id) != r.entry.who ||
+                textOf(a, "role", "approval " + id) != r.entry.role ||
+                textOf(a, "reason", "approval " + id) != r.entry.reason || !statusAgrees)
+                return "approval " + id + " does not say what audit record " +
+                       std::to_string(r.seq) + " says (" + said("decision") + " by " + r.entry.who +
+                       " (" + r.entry.role + "), " + said("status") + ")";
+            listed.insert(id);
         }
+    for (const auto &[id, r] : decisions)
+        if (!listed.count(id))
+            return "audit record " + std::to_string(r->seq) + " records approval " + id +
+                   ", which the pack's approvals leave out";
     return {};
 }
 

@@ -371,6 +371,27 @@ private Q_SLOTS:
         forged.insert(S("operation"), op);
         expectRefused(forged, "contradicts its newest audit record");
 
+        // The approvals forged: a decision, an operator, a status; one left out.
+        const QJsonArray approvals = pack.value(S("approvals")).toArray();
+        QCOMPARE(approvals.size(), 2);
+        const auto approvalEdited = [&](const char *member, const QString &value) {
+            QJsonObject p = pack;
+            QJsonArray a = approvals;
+            QJsonObject first = a.at(0).toObject();
+            first.insert(S(member), value);
+            a.replace(0, first);
+            p.insert(S("approvals"), a);
+            return p;
+        };
+        expectRefused(approvalEdited("decision", S("reject")), "does not say what audit record");
+        expectRefused(approvalEdited("operator", S("nobody")), "does not say what audit record");
+        expectRefused(approvalEdited("status", S("applied")), "does not say what audit record");
+        QJsonObject dropped = pack;
+        QJsonArray fewer = approvals;
+        fewer.removeAt(1);
+        dropped.insert(S("approvals"), fewer);
+        expectRefused(dropped, "which the pack's approvals leave out");
+
         // A rejection moved out of the records into the links; an older pack.
         QJsonObject moved = without(1);
         QJsonObject movedChain = pack.value(S("chain")).toObject();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `idempo evidence`: the evidence pack of one operation (evidencepack.h), exported from the
-// ledger, and checked offline, without any ledger.
+// ledger, and checked offline, without any ledger, or against one.
 #include <QFile>
 #include <QFileInfo>
 #include <QSaveFile>
@@ -8,6 +8,7 @@
 #include "context.h"
 #include "error.h"
 #include "evidencepack.h"
+#include "ledgerfactory.h"
 #include "operationkey.h"
 #include "output.h"
 #include "textescape.h"
@@ -18,6 +19,12 @@ namespace {
 
 int verifyPack(Context &c, const QString &path)
 {
+    const bool against = c.parser.isSet(QStringLiteral("against-ledger"));
+    if (against && !c.parser.isSet(QStringLiteral("ledger")) &&
+        qEnvironmentVariableIsEmpty("IDEMPO_LEDGER") &&
+        !QFileInfo::exists(defaultLedgerUrl().mid(7)))
+        throw UsageError{"--against-ledger checks the pack against a ledger: name it with --ledger "
+                         "URL (or IDEMPO_LEDGER); the embedded default ledger does not exist"};
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
         throw Error(ErrorCode::NotFound, "cannot read evidence pack " +
@@ -30,7 +37,8 @@ int verifyPack(Context &c, const QString &path)
         verdict.ok = false;
         verdict.problem = "the file is not JSON";
     } else {
-        verdict = EvidencePack::verify(pack);
+        verdict = against ? EvidencePack::verifyAgainst(c.engine().store(), pack)
+                          : EvidencePack::verify(pack);
     }
     nlohmann::json answer = EvidencePack::toJson(verdict);
     std::string human;
@@ -38,23 +46,50 @@ int verifyPack(Context &c, const QString &path)
         const auto &head = pack["chain"]["head"];
         answer["head"] = head;
         const std::string hash = head["hash"].get<std::string>();
+        const std::string target = escapedText(pack["namespace"].get<std::string>()) + "/" +
+                                   escapedText(pack["key"].get<std::string>());
         human = "evidence pack intact: " + std::to_string(verdict.records) +
-                " audit record(s) of " + escapedText(pack["namespace"].get<std::string>()) + "/" +
-                escapedText(pack["key"].get<std::string>()) + " and " +
-                std::to_string(verdict.links) +
-                " other chain record(s) match their hashes and link without a gap up to the "
-                "chain head, record " +
-                head["seq"].dump() + " (hash " + hash +
-                "): none of the operation's audit records up to the head is left out, the "
-                "operation's state and version match its last hashed record, each approval says "
-                "what its audit record says (decision, operator, role, reason, status) and none "
-                "is left out, and each decision the history shows has an audit record.\nnot "
-                "covered: what the history says beyond that (read from the ledger at export, "
-                "not hashed; the audit records are the evidence), the "
-                "operation's other fields, the run record, and whether that head is the "
-                "ledger's (a pack cut back to an earlier head verifies too).\nto tie it to the "
-                "ledger: idempo audit verify --expect-head " +
-                hash;
+                " audit record(s) of " + target +
+                (verdict.links > 0 ? " and " + std::to_string(verdict.links) +
+                                         " other chain record(s) around those written before "
+                                         "records linked to their target's previous one"
+                                   : std::string()) +
+                " match their hashes; " +
+                (verdict.linked ? "each links to the operation's record before it, back to its "
+                                  "first, so none between its first and the newest in the pack "
+                                  "is left out"
+                                : "none between the operation's first record in the pack and the "
+                                  "newest is left out") +
+                "; the operation's state and version match its last hashed record, each approval "
+                "says what its audit record says (decision, operator, role, reason, status) and "
+                "none is left out, and each decision the history shows has an audit record.\n";
+        if (against) {
+            human += "against the ledger: its audit chain verifies (" +
+                     std::to_string(verdict.ledgerRecords) +
+                     " records) and still holds the "
+                     "pack's head, record " +
+                     head["seq"].dump() +
+                     "; the pack's records are the ledger's and none of the operation's up to "
+                     "that head is left out" +
+                     (verdict.appendedSince > 0 ? " (" + std::to_string(verdict.appendedSince) +
+                                                      " appended since the export)"
+                                                : std::string()) +
+                     "; the operation record" +
+                     (verdict.versionNow != verdict.versionPacked
+                          ? " (version " + std::to_string(verdict.versionPacked.value_or(0)) +
+                                " in the pack, " + std::to_string(verdict.versionNow.value_or(0)) +
+                                " in the ledger now)"
+                          : std::string()) +
+                     ", its history and its approvals are the ledger's.\nnot covered: the run "
+                     "record (the run's budgets as they stood at export).";
+        } else {
+            human += "not covered offline: newer records of the operation cut from the end of the "
+                     "pack, whether the records and that head (record " +
+                     head["seq"].dump() + ", hash " + hash +
+                     ") are the ledger's, and the rows the chain does not hash (the operation's "
+                     "other fields, the history, the run record).\nto check it against the "
+                     "ledger: idempo evidence verify FILE --against-ledger --ledger URL";
+        }
     } else {
         human = "evidence pack REFUSED" +
                 (verdict.badSeq ? " at audit record " + std::to_string(*verdict.badSeq)
@@ -73,6 +108,8 @@ int cmdEvidence(Context &c)
             throw UsageError{"evidence verify reads a pack; -o is for exporting one"};
         return verifyPack(c, args.at(2));
     }
+    if (c.parser.isSet(QStringLiteral("against-ledger")))
+        throw UsageError{"--against-ledger is for `evidence verify FILE`"};
     if (args.size() > 2 || (args.size() == 2 && args.at(1) == QLatin1String("verify")))
         throw UsageError{"expected `evidence KEY [-o FILE]` or `evidence verify FILE`"};
     const std::string key = c.key();
@@ -127,14 +164,19 @@ void addEvidenceCommands(std::map<QString, Command> &table)
          {2,
           "evidence KEY [-o FILE] | evidence verify FILE",
           "The evidence pack of one operation for a compliance case, as one JSON file: its\n"
-          "record, history, approvals, run record, every audit record that targets it and the\n"
-          "chain proof (every chain record from its first audit record to the head at export).\n"
-          "  verify FILE  recompute every record's hash, check the chain has no gap up to the\n"
-          "               head and that the operation agrees with its records, offline; a\n"
-          "               tampered pack is refused naming what is wrong (exit 65)",
+          "record, history, approvals, run record, every audit record that targets it (each\n"
+          "linked to the one before it) and the chain head at export.\n"
+          "  verify FILE  recompute every record's hash, check that the operation's records\n"
+          "               link without a gap and that the operation agrees with them, offline;\n"
+          "               with --against-ledger also that the ledger's chain verifies and holds\n"
+          "               the head, and that the records, operation, history and approvals are\n"
+          "               the ledger's; a tampered pack is refused naming what is wrong (exit 65)",
           {QCommandLineOption(QStringList{QStringLiteral("output"), QStringLiteral("o")},
                               QStringLiteral("Write the pack to FILE (default, or -: stdout)."),
-                              QStringLiteral("FILE"))},
+                              QStringLiteral("FILE")),
+           QCommandLineOption(QStringLiteral("against-ledger"),
+                              QStringLiteral("verify: also check the pack against the ledger "
+                                             "(--ledger URL)."))},
           cmdEvidence}});
 }
 

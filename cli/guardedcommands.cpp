@@ -139,6 +139,7 @@ nlohmann::json auditJson(const AuditRecord &r)
             {"approval_id", r.entry.approvalId},
             {"detail", embedded(r.entry.detail)},
             {"prev_hash", r.prevHash},
+            {"target_prev_hash", r.targetPrevHash},
             {"hash", r.hash}};
 }
 
@@ -261,7 +262,7 @@ int cmdAudit(Context &c)
         nlohmann::json rows = nlohmann::json::array();
         if (format == QLatin1String("csv"))
             printOut("seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_"
-                     "hash,hash");
+                     "hash,target_prev_hash,hash");
         for (std::int64_t after = 0;;) {
             const auto page = store.auditLog(after, 1000);
             for (const AuditRecord &r : page) {
@@ -282,6 +283,7 @@ int cmdAudit(Context &c)
                                                          r.entry.approvalId,
                                                          escapedJson(r.entry.detail),
                                                          r.prevHash,
+                                                         r.targetPrevHash,
                                                          r.hash};
                 std::string line;
                 for (const std::string &f : fields)

@@ -148,7 +148,8 @@ QString AuditTableModel::json(const std::vector<AuditRecord> &records)
                        {"approval_id", e.approvalId},
                        {"detail", parsedOrText(e.detail)},
                        {"hash", record.hash},
-                       {"prev_hash", record.prevHash}});
+                       {"prev_hash", record.prevHash},
+                       {"target_prev_hash", record.targetPrevHash}});
     }
     return QString::fromStdString(
         escapedJson(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));

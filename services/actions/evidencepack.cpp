@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "evidencepack.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "auditchain.h"
+#include "auditverify.h"
 #include "error.h"
 #include "recordjson.h"
 
@@ -31,7 +34,47 @@ nlohmann::json recordJson(const AuditRecord &r)
             {"approval_id", e.approvalId},
             {"detail", e.detail},
             {"prev_hash", r.prevHash},
+            {"target_prev_hash", r.targetPrevHash},
             {"hash", r.hash}};
+}
+
+/// Every audit record of `target` up to record `headSeq`, in seq order.
+std::vector<AuditRecord> targetRecords(LedgerStore &store, const std::string &target,
+                                       std::int64_t headSeq)
+{
+    std::vector<AuditRecord> records;
+    AuditFilter filter;
+    filter.target = target;
+    filter.limit = kPage;
+    for (;;) {
+        const std::vector<AuditRecord> page = store.auditRecords(filter);
+        for (const AuditRecord &r : page) {
+            if (r.seq > headSeq)
+                return records;
+            records.push_back(r);
+        }
+        if (static_cast<int>(page.size()) < kPage)
+            return records;
+        filter.afterSeq = page.back().seq;
+    }
+}
+
+/// Calls `visit` with every chain record from `from` to `to`, in seq order.
+template <typename Visit>
+void forChain(LedgerStore &store, std::int64_t from, std::int64_t to, Visit visit)
+{
+    for (std::int64_t after = from - 1; after < to;) {
+        const std::vector<AuditRecord> page = store.auditLog(after, kPage);
+        if (page.empty())
+            throw Error(ErrorCode::Internal,
+                        "audit record " + std::to_string(after + 1) + " is missing from the chain");
+        for (const AuditRecord &r : page) {
+            if (r.seq > to)
+                return;
+            visit(r);
+            after = r.seq;
+        }
+    }
 }
 
 nlohmann::json approvalJson(const ApprovalRecord &a)
@@ -75,6 +118,9 @@ AuditRecord parseRecord(const nlohmann::json &j, const std::string &where)
                textOf(j, "after_state", where), textOf(j, "approval_id", where),
                textOf(j, "detail", where)};
     r.prevHash = textOf(j, "prev_hash", where);
+    // Absent in version 2 packs, whose records predate target links.
+    if (j.contains("target_prev_hash"))
+        r.targetPrevHash = textOf(j, "target_prev_hash", where);
     r.hash = textOf(j, "hash", where);
     return r;
 }
@@ -178,6 +224,20 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
     return {};
 }
 
+/// The first member in which two JSON objects differ, named.
+std::string firstDifference(const nlohmann::json &a, const nlohmann::json &b)
+{
+    if (a.is_object() && b.is_object()) {
+        for (const auto &[name, value] : a.items())
+            if (b.value(name, nlohmann::json()) != value)
+                return "\"" + name + "\"";
+        for (const auto &[name, value] : b.items())
+            if (!a.contains(name))
+                return "\"" + name + "\" is missing";
+    }
+    return "its whole text";
+}
+
 } // namespace
 
 nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
@@ -194,31 +254,25 @@ nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
     const AuditHead head = last.empty() ? AuditHead{0, AuditGenesisHash}
                                         : AuditHead{last.front().seq, last.front().hash};
 
-    // The chain from the operation's first record to the head, whole: the operation's records,
-    // and every record between them and after them as a chain link. The verifier walks it
-    // without a gap, so a record of the operation left out (or moved among the links) shows.
-    AuditFilter first;
-    first.target = ns + "/" + key;
-    first.limit = 1;
-    const std::vector<AuditRecord> firstMine = store.auditRecords(first);
-    nlohmann::json records = nlohmann::json::array();
+    const std::string target = ns + "/" + key;
+    std::vector<AuditRecord> mine = targetRecords(store, target, head.seq);
+    // Records written before target links show no gap on their own: the chain from the
+    // operation's first record to its newest unlinked one goes in whole, so the verifier walks
+    // that span without a gap. Linked records need nothing else.
     nlohmann::json links = nlohmann::json::array();
-    if (!firstMine.empty() && firstMine.front().seq <= head.seq) {
-        for (std::int64_t after = firstMine.front().seq - 1; after < head.seq;) {
-            const std::vector<AuditRecord> page = store.auditLog(after, kPage);
-            if (page.empty())
-                throw Error(ErrorCode::Internal, "audit record " + std::to_string(after + 1) +
-                                                     " is missing from the chain");
-            for (const AuditRecord &r : page) {
-                if (r.seq > head.seq)
-                    break;
-                (r.entry.target == first.target ? records : links).push_back(recordJson(r));
-                after = r.seq;
-            }
-            if (page.back().seq > head.seq)
-                break;
-        }
+    if (!mine.empty() && mine.front().targetPrevHash.empty()) {
+        std::int64_t spanEnd = mine.front().seq;
+        for (const AuditRecord &r : mine)
+            if (r.targetPrevHash.empty())
+                spanEnd = r.seq;
+        forChain(store, mine.front().seq, spanEnd, [&](const AuditRecord &r) {
+            if (r.entry.target != target)
+                links.push_back(recordJson(r));
+        });
     }
+    nlohmann::json records = nlohmann::json::array();
+    for (const AuditRecord &r : mine)
+        records.push_back(recordJson(r));
 
     nlohmann::json history = nlohmann::json::array();
     for (const OperationEvent &e : store.history(ns, key))
@@ -265,12 +319,14 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                         "older pack format (version 1): it links each record only to the next "
                         "one, so it cannot show that no audit record of the operation was left "
                         "out; export the pack again (idempo evidence KEY -o FILE)");
-        if (!pack.contains("version") || pack["version"] != Version)
+        if (!pack.contains("version") || (pack["version"] != 2 && pack["version"] != Version))
             return fail(
                 std::nullopt,
                 "pack version " +
                     (pack.contains("version") ? pack["version"].dump() : std::string("missing")) +
-                    " is not one this build reads (" + std::to_string(Version) + ")");
+                    " is not one this build reads (2 or " + std::to_string(Version) + ")");
+        // Version 2 proved every record to the head by the chain; 3 by target links.
+        const bool toHead = pack["version"] == 2;
         const std::string target =
             textOf(pack, "namespace", "the pack") + "/" + textOf(pack, "key", "the pack");
         if (!pack.contains("chain") || !pack["chain"].is_object() ||
@@ -282,7 +338,7 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                              textOf(chain["head"], "hash", "the chain head")};
         if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
             return fail(std::nullopt, "the pack has no \"audit_records\" array");
-        // Every record of the span, the operation's and the links, by seq.
+        // Every record of the pack, the operation's and the links, by seq.
         std::map<std::int64_t, std::pair<AuditRecord, bool>> span; // seq → (record, mine)
         std::vector<AuditRecord> mine;
         for (const nlohmann::json &j : pack["audit_records"]) {
@@ -294,6 +350,9 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                 return fail(r.seq, name + " is out of seq order in the pack");
             if (r.entry.target != target)
                 return fail(r.seq, name + " targets " + r.entry.target + ", not " + target);
+            if (r.seq > head.seq)
+                return fail(r.seq, name + " lies beyond the chain head the pack names (record " +
+                                       std::to_string(head.seq) + ")");
             span[r.seq] = {r, true};
             mine.push_back(std::move(r));
         }
@@ -312,12 +371,55 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
         if (mine.empty() && !span.empty())
             return fail(span.begin()->first,
                         "the pack holds chain links but no audit record of " + target);
-        if (!mine.empty()) {
+        for (const auto &[seq, entry] : span)
+            if (auditHash(entry.first) != entry.first.hash)
+                return fail(seq, (entry.second ? "audit record " : "chain record ") +
+                                     std::to_string(seq) +
+                                     " does not match its hash: it was edited");
+        // The operation's records among themselves: each linked one names the one before it.
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+            const AuditRecord &r = mine[i];
+            const std::string name = "audit record " + std::to_string(r.seq);
+            if (r.targetPrevHash.empty()) {
+                if (i > 0 && !mine[i - 1].targetPrevHash.empty())
+                    return fail(r.seq, name +
+                                           " carries no link to the operation's previous "
+                                           "record, though audit record " +
+                                           std::to_string(mine[i - 1].seq) + " before it does");
+                continue;
+            }
+            if (i == 0 && r.targetPrevHash != AuditGenesisHash)
+                return fail(r.seq, name + " links to an earlier record of " + target +
+                                       " that the pack does not hold: a record was removed");
+            if (i > 0 && r.targetPrevHash != mine[i - 1].hash)
+                return fail(r.seq, name + " does not point at audit record " +
+                                       std::to_string(mine[i - 1].seq) +
+                                       "'s hash, the operation's record before it in the pack: "
+                                       "a record of the operation was removed or replaced");
+        }
+        // The span the chain proves: from the operation's first record to its newest unlinked
+        // one (version 3), or to the head (version 2); without a gap.
+        std::optional<std::int64_t> spanEnd;
+        if (toHead && !mine.empty())
+            spanEnd = head.seq;
+        for (const AuditRecord &r : mine)
+            if (!toHead && r.targetPrevHash.empty())
+                spanEnd = r.seq;
+        if (spanEnd) {
             const std::int64_t from = mine.front().seq;
             std::int64_t expected = from;
             std::string lastHash;
             for (const auto &[seq, entry] : span) {
                 const AuditRecord &r = entry.first;
+                if (seq > *spanEnd) {
+                    if (!entry.second)
+                        return fail(seq, "chain record " + std::to_string(seq) +
+                                             " lies beyond the span the chain proof covers "
+                                             "(records " +
+                                             std::to_string(from) + " to " +
+                                             std::to_string(*spanEnd) + ")");
+                    continue;
+                }
                 const std::string name =
                     (entry.second ? "audit record " : "chain record ") + std::to_string(seq);
                 if (seq != expected)
@@ -328,32 +430,32 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                                                         : " " + std::to_string(expected) + " is") +
                                     " missing from the pack: a record was removed "
                                     "(the pack must hold every record from " +
-                                    std::to_string(from) + " to the head)");
-                if (auditHash(r) != r.hash)
-                    return fail(seq, name + " does not match its hash: it was edited");
+                                    std::to_string(from) + " to " + std::to_string(*spanEnd) + ")");
                 if (seq == 1 && r.prevHash != AuditGenesisHash)
                     return fail(seq, name + " is the first of the chain but does not point at "
                                             "the genesis hash");
                 if (seq != from && r.prevHash != lastHash)
                     return fail(seq, name + " does not point at record " + std::to_string(seq - 1) +
                                          "'s hash: a record before it was replaced");
-                if (seq > head.seq)
-                    return fail(seq, name + " lies beyond the chain head the pack names (record " +
-                                         std::to_string(head.seq) + ")");
                 lastHash = r.hash;
                 ++expected;
-                ++(entry.second ? v.records : v.links);
             }
-            if (expected - 1 != head.seq)
+            if (expected - 1 != *spanEnd)
                 return fail(expected, "the chain proof stops at record " +
-                                          std::to_string(expected - 1) +
-                                          ", before the head the pack names (record " +
-                                          std::to_string(head.seq) + "): a record was removed");
-            if (lastHash != head.hash)
+                                          std::to_string(expected - 1) + ", before record " +
+                                          std::to_string(*spanEnd) + ": a record was removed");
+            if (toHead && lastHash != head.hash)
                 return fail(head.seq, "chain record " + std::to_string(head.seq) +
                                           " is the chain head the pack names, but its hash is "
                                           "not the head's");
+        } else if (!span.empty() && std::any_of(span.begin(), span.end(),
+                                                [](const auto &e) { return !e.second.second; })) {
+            return fail(std::nullopt, "the pack holds chain links, but the operation's records "
+                                      "are all linked to one another and need none");
         }
+        v.records = static_cast<std::int64_t>(mine.size());
+        v.links = static_cast<std::int64_t>(span.size() - mine.size());
+        v.linked = !mine.empty() && !mine.front().targetPrevHash.empty();
         if (std::string problem = agreementProblem(pack, mine); !problem.empty())
             return fail(std::nullopt, std::move(problem));
     } catch (const std::exception &e) {
@@ -362,13 +464,145 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
     return v;
 }
 
+EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nlohmann::json &pack)
+{
+    Verdict v = verify(pack);
+    if (!v.ok)
+        return v;
+    v.againstLedger = true;
+    const auto fail = [&v](std::optional<std::int64_t> seq, std::string problem) {
+        v.ok = false;
+        v.badSeq = seq;
+        v.problem = std::move(problem);
+        return v;
+    };
+    try {
+        const std::string ns = pack["namespace"].get<std::string>();
+        const std::string key = pack["key"].get<std::string>();
+        const std::string target = ns + "/" + key;
+        const AuditHead head{pack["chain"]["head"]["seq"].get<std::int64_t>(),
+                             pack["chain"]["head"]["hash"].get<std::string>()};
+        // The ledger's chain verifies end to end and still holds the pack's head.
+        const AuditVerify::Result chain =
+            AuditVerify(store).run(head.seq > 0 ? head.hash : std::string());
+        if (!chain.ok || (head.seq > 0 && chain.anchorSeq != head.seq))
+            return fail(chain.firstBad,
+                        chain.ok ? "the pack's chain head (record " + std::to_string(head.seq) +
+                                       ") is not the ledger's record " + std::to_string(head.seq)
+                                 : "the ledger's audit chain does not verify: " + chain.problem);
+        v.ledgerRecords = chain.records;
+
+        // The operation's records up to the head are the pack's, none left out; later ones
+        // were appended since the export.
+        const std::vector<AuditRecord> ledgerMine =
+            targetRecords(store, target, std::numeric_limits<std::int64_t>::max());
+        const nlohmann::json &packed = pack["audit_records"];
+        std::size_t at = 0;
+        for (const AuditRecord &r : ledgerMine) {
+            if (r.seq > head.seq) {
+                ++v.appendedSince;
+                continue;
+            }
+            if (at >= packed.size() || packed[at]["seq"] != r.seq)
+                return fail(r.seq, "the ledger holds audit record " + std::to_string(r.seq) +
+                                       " of " + target + ", which the pack leaves out");
+            if (packed[at]["hash"] != r.hash)
+                return fail(r.seq, "audit record " + std::to_string(r.seq) +
+                                       " of the pack is not the ledger's record " +
+                                       std::to_string(r.seq));
+            ++at;
+        }
+        if (at < packed.size())
+            return fail(packed[at]["seq"].get<std::int64_t>(),
+                        "audit record " + packed[at]["seq"].dump() +
+                            " of the pack is no record of " + target + " in the ledger");
+        std::map<std::int64_t, std::string> links;
+        for (const nlohmann::json &l : pack["chain"]["links"])
+            links[l["seq"].get<std::int64_t>()] = l["hash"].get<std::string>();
+        if (!links.empty())
+            forChain(store, links.begin()->first, links.rbegin()->first, [&](const AuditRecord &r) {
+                const auto link = links.find(r.seq);
+                if (link != links.end() && link->second != r.hash && v.ok)
+                    fail(r.seq, "chain record " + std::to_string(r.seq) +
+                                    " of the pack is not the ledger's record " +
+                                    std::to_string(r.seq));
+            });
+        if (!v.ok)
+            return v;
+
+        // The rows the chain does not hash: what the ledger holds now, the operation at the
+        // pack's version, its history from the first event and every approval.
+        const std::optional<Operation> op = store.find(ns, key);
+        if (!op)
+            return fail(std::nullopt,
+                        "the ledger holds no operation " + key + " in namespace " + ns);
+        const nlohmann::json now = operationJson(*op);
+        const std::int64_t packedVersion =
+            pack["operation"]["operation_version"].get<std::int64_t>();
+        if (op->version < packedVersion || now["id"] != pack["operation"]["id"])
+            return fail(std::nullopt, "the ledger's operation " + target +
+                                          " is not the pack's: it has id " + now["id"].dump() +
+                                          " at version " + std::to_string(op->version) +
+                                          ", the pack id " + pack["operation"]["id"].dump() +
+                                          " at version " + std::to_string(packedVersion));
+        if (op->version == packedVersion)
+            for (const auto &[name, value] : now.items())
+                if (pack["operation"].value(name, nlohmann::json()) != value)
+                    return fail(std::nullopt, "the operation record's \"" + name +
+                                                  "\" differs from the ledger's at the same "
+                                                  "version " +
+                                                  std::to_string(op->version));
+        v.versionNow = op->version;
+        v.versionPacked = packedVersion;
+        const std::vector<OperationEvent> events = store.history(ns, key);
+        const nlohmann::json &history = pack["history"];
+        if (history.size() > events.size())
+            return fail(std::nullopt, "the pack's history holds " + std::to_string(history.size()) +
+                                          " events, the ledger's " + std::to_string(events.size()));
+        for (std::size_t i = 0; i < history.size(); ++i)
+            if (history[i] != eventJson(events[i]))
+                return fail(std::nullopt, "history event " + std::to_string(i + 1) +
+                                              " of the pack differs from the ledger's (" +
+                                              firstDifference(history[i], eventJson(events[i])) +
+                                              ")");
+        std::map<std::string, nlohmann::json> approvals;
+        for (const ApprovalRecord &a : store.approvals(ns, key))
+            approvals[a.approvalId] = approvalJson(a);
+        for (const nlohmann::json &a : pack["approvals"]) {
+            const auto found = approvals.find(a["approval_id"].get<std::string>());
+            if (found == approvals.end())
+                return fail(std::nullopt, "approval " + a["approval_id"].get<std::string>() +
+                                              " of the pack is not in the ledger");
+            nlohmann::json ledgerSays = found->second;
+            // A first approval of two is seconded after the export.
+            if (a["status"] == "pending" && ledgerSays["status"] == "seconded")
+                ledgerSays["status"] = "pending";
+            if (a != ledgerSays)
+                return fail(std::nullopt, "approval " + found->first +
+                                              " of the pack differs from the ledger's (" +
+                                              firstDifference(a, ledgerSays) + ")");
+        }
+    } catch (const std::exception &e) {
+        return fail(std::nullopt, std::string("the pack is malformed: ") + e.what());
+    }
+    return v;
+}
+
 nlohmann::json EvidencePack::toJson(const Verdict &v)
 {
-    return {{"ok", v.ok},
-            {"records", v.records},
-            {"links", v.links},
-            {"bad_seq", v.badSeq ? nlohmann::json(*v.badSeq) : nlohmann::json()},
-            {"problem", v.problem.empty() ? nlohmann::json() : nlohmann::json(v.problem)}};
+    nlohmann::json j = {
+        {"ok", v.ok},
+        {"records", v.records},
+        {"links", v.links},
+        {"linked", v.linked},
+        {"bad_seq", v.badSeq ? nlohmann::json(*v.badSeq) : nlohmann::json()},
+        {"problem", v.problem.empty() ? nlohmann::json() : nlohmann::json(v.problem)}};
+    if (v.againstLedger)
+        j["ledger"] = {
+            {"chain_records", v.ledgerRecords},
+            {"appended_since", v.appendedSince},
+            {"operation_version", v.versionNow ? nlohmann::json(*v.versionNow) : nlohmann::json()}};
+    return j;
 }
 
 } // namespace idempo

@@ -97,7 +97,11 @@ struct AuditRecord
     std::int64_t atMs = 0;
     AuditEntry entry;
     std::string prevHash; ///< the previous record's hash; 64 zeros for the first
-    std::string hash;     ///< auditHash() of this record
+    /// The hash of the newest earlier record with the same target, 64 zeros for the target's
+    /// first; empty for a record appended before records carried it. It lets a target's records
+    /// show on their own that none of them is missing (evidence packs).
+    std::string targetPrevHash;
+    std::string hash; ///< auditHash() of this record
 };
 
 /// Which audit records LedgerStore::auditRecords() returns: every field set narrows the answer

@@ -10,29 +10,32 @@ namespace idempo {
 std::string auditHash(const AuditRecord &record)
 {
     const AuditEntry &e = record.entry;
-    const nlohmann::json j = {{"seq", record.seq},
-                              {"at_ms", record.atMs},
-                              {"who", e.who},
-                              {"role", e.role},
-                              {"action", e.action},
-                              {"target", e.target},
-                              {"reason", e.reason},
-                              {"before_state", e.beforeState},
-                              {"after_state", e.afterState},
-                              {"approval_id", e.approvalId},
-                              {"detail", e.detail},
-                              {"prev_hash", record.prevHash}};
+    nlohmann::json j = {{"seq", record.seq},
+                        {"at_ms", record.atMs},
+                        {"who", e.who},
+                        {"role", e.role},
+                        {"action", e.action},
+                        {"target", e.target},
+                        {"reason", e.reason},
+                        {"before_state", e.beforeState},
+                        {"after_state", e.afterState},
+                        {"approval_id", e.approvalId},
+                        {"detail", e.detail},
+                        {"prev_hash", record.prevHash}};
+    if (!record.targetPrevHash.empty())
+        j["target_prev_hash"] = record.targetPrevHash;
     return payloadFingerprint(j);
 }
 
 AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs,
-                            const std::string &prevHash)
+                            const std::string &prevHash, const std::string &targetPrevHash)
 {
     AuditRecord record;
     record.seq = seq;
     record.atMs = atMs;
     record.entry = entry;
     record.prevHash = prevHash;
+    record.targetPrevHash = targetPrevHash;
     record.hash = auditHash(record);
     return record;
 }
@@ -77,6 +80,18 @@ bool AuditChainVerifier::add(const AuditRecord &record)
     if (auditHash(record) != record.hash)
         return bad("record " + std::to_string(record.seq) +
                    " does not match its hash: it was edited");
+    // Target links began with one record; from there on every record carries one.
+    std::string &targetHead = m_targetHeads[record.entry.target];
+    if (record.targetPrevHash.empty() && m_targetLinked)
+        return bad("record " + std::to_string(record.seq) +
+                   " carries no link to its target's previous record, though records before it do");
+    if (!record.targetPrevHash.empty() &&
+        record.targetPrevHash != (targetHead.empty() ? AuditGenesisHash : targetHead))
+        return bad("record " + std::to_string(record.seq) +
+                   " does not point at the previous record of " + record.entry.target +
+                   ": a record of that target was removed or replaced");
+    m_targetLinked = m_targetLinked || !record.targetPrevHash.empty();
+    targetHead = record.hash;
     ++m_checked;
     m_lastSeq = record.seq;
     m_lastHash = record.hash;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "actionrecords.h"
 
@@ -15,14 +16,16 @@ inline constexpr const char *AuditGenesisHash =
 
 /// The hash of an audit record: lowercase hex SHA-256 over the RFC 8785 canonical JSON of
 /// {seq, at_ms, who, role, action, target, reason, before_state, after_state, approval_id,
-/// detail, prev_hash} (every JSON-valued field as its text). Editing any field, or moving the
-/// record to another place in the chain, changes it.
+/// detail, prev_hash, target_prev_hash} (every JSON-valued field as its text; target_prev_hash
+/// only when the record carries one). Editing any field, or moving the record to another place
+/// in the chain or among its target's records, changes it.
 std::string auditHash(const AuditRecord &record);
 
 /// The record `entry` becomes as number `seq`, appended at `atMs` after a record whose hash is
-/// `prevHash`; its hash is computed.
+/// `prevHash`, its target's newest record having hash `targetPrevHash` (AuditGenesisHash when
+/// it has none); its hash is computed.
 AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs,
-                            const std::string &prevHash);
+                            const std::string &prevHash, const std::string &targetPrevHash);
 
 /// The parts of an operation an audit record keeps as before / after state, as canonical JSON
 /// text: {"state", "version", "fencing_token", "attempt", "max_attempts", "receipt",
@@ -35,7 +38,7 @@ void completeAuditEntry(AuditEntry &entry, const Operation *before, const Operat
 
 /// Walks the chain record by record (in seq order, from the first) and names the first record
 /// that breaks it: edited (hash), removed or reordered (seq not the next one, or prev_hash not
-/// the previous record's hash).
+/// the previous record's hash), or linked to another than its target's previous record.
 class AuditChainVerifier final
 {
 public:
@@ -53,6 +56,8 @@ private:
     std::int64_t m_checked = 0;
     std::int64_t m_lastSeq = 0;
     std::string m_lastHash = AuditGenesisHash;
+    bool m_targetLinked = false;
+    std::unordered_map<std::string, std::string> m_targetHeads; // target → its newest hash
     std::optional<std::int64_t> m_firstBad;
     std::string m_problem;
 };

@@ -134,13 +134,11 @@ void TestCliEvidence::evidencePackExportsAndVerifies()
     const QJsonArray records = p.value(S("audit_records")).toArray();
     QCOMPARE(records.size(), 1);
     QCOMPARE(records.at(0).toObject().value(S("target")).toString(), S("default/run-1:refund"));
-    // The proof: every chain record after it up to the head, whole; the next points at its hash.
-    const QJsonArray links = p.value(S("chain")).toObject().value(S("links")).toArray();
-    QCOMPARE(links.size(), 2);
-    QCOMPARE(links.at(1).toObject().value(S("target")).toString(), S("default/run-2:refund"));
-    QCOMPARE(links.at(0).toObject().value(S("seq")).toInt(), 2);
-    QCOMPARE(links.at(0).toObject().value(S("prev_hash")).toString(),
-             records.at(0).toObject().value(S("hash")).toString());
+    // The operation's first record links to no earlier one of it; the two records after it
+    // target others and stay out of the pack.
+    QCOMPARE(records.at(0).toObject().value(S("target_prev_hash")).toString(),
+             QString(64, QLatin1Char('0')));
+    QCOMPARE(p.value(S("chain")).toObject().value(S("links")).toArray().size(), 0);
 
     const Run verified = idempo({S("--json"), S("evidence"), S("verify"), file});
     QCOMPARE(verified.exitCode, 0);
@@ -178,22 +176,30 @@ void TestCliEvidence::tamperedPackIsRefusedNamingTheRecord()
     edited.insert(S("audit_records"), records);
     expectRefused(edited, "audit record 1 does not match its hash", 1);
 
-    // A link rewritten to point at a fresh-looking hash: it no longer matches its own hash.
-    QJsonObject chain = original.value(S("chain")).toObject();
-    QJsonArray links = chain.value(S("links")).toArray();
-    QJsonObject link = links.at(0).toObject();
-    link.insert(S("prev_hash"), QString(64, QLatin1Char('a')));
-    links.replace(0, link);
-    chain.insert(S("links"), links);
-    QJsonObject relinked = original;
-    relinked.insert(S("chain"), chain);
-    expectRefused(relinked, "chain record 2 does not match its hash", 2);
+    // Its target link rewritten, or dropped to pass for a record older than links: either
+    // way it no longer matches its own hash.
+    for (const bool dropped : {false, true}) {
+        QJsonObject relinked = original;
+        records = original.value(S("audit_records")).toArray();
+        record = records.at(0).toObject();
+        if (dropped)
+            record.remove(S("target_prev_hash"));
+        else
+            record.insert(S("target_prev_hash"), QString(64, QLatin1Char('a')));
+        records.replace(0, record);
+        relinked.insert(S("audit_records"), records);
+        expectRefused(relinked, "audit record 1 does not match its hash", 1);
+    }
 
-    // The proof left out.
-    chain.insert(S("links"), QJsonArray());
-    QJsonObject unproven = original;
-    unproven.insert(S("chain"), chain);
-    expectRefused(unproven, "the chain proof stops at record 1", 2);
+    // Another target's record offered as a chain link: the operation's linked records need
+    // none, and a record the verifier cannot place is refused, not ignored.
+    const QString other = m_dir.filePath(S("run-2.json"));
+    QCOMPARE(idempo({S("evidence"), S("run-2:refund"), S("-o"), other}).exitCode, 0);
+    QJsonObject padded = original;
+    QJsonObject chain = original.value(S("chain")).toObject();
+    chain.insert(S("links"), pack(other).value(S("audit_records")).toArray());
+    padded.insert(S("chain"), chain);
+    expectRefused(padded, "the operation's records are all linked to one another and need none", 0);
 
     // Another operation's record slipped in.
     QJsonObject foreign = original;

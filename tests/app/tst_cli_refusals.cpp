@@ -73,6 +73,17 @@ private:
         return m_cli.runBare({S("--json"), S("evidence"), S("verify"), file});
     }
 
+    CliRun verifyAgainstLedger(const QJsonObject &pack)
+    {
+        const QString file = m_cli.filePath(S("checked.json"));
+        QFile f(file);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+            return {};
+        f.write(QJsonDocument(pack).toJson());
+        f.close();
+        return idempo({S("--json"), S("evidence"), S("verify"), file, S("--against-ledger")});
+    }
+
     void expectRefused(const QJsonObject &pack, const char *why)
     {
         const CliRun r = verify(pack);
@@ -332,13 +343,23 @@ private Q_SLOTS:
         QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
                  0);
         const QJsonObject pack = packOf(S("ev-1:refund"));
-        QCOMPARE(pack.value(S("version")).toInt(), 2);
+        QCOMPARE(pack.value(S("version")).toInt(), 3);
         const QJsonArray records = pack.value(S("audit_records")).toArray();
         QCOMPARE(records.size(), 2);
+        // The second record links to the first, the first to none: no other record is needed.
+        QCOMPARE(records.at(0).toObject().value(S("target_prev_hash")).toString(),
+                 QString(64, QLatin1Char('0')));
+        QCOMPARE(records.at(1).toObject().value(S("target_prev_hash")).toString(),
+                 records.at(0).toObject().value(S("hash")).toString());
+        QCOMPARE(pack.value(S("chain")).toObject().value(S("links")).toArray().size(), 0);
         const CliRun intact = verify(pack);
         QCOMPARE(intact.exitCode, 0);
         QCOMPARE(intact.json.value(S("records")).toInt(), 2);
-        QVERIFY(intact.json.value(S("links")).toInt() >= 2); // ev-2's rejection, the setting
+        QCOMPARE(intact.json.value(S("links")).toInt(), 0);
+        QCOMPARE(intact.json.value(S("linked")).toBool(), true);
+        const CliRun matches = verifyAgainstLedger(pack);
+        QCOMPARE(matches.exitCode, 0);
+        QCOMPARE(matches.json.value(S("ledger")).toObject().value(S("appended_since")).toInt(), 0);
 
         const auto without = [&](int index) {
             QJsonObject p = pack;
@@ -348,17 +369,71 @@ private Q_SLOTS:
             return p;
         };
         const auto newest = records.at(1).toObject().value(S("seq")).toInt();
-        expectRefused(without(1),
-                      qPrintable(QStringLiteral("chain record %1 is missing").arg(newest)));
-        expectRefused(without(0), "missing from the pack");
-        QJsonObject noRecords = pack;
-        noRecords.insert(S("audit_records"), QJsonArray());
-        expectRefused(noRecords, "holds chain links but no audit record");
-        QJsonObject nothing = noRecords;
-        QJsonObject chain = pack.value(S("chain")).toObject();
-        chain.insert(S("links"), QJsonArray());
-        nothing.insert(S("chain"), chain);
+        // The first record cut: the next one names a record the pack does not hold.
+        expectRefused(without(0), "links to an earlier record of default/ev-1:refund");
+        // The newest cut: offline nothing shows it (the pack says so); the ledger does. Its
+        // approval then has no record either, which the pack's own check catches once dropped.
+        QJsonObject cut = without(1);
+        QJsonArray oneApproval = pack.value(S("approvals")).toArray();
+        oneApproval.removeAt(1);
+        cut.insert(S("approvals"), oneApproval);
+        QJsonArray shortHistory;
+        for (const QJsonValue &e : pack.value(S("history")).toArray())
+            if (!e.toObject().value(S("detail")).toString().startsWith(S("reject")))
+                shortHistory.append(e);
+        cut.insert(S("history"), shortHistory);
+        const QJsonObject before =
+            QJsonDocument::fromJson(
+                records.at(1).toObject().value(S("before_state")).toString().toUtf8())
+                .object();
+        QJsonObject cutOp = pack.value(S("operation")).toObject();
+        cutOp.insert(S("state"), before.value(S("state")));
+        cutOp.insert(S("operation_version"), before.value(S("version")));
+        cut.insert(S("operation"), cutOp);
+        QCOMPARE(verify(cut).exitCode, 0);
+        const CliRun cutAgainst = verifyAgainstLedger(cut);
+        QCOMPARE(cutAgainst.exitCode, 65);
+        QVERIFY2(cutAgainst.json.value(S("problem"))
+                     .toString()
+                     .contains(QStringLiteral(
+                                   "holds audit record %1 of default/ev-1:refund, which the pack "
+                                   "leaves out")
+                                   .arg(newest)),
+                 cutAgainst.out.constData());
+        QJsonObject swapped = pack;
+        QJsonArray reordered{records.at(1), records.at(0)};
+        swapped.insert(S("audit_records"), reordered);
+        expectRefused(swapped, "is out of seq order");
+        QJsonObject nothing = pack;
+        nothing.insert(S("audit_records"), QJsonArray());
         expectRefused(nothing, "but the pack holds no audit record of it");
+
+        // What the chain does not hash, the ledger does: an edited history detail verifies
+        // offline and is refused against the ledger.
+        QJsonObject rewritten = pack;
+        QJsonArray history = pack.value(S("history")).toArray();
+        QJsonObject event = history.at(0).toObject();
+        event.insert(S("detail"), S("created by the customer"));
+        history.replace(0, event);
+        rewritten.insert(S("history"), history);
+        QCOMPARE(verify(rewritten).exitCode, 0);
+        const CliRun historyAgainst = verifyAgainstLedger(rewritten);
+        QCOMPARE(historyAgainst.exitCode, 65);
+        QVERIFY2(
+            historyAgainst.json.value(S("problem"))
+                .toString()
+                .contains(S("history event 1 of the pack differs from the ledger's (\"detail\")")),
+            historyAgainst.out.constData());
+        QJsonObject payloadEdited = pack;
+        QJsonObject edited = pack.value(S("operation")).toObject();
+        edited.insert(S("payload"), QJsonObject{{S("amount"), 1}});
+        payloadEdited.insert(S("operation"), edited);
+        QCOMPARE(verify(payloadEdited).exitCode, 0);
+        QVERIFY2(verifyAgainstLedger(payloadEdited)
+                     .json.value(S("problem"))
+                     .toString()
+                     .contains(S("the operation record's \"payload\" differs from the ledger's")),
+                 "payload");
 
         // The operation record forged: its state, then its version.
         QJsonObject forged = pack;
@@ -392,7 +467,7 @@ private Q_SLOTS:
         dropped.insert(S("approvals"), fewer);
         expectRefused(dropped, "which the pack's approvals leave out");
 
-        // A rejection moved out of the records into the links; an older pack.
+        // A rejection moved out of the records into the links; older packs.
         QJsonObject moved = without(1);
         QJsonObject movedChain = pack.value(S("chain")).toObject();
         QJsonArray links = movedChain.value(S("links")).toArray();

@@ -123,7 +123,7 @@ void seedSchema5(PgConnection &c)
     for (int seq = 1; seq <= 3; ++seq) {
         const AuditEntry entry{"idempo", "owner", "approve", "default/run-5:approved",   "ok",
                                "",       "",      "ap-5",    canonicalJson({{"n", seq}})};
-        const AuditRecord r = chainAuditEntry(entry, seq, kNow + seq, prev);
+        const AuditRecord r = chainAuditEntry(entry, seq, kNow + seq, prev, "");
         c.exec("seed audit",
                "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, "
                "before_state, after_state, "

@@ -5,6 +5,7 @@
 // the view did before its filters went to SQL: every record (up to 200,000) read into memory,
 // then filtered there; run each mode in a process of its own for its peak memory.
 #include <cstdio>
+#include <unordered_map>
 
 #include <sys/resource.h>
 
@@ -66,19 +67,26 @@ void generate(const QString &path)
     q.exec(QStringLiteral("BEGIN"));
     q.prepare(QStringLiteral(
         "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, "
-        "after_state, approval_id, detail, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+        "after_state, approval_id, detail, prev_hash, target_prev_hash, hash) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     std::string prev = AuditGenesisHash;
+    std::unordered_map<std::string, std::string> targetHeads;
     for (int i = 0; i < Records; ++i) {
-        const AuditRecord r = chainAuditEntry(
-            entryFor(i), i + 1, now - static_cast<qint64>(Records - i) * 10'000, prev);
+        const AuditEntry entry = entryFor(i);
+        const auto head = targetHeads.find(entry.target);
+        const AuditRecord r =
+            chainAuditEntry(entry, i + 1, now - static_cast<qint64>(Records - i) * 10'000, prev,
+                            head == targetHeads.end() ? AuditGenesisHash : head->second);
         prev = r.hash;
+        targetHeads[entry.target] = r.hash;
         for (const QVariant &v :
              {QVariant::fromValue<qint64>(r.seq), QVariant::fromValue<qint64>(r.atMs)})
             q.addBindValue(v);
-        for (const std::string *s : {&r.entry.who, &r.entry.role, &r.entry.action, &r.entry.target,
-                                     &r.entry.reason, &r.entry.beforeState, &r.entry.afterState,
-                                     &r.entry.approvalId, &r.entry.detail, &r.prevHash, &r.hash})
+        for (const std::string *s :
+             {&r.entry.who, &r.entry.role, &r.entry.action, &r.entry.target, &r.entry.reason,
+              &r.entry.beforeState, &r.entry.afterState, &r.entry.approvalId, &r.entry.detail,
+              &r.prevHash, &r.targetPrevHash, &r.hash})
             q.addBindValue(QString::fromStdString(*s));
         if (!q.exec()) {
             std::fprintf(stderr, "insert failed: %s\n", qPrintable(q.lastError().text()));

@@ -66,7 +66,7 @@ std::optional<ApprovalRecord> selectApproval(PgConnection &c, const std::string 
 
 constexpr const char *kAuditColumns =
     "seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-    "approval_id, detail, prev_hash, hash";
+    "approval_id, detail, prev_hash, target_prev_hash, hash";
 
 std::vector<AuditRecord> readAudit(const PgResult &r)
 {
@@ -79,7 +79,8 @@ std::vector<AuditRecord> readAudit(const PgResult &r)
         a.entry = {r.text(row, 2), r.text(row, 3), r.text(row, 4), r.text(row, 5), r.text(row, 6),
                    r.text(row, 7), r.text(row, 8), r.text(row, 9), r.text(row, 10)};
         a.prevHash = r.text(row, 11);
-        a.hash = r.text(row, 12);
+        a.targetPrevHash = r.text(row, 12);
+        a.hash = r.text(row, 13);
         rows.push_back(std::move(a));
     }
     return rows;

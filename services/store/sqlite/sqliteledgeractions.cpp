@@ -23,7 +23,7 @@ constexpr int kRareAuditRows = 2000;
 
 const QString kAuditSelect = QStringLiteral(
     "SELECT seq, at_ms, who, role, action, target, reason, before_state, after_state, "
-    "approval_id, detail, prev_hash, hash FROM ");
+    "approval_id, detail, prev_hash, target_prev_hash, hash FROM ");
 
 std::vector<AuditRecord> readAudit(Statement q)
 {
@@ -36,7 +36,8 @@ std::vector<AuditRecord> readAudit(Statement q)
                    toStd(q->value(5)), toStd(q->value(6)), toStd(q->value(7)),
                    toStd(q->value(8)), toStd(q->value(9)), toStd(q->value(10))};
         r.prevHash = toStd(q->value(11));
-        r.hash = toStd(q->value(12));
+        r.targetPrevHash = toStd(q->value(12));
+        r.hash = toStd(q->value(13));
         rows.push_back(std::move(r));
     }
     return rows;
@@ -115,16 +116,25 @@ AuditRecord appendAuditRow(SqliteConnection &db, const AuditEntry &entry, std::i
             lastHash = toStd(q->value(1));
         }
     }
-    const AuditRecord r = chainAuditEntry(entry, lastSeq + 1, nowMs, lastHash);
+    std::string targetHash = AuditGenesisHash;
+    {
+        Statement q = run(db,
+                          QStringLiteral("SELECT hash FROM audit_log INDEXED BY audit_log_target "
+                                         "WHERE target = ? ORDER BY seq DESC LIMIT 1"),
+                          {text(entry.target)}, "read audit chain");
+        if (q->next())
+            targetHash = toStd(q->value(0));
+    }
+    const AuditRecord r = chainAuditEntry(entry, lastSeq + 1, nowMs, lastHash, targetHash);
     run(db,
         QStringLiteral(
             "INSERT INTO audit_log (seq, at_ms, who, role, action, target, reason, before_state, "
-            "after_state, approval_id, detail, prev_hash, hash) VALUES "
-            "(?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+            "after_state, approval_id, detail, prev_hash, target_prev_hash, hash) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         {static_cast<qlonglong>(r.seq), static_cast<qlonglong>(r.atMs), text(entry.who),
          text(entry.role), text(entry.action), text(entry.target), text(entry.reason),
          text(entry.beforeState), text(entry.afterState), text(entry.approvalId),
-         text(entry.detail), text(r.prevHash), text(r.hash)},
+         text(entry.detail), text(r.prevHash), text(r.targetPrevHash), text(r.hash)},
         "append audit record");
     return r;
 }

@@ -29,7 +29,8 @@ const Entry kEnvironment[] = {
 };
 
 const Entry kExitCodes[] = {
-    {"0", "done (including outcomes claimed and replayed)"},
+    {"0", "done (including outcomes claimed and replayed, and a first four-eyes approval\n"
+          "recorded as pending: a second approver applies it)"},
     {"64", "usage error: unknown command or option, missing or malformed argument, a number\n"
            "out of its range"},
     {"65", "refused input or write: payload_mismatch, projection_mismatch, invalid key or\n"

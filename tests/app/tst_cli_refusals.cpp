@@ -414,6 +414,32 @@ private Q_SLOTS:
         QCOMPARE(reports[0], reports[1]);
     }
 
+    /// A first four-eyes approval is the approver's command done: exit 0, answered `pending`
+    /// (and `replayed` when submitted again); the operation's claim meanwhile answers
+    /// in_progress, exit 75, as the README's tables say.
+    void firstFourEyesApprovalExitsZeroWhileClaimsWait()
+    {
+        QCOMPARE(
+            idempo({S("four-eyes"), S("--above"), S("1.00"), S("--reason"), S("two")}).exitCode, 0);
+        awaiting(S("fe-2:refund"));
+        const QStringList approve{S("--json"),     S("approve"),  S("fe-2:refund"), S("--decision"),
+                                  S("redispatch"), S("--reason"), S("checked")};
+        const CliRun first = decide(approve);
+        QCOMPARE(first.exitCode, 0);
+        QCOMPARE(first.json.value(S("result")).toObject().value(S("status")).toString(),
+                 S("pending"));
+        const CliRun again = decide(approve.mid(1));
+        QCOMPARE(again.exitCode, 0);
+        QVERIFY2(again.out.contains("replayed: approval"), again.out.constData());
+        const CliRun claim = idempo({S("--json"), S("claim"), S("fe-2:refund"), S("--payload"),
+                                     S("{}"), S("--owner"), S("worker-2")});
+        QCOMPARE(claim.exitCode, 75);
+        QCOMPARE(claim.json.value(S("outcome")).toString(), S("in_progress"));
+        QCOMPARE(claim.json.value(S("state")).toString(), S("awaiting_approval"));
+        QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
+                 0);
+    }
+
     void evidencePackWithRecordsRemovedOrForgedIsRefused()
     {
         // Two decisions with another record between them: a pending approval, then a rejection.

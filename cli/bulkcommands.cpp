@@ -41,8 +41,9 @@ std::vector<std::string> keyLines(const std::string &path)
 }
 
 /// The set of `--keys FILE`: one operation a line, `KEY` or `KEY<TAB>VERSION` (the version seen;
-/// without it, the version read now), in namespace `ns`; further tab-separated columns are
-/// ignored. Blank lines are skipped. A line naming no operation, or a
+/// without it, the version read now, which BulkCommand takes for the version of this operator's
+/// own earlier act when that act made the operation what it is), in namespace `ns`; further
+/// tab-separated columns are ignored. Blank lines are skipped. A line naming no operation, or a
 /// version that is not a whole number, refuses the whole run.
 std::vector<BulkTarget> targetsFromFile(LedgerStore &store, const std::string &ns,
                                         std::vector<std::string> lines)
@@ -182,6 +183,9 @@ int cmdBulk(Context &c)
         const std::vector<std::string> problems = command.dryRunProblems();
         if (preview.details.at("count") == 0)
             human += "\n(dry run: the set is empty, nothing to " + name + ")";
+        else if (preview.details.at("already_done") == preview.details.at("count"))
+            human +=
+                "\n(dry run: you did every operation of the set before: nothing to " + name + ")";
         else if (preview.details.at("not_taken") == preview.details.at("count"))
             human += "\n(dry run: no operation of the set is in a state " + name +
                      " takes: nothing to act on)";
@@ -232,11 +236,11 @@ void addBulkCommands(std::map<QString, Command> &table)
           "of the namespace the action takes. Nothing is written unless it holds "
           "exactly --expect-count "
           "operations.\n"
-          "One that changed since it was frozen is skipped; one decided before by you is "
-          "answered with\n"
-          "the first decision. Exit 65 when any was refused or skipped (the others stand); "
-          "Ctrl-C stops\n"
-          "after the current operation.",
+          "One that changed since it was frozen is skipped; one you decided or reconciled "
+          "before is\n"
+          "answered with the first decision. Exit 65 when any was refused or skipped (the others "
+          "stand);\n"
+          "Ctrl-C stops after the current operation.",
           {opt("reason", "Why (required).", "TEXT"),
            opt("expect-count", "The number of operations the set must hold.", "N"),
            opt("state", "Only this state.", "S"), opt("run", "Only this run.", "R"),

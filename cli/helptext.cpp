@@ -29,7 +29,8 @@ const Entry kEnvironment[] = {
 };
 
 const Entry kExitCodes[] = {
-    {"0", "done (including outcomes claimed and replayed)"},
+    {"0", "done (including outcomes claimed and replayed, and a first four-eyes approval or\n"
+          "run action recorded as pending: a second identity applies it)"},
     {"64", "usage error: unknown command or option, missing or malformed argument, a number\n"
            "out of its range"},
     {"65", "refused input or write: payload_mismatch, projection_mismatch, invalid key or\n"
@@ -38,8 +39,8 @@ const Entry kExitCodes[] = {
            "file; a newer schema, or an older one opened read-only)"},
     {"70", "internal error"},
     {"75", "do not execute now: in_progress, retry_later, reconcile_required, budget_exhausted\n"
-           "(the run is halted until a person resumes it); a run action pending a second\n"
-           "identity; or ledger_busy (locked, nothing written): try again"},
+           "(the run is halted until a person resumes it); or ledger_busy (locked, nothing\n"
+           "written): try again"},
 };
 
 const char *const kGuardedExits =

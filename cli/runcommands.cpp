@@ -116,7 +116,7 @@ int runAction(Context &c, RunActionCommand::Request request)
     const RunActionOutcome outcome = command.execute();
     c.print(outcome.toJson(), preview.sentence + ": " + outcome.text() +
                                   (outcome.run ? "\n" + describe(*outcome.run) : std::string()));
-    return outcome.status == "pending" ? ExitTempFail : ExitOk;
+    return ExitOk;
 }
 
 int cmdRunResume(Context &c)
@@ -225,7 +225,7 @@ void addRunCommands(std::map<QString, Command> &table)
           "  list [--state active|halted|finished] [--limit N] [--after RUN]\n"
           "  resume RUN --reason TEXT [--add-failed N] [--add-spend AMOUNT] [--add-tokens N]\n"
           "      a guarded action: audited, idempotent by --request-id, four-eyes when the added\n"
-          "      spend is above the threshold (exit 75 while it waits for a second identity)\n"
+          "      spend is above the threshold (status pending, exit 0, until a second identity)\n"
           "  budget RUN --reason TEXT [--failed-dispatches N] [--no-progress S] [--spend AMOUNT]\n"
           "      [--tokens N]     set limits (none: no limit); a guarded action like resume\n"
           "  sweep                           halt runs without progress for their limit\n"

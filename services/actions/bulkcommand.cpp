@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bulkcommand.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,6 +32,23 @@ std::vector<OperationState> statesOf(BulkAction action)
 std::string plural(std::int64_t n, const char *word)
 {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+/// The operation version an audit record's snapshot (operationSnapshot()) names.
+std::optional<std::int64_t> snapshotVersion(const std::string &snapshot)
+{
+    const nlohmann::json j = nlohmann::json::parse(snapshot, nullptr, false);
+    if (!j.is_object() || !j.contains("version") || !j.at("version").is_number_integer())
+        return std::nullopt;
+    return j.at("version").get<std::int64_t>();
+}
+
+/// The latest of `acts` made on `version`, or null.
+template <typename Act> const Act *actOn(const std::vector<Act> &acts, std::int64_t version)
+{
+    const auto it = std::find_if(acts.rbegin(), acts.rend(),
+                                 [version](const Act &a) { return a.version == version; });
+    return it == acts.rend() ? nullptr : &*it;
 }
 
 } // namespace
@@ -203,6 +221,85 @@ std::vector<std::string> BulkCommand::problems(bool needReason) const
     return problems;
 }
 
+std::vector<BulkCommand::OwnAct> BulkCommand::ownActs(const BulkTarget &target) const
+{
+    std::vector<OwnAct> acts;
+    if (m_request.action != BulkAction::Reconcile) {
+        const std::string_view decision =
+            decisionName(m_request.action == BulkAction::Reject ? ApprovalDecision::Reject
+                                                                : ApprovalDecision::Redispatch);
+        for (const ApprovalRecord &a : m_store.approvals(target.ns, target.key)) {
+            if (a.operatorName != m_actor.name || a.decision != decision ||
+                !a.externalReference.empty())
+                continue;
+            // A pending approval leaves the operation as it was; an applied one moves it out of
+            // the states approving takes.
+            const bool pending = a.status == "pending";
+            acts.push_back({a.operationVersion,
+                            pending ? std::optional(a.operationVersion) : std::nullopt, pending,
+                            a.decision + " (approval " + a.approvalId + ")"});
+        }
+        return acts;
+    }
+    AuditFilter filter;
+    filter.target = target.ns + "/" + target.key;
+    filter.who = m_actor.name;
+    filter.action = "reconcile";
+    filter.limit = 100;
+    for (;;) {
+        const std::vector<AuditRecord> page = m_store.auditRecords(filter);
+        for (const AuditRecord &r : page)
+            if (const auto before = snapshotVersion(r.entry.beforeState))
+                acts.push_back({*before, snapshotVersion(r.entry.afterState), false,
+                                "reconciliation (audit record " + std::to_string(r.seq) + ")"});
+        if (static_cast<int>(page.size()) < filter.limit)
+            break;
+        filter.afterSeq = page.back().seq;
+    }
+    return acts;
+}
+
+std::int64_t BulkCommand::versionSeen(const BulkTarget &target, const Operation &current,
+                                      const std::vector<OwnAct> &acts, std::int64_t nowMs) const
+{
+    // An older version is the one the operator saw: a frozen set, a KEY<TAB>VERSION line.
+    if (target.version != current.version)
+        return target.version;
+    // The version read now (a bare KEY line, a filter frozen again) after this operator's own
+    // act is that act's outcome, not a new sighting: the act's version stands, so that a run
+    // again answers with it whichever way the set was named.
+    const OwnAct *latest = nullptr;
+    for (const OwnAct &a : acts) {
+        if (a.version == current.version)
+            return current.version;
+        if (!latest || a.version > latest->version)
+            latest = &a;
+    }
+    if (latest && (latest->after == current.version || !takes(m_request.action, current, nowMs)))
+        return latest->version;
+    return current.version;
+}
+
+void BulkCommand::answerFromAct(BulkItem &item, const OwnAct &act, const Operation &current) const
+{
+    item.target.version = act.version;
+    if (act.pending && current.version == act.version) {
+        item.result = BulkResult::Pending;
+        item.detail = "pending: your approval is recorded, another approver must approve";
+    } else if (act.pending) {
+        item.result = BulkResult::SkippedChanged;
+        item.detail = "changed since your " + act.what + " of version " +
+                      std::to_string(act.version) + ", which no second approver applied (now " +
+                      std::to_string(current.version) + ", " +
+                      std::string(stateName(current.state)) + ")";
+    } else {
+        item.result = BulkResult::AlreadyDone;
+        item.detail = "already done: your " + act.what + " of version " +
+                      std::to_string(act.version) + " stands; nothing written again (" +
+                      current.key + " is " + std::string(stateName(current.state)) + ")";
+    }
+}
+
 std::vector<std::string> BulkCommand::validate()
 {
     return problems(true);
@@ -219,16 +316,28 @@ ActionPreview BulkCommand::describe()
     std::map<std::string, std::int64_t> byState;
     std::int64_t changed = 0;
     std::int64_t notTaken = 0;
+    std::int64_t alreadyDone = 0;
     std::set<std::string> notTakenStates;
     const std::int64_t now = m_store.nowMs();
     for (const BulkTarget &t : m_request.targets) {
         const std::optional<Operation> op = m_store.find(t.ns, t.key);
         const std::string state = op ? std::string(stateName(op->state)) : std::string("missing");
-        const bool moved = !op || op->version != t.version;
+        // What execute() answers from this operator's earlier act, as act() finds it.
+        BulkItem answer;
+        answer.target = t;
+        if (op) {
+            const std::vector<OwnAct> acts = ownActs(t);
+            answer.target.version = versionSeen(t, *op, acts, now);
+            if (const OwnAct *earlier = actOn(acts, answer.target.version))
+                answerFromAct(answer, *earlier, *op);
+        }
+        const bool done = op && answer.result == BulkResult::AlreadyDone;
+        const bool moved = !op || (op->version != answer.target.version && !done);
         // A moved operation is skipped anyway; one unmoved in a state the action does not take
         // (a bare KEY line read now) will be refused: the person sees it before acting.
-        const bool taken = moved || takes(m_request.action, *op, now);
+        const bool taken = moved || done || takes(m_request.action, *op, now);
         changed += moved ? 1 : 0;
+        alreadyDone += done ? 1 : 0;
         if (!taken) {
             ++notTaken;
             notTakenStates.insert(state);
@@ -236,10 +345,11 @@ ActionPreview BulkCommand::describe()
         ++byState[state];
         rows.push_back({{"namespace", t.ns},
                         {"key", t.key},
-                        {"version", t.version},
+                        {"version", answer.target.version},
                         {"state", state},
                         {"changed", moved},
-                        {"taken", taken}});
+                        {"taken", taken},
+                        {"already_done", done}});
     }
     const auto count = static_cast<std::int64_t>(m_request.targets.size());
     std::string what;
@@ -255,6 +365,9 @@ ActionPreview BulkCommand::describe()
                ": look each up at its provider and move it by the answer";
         break;
     }
+    if (alreadyDone > 0)
+        what += " (" + std::to_string(alreadyDone) +
+                " already done by you before: nothing will be written for them)";
     if (changed > 0)
         what += " (" + std::to_string(changed) + " changed since frozen: they will be skipped)";
     if (notTaken > 0) {
@@ -270,6 +383,7 @@ ActionPreview BulkCommand::describe()
              {"count", count},
              {"changed", changed},
              {"not_taken", notTaken},
+             {"already_done", alreadyDone},
              {"rate_per_s", m_request.ratePerSecond},
              {"by_state", byState},
              {"targets", rows}}};
@@ -311,14 +425,20 @@ BulkItem BulkCommand::act(const BulkTarget &target)
         return item;
     }
     item.state = stateName(current->state);
-    const bool changed = current->version != target.version;
+    const std::vector<OwnAct> acts = ownActs(target);
+    const std::int64_t seen = versionSeen(target, *current, acts, m_store.nowMs());
+    item.target.version = seen;
+    if (const OwnAct *earlier = actOn(acts, seen)) {
+        answerFromAct(item, *earlier, *current);
+        return item;
+    }
+    const bool changed = current->version != seen;
     try {
         if (m_request.action == BulkAction::Reconcile) {
             if (changed) {
                 item.result = BulkResult::SkippedChanged;
-                item.detail = "changed since the set was frozen (version " +
-                              std::to_string(target.version) + ", now " +
-                              std::to_string(current->version) + ")";
+                item.detail = "changed since the set was frozen (version " + std::to_string(seen) +
+                              ", now " + std::to_string(current->version) + ")";
                 return item;
             }
             ReconcileCommand::Request r;
@@ -349,7 +469,7 @@ BulkItem BulkCommand::act(const BulkTarget &target)
         r.decision = m_request.action == BulkAction::Reject ? ApprovalDecision::Reject
                                                             : ApprovalDecision::Redispatch;
         r.reason = m_request.reason;
-        r.version = target.version;
+        r.version = seen;
         ApproveCommand command(
             m_store, m_actor, r,
             {.extraAttempts = m_options.extraAttempts, .retentionMs = m_options.retentionMs});
@@ -361,14 +481,11 @@ BulkItem BulkCommand::act(const BulkTarget &target)
             item.state = stateName(o.operation->state);
         item.auditSeq = o.auditSeq;
         item.detail = o.text();
-        // The approval id names (operation, version seen, decision, operator): answered as
-        // submitted before while the operation still waits at that version, the earlier
-        // submission was a first four-eyes approval that nobody has seconded yet.
-        if (item.result == BulkResult::AlreadyDone && o.operation &&
-            o.operation->version == target.version && takes(m_request.action, *o.operation, 0)) {
-            item.result = BulkResult::Pending;
-            item.detail = "pending: your approval is recorded, another approver must approve";
-        }
+        // Answered as submitted before: the same submission landed since this run looked
+        // (another run of the set at once); it answers as it would have.
+        if (o.status == "replayed" && o.operation)
+            if (const OwnAct *earlier = actOn(ownActs(target), seen))
+                answerFromAct(item, *earlier, *o.operation);
     } catch (const Error &e) {
         if (e.code() != ErrorCode::Refused && e.code() != ErrorCode::IllegalTransition &&
             e.code() != ErrorCode::StaleLease && e.code() != ErrorCode::NotFound)

@@ -41,8 +41,8 @@ enum class BulkResult
     Applied,     ///< decided or reconciled now, with its audit record
     Pending,     ///< a first four-eyes approval, recorded and audited (now, or by this operator's
                  ///< earlier run): a second approver applies it
-    AlreadyDone, ///< this operator's same decision on this version was submitted before and has
-                 ///< taken effect: nothing written (a run again after a kill)
+    AlreadyDone, ///< this operator's same decision (or reconciliation) on this version was made
+                 ///< before and has taken effect: nothing written (a run again after a kill)
     SkippedChanged, ///< the operation moved since the set was frozen: not acted on
     Refused,        ///< a rule of the action said no (four-eyes, state, role): nothing written
 };
@@ -82,10 +82,13 @@ struct BulkOutcome
 /// The set is explicit (keys with the version seen) or a filter frozen by freeze(); an operation
 /// whose version moved since is skipped, never acted on. execute() needs the typed count of the
 /// set and a reason, then goes through the set at most `ratePerSecond` operations a second,
-/// asking the cancel flag between operations (PacedRun). Approvals carry the id ApproveCommand
-/// derives from (operation, version seen, decision, operator): a run killed midway and started
-/// again with the same set answers the operations already decided with their first decision
-/// (AlreadyDone) and writes nothing for them.
+/// asking the cancel flag between operations (PacedRun). What this operator did before on an
+/// operation answers it: an approval with the run's decision, a reconcile audit record, each made
+/// on an operation version. A run killed midway and started again answers what it already did
+/// with the first decision (AlreadyDone, Pending) and writes nothing for it, however the set is
+/// named: a target whose version is the one read now (a bare KEY line, a filter frozen again)
+/// stands for the version of this operator's latest act when that act left the operation as it
+/// is, or the action no longer takes it.
 class BulkCommand final : public GuardedAction
 {
 public:
@@ -127,9 +130,11 @@ public:
     /// missing lookup): a dry run names it instead of suggesting a command that is refused.
     std::vector<std::string> dryRunProblems() const;
     /// Reads each operation of the set: details {"action", "count", "changed", "not_taken",
-    /// "rate_per_s", "by_state": {state: n}, "targets": [{"namespace", "key", "version", "state",
-    /// "changed", "taken"}]}; "taken" is false for an operation in a state the action does not
-    /// take (it will be refused), which the sentence counts.
+    /// "already_done", "rate_per_s", "by_state": {state: n}, "targets": [{"namespace", "key",
+    /// "version", "state", "changed", "taken", "already_done"}]}; "version" is the one the run
+    /// stands on (see above); "taken" is false for an operation in a state the action does not
+    /// take (it will be refused), "already_done" true for one this operator's earlier act
+    /// answers; the sentence counts both.
     ActionPreview describe() override;
     /// Acts on the set as described above. Throws Error(Refused) without the matching count, a
     /// reason or the role, and Error(InvalidArgument) for a bad rate, writing nothing; the
@@ -139,7 +144,23 @@ public:
     const std::vector<BulkTarget> &targets() const { return m_request.targets; }
 
 private:
+    /// One earlier act of this operator with the run's action on an operation.
+    struct OwnAct
+    {
+        std::int64_t version = 0;          ///< the operation version it was made on
+        std::optional<std::int64_t> after; ///< the version it left, when known
+        bool pending = false;              ///< a first four-eyes approval nobody seconded
+        std::string what; ///< "reject (approval ID)", "reconciliation (audit record N)"
+    };
+
     std::vector<std::string> problems(bool needReason) const;
+    std::vector<OwnAct> ownActs(const BulkTarget &target) const;
+    /// The version a run stands on for `target` (see the class comment).
+    std::int64_t versionSeen(const BulkTarget &target, const Operation &current,
+                             const std::vector<OwnAct> &acts, std::int64_t nowMs) const;
+    /// The answer of an earlier act on the version seen: Pending, AlreadyDone, or
+    /// SkippedChanged for a first approval the operation moved away from.
+    void answerFromAct(BulkItem &item, const OwnAct &act, const Operation &current) const;
     BulkItem act(const BulkTarget &target);
 
     LedgerStore &m_store;

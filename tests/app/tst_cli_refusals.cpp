@@ -3,8 +3,8 @@
 // store (SQLite; PostgreSQL under tests/pg/with-postgres.sh): keys quoted as stored in a
 // decision's sentence, malformed --rates / --above and empty search values as usage errors
 // (exit 64) judged before the ledger is opened, bulk sets that must be named (--all), dry runs
-// that suggest only what would be taken, a four-eyes bulk run again by the same approver, and
-// evidence packs with records removed or the operation forged.
+// that suggest only what would be taken, a four-eyes bulk run again by the same approver, a
+// bulk run again on bare keys, and evidence packs with records removed or the operation forged.
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -323,6 +323,130 @@ private Q_SLOTS:
         QCOMPARE(result.value(S("already_done")).toInt(), 0);
         QCOMPARE(result.value(S("items")).toArray().at(0).toObject().value(S("detail")).toString(),
                  S("pending: your approval is recorded, another approver must approve"));
+        QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
+                 0);
+    }
+
+    /// A bulk run stopped after two of four (here: run on the first two lines), then run again
+    /// on the whole keys file: bare KEY lines answer what the first run did as a file with the
+    /// versions seen does (already_done, exit 0), never as refused.
+    void bulkAgainOnBareKeysAnswersAlreadyDone_data()
+    {
+        QTest::addColumn<QString>("action");
+        QTest::newRow("approve") << S("approve");
+        QTest::newRow("reject") << S("reject");
+        QTest::newRow("reconcile") << S("reconcile");
+    }
+
+    void bulkAgainOnBareKeysAnswersAlreadyDone()
+    {
+        QFETCH(QString, action);
+        const QString prefix = S("again-") + action + S(":");
+        for (int i = 0; i < 4; ++i) {
+            const QString key = prefix + QString::number(i);
+            if (action != S("reconcile")) {
+                awaiting(key);
+                continue;
+            }
+            const CliRun c = idempo({S("--json"), S("claim"), key, S("--payload"), S("{}"),
+                                     S("--owner"), S("worker-1")});
+            QCOMPARE(c.exitCode, 0);
+            QCOMPARE(idempo({S("fail"), key, S("--token"),
+                             QString::number(c.json.value(S("fencing_token")).toInteger()),
+                             S("--class"), S("unknown_outcome")})
+                         .exitCode,
+                     0);
+        }
+        // Approving and rejecting are the approver's; reconciling, the owner's.
+        const auto bulk = [&](const QStringList &args) {
+            return action == S("reconcile") ? idempo(args) : decide(args);
+        };
+        const auto keysFile = [&](const QString &name, const QByteArray &lines) {
+            QFile f(m_cli.filePath(name));
+            if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+                return QString();
+            f.write(lines);
+            return f.fileName();
+        };
+        const CliRun dry =
+            bulk({S("--json"), S("bulk"), action, S("--key-prefix"), prefix, S("--dry-run")});
+        QByteArray bareLines;
+        QByteArray versionLines;
+        for (const QJsonValue &t :
+             dry.json.value(S("preview")).toObject().value(S("targets")).toArray()) {
+            const QByteArray key = t.toObject().value(S("key")).toString().toUtf8();
+            bareLines += key + '\n';
+            versionLines += key + '\t' +
+                            QByteArray::number(t.toObject().value(S("version")).toInteger()) + '\n';
+        }
+        QCOMPARE(bareLines.count('\n'), 4);
+        const QString bare = keysFile(action + S("-bare.txt"), bareLines);
+        const QString versions = keysFile(action + S("-versions.tsv"), versionLines);
+        const QList<QByteArray> keys = bareLines.split('\n');
+        const QString firstTwo =
+            keysFile(action + S("-first.txt"), keys[0] + '\n' + keys[1] + '\n');
+        const auto run = [&](const QString &file, int count) {
+            return bulk({S("--json"), S("bulk"), action, S("--keys"), file, S("--reason"),
+                         S("end of shift"), S("--expect-count"), QString::number(count),
+                         S("--rate"), S("500")});
+        };
+        QCOMPARE(run(firstTwo, 2).exitCode, 0);
+
+        const CliRun again = run(bare, 4);
+        QCOMPARE(again.exitCode, 0);
+        const QJsonObject result = again.json.value(S("result")).toObject();
+        QCOMPARE(result.value(S("already_done")).toInt(), 2);
+        QCOMPARE(result.value(S("applied")).toInt(), 2);
+        QCOMPARE(result.value(S("refused")).toInt(), 0);
+        const QJsonArray items = result.value(S("items")).toArray();
+        const QJsonArray seen =
+            dry.json.value(S("preview")).toObject().value(S("targets")).toArray();
+        for (int i = 0; i < 4; ++i) {
+            const QJsonObject item = items.at(i).toObject();
+            QCOMPARE(item.value(S("result")).toString(), i < 2 ? S("already_done") : S("applied"));
+            QCOMPARE(item.value(S("version")).toInteger(),
+                     seen.at(i).toObject().value(S("version")).toInteger());
+        }
+
+        // Everything done now: bare keys and the versions seen give the same report.
+        const CliRun dryAgain = bulk({S("bulk"), action, S("--keys"), bare, S("--dry-run")});
+        QCOMPARE(dryAgain.exitCode, 0);
+        QVERIFY2(dryAgain.out.contains("you did every operation of the set before"),
+                 dryAgain.out.constData());
+        QJsonArray reports[2];
+        int index = 0;
+        for (const QString &file : {bare, versions}) {
+            const CliRun r = run(file, 4);
+            QCOMPARE(r.exitCode, 0);
+            const QJsonObject o = r.json.value(S("result")).toObject();
+            QCOMPARE(o.value(S("already_done")).toInt(), 4);
+            reports[index++] = o.value(S("items")).toArray();
+        }
+        QCOMPARE(reports[0], reports[1]);
+    }
+
+    /// A first four-eyes approval is the approver's command done: exit 0, answered `pending`
+    /// (and `replayed` when submitted again); the operation's claim meanwhile answers
+    /// in_progress, exit 75, as the README's tables say.
+    void firstFourEyesApprovalExitsZeroWhileClaimsWait()
+    {
+        QCOMPARE(
+            idempo({S("four-eyes"), S("--above"), S("1.00"), S("--reason"), S("two")}).exitCode, 0);
+        awaiting(S("fe-2:refund"));
+        const QStringList approve{S("--json"),     S("approve"),  S("fe-2:refund"), S("--decision"),
+                                  S("redispatch"), S("--reason"), S("checked")};
+        const CliRun first = decide(approve);
+        QCOMPARE(first.exitCode, 0);
+        QCOMPARE(first.json.value(S("result")).toObject().value(S("status")).toString(),
+                 S("pending"));
+        const CliRun again = decide(approve.mid(1));
+        QCOMPARE(again.exitCode, 0);
+        QVERIFY2(again.out.contains("replayed: approval"), again.out.constData());
+        const CliRun claim = idempo({S("--json"), S("claim"), S("fe-2:refund"), S("--payload"),
+                                     S("{}"), S("--owner"), S("worker-2")});
+        QCOMPARE(claim.exitCode, 75);
+        QCOMPARE(claim.json.value(S("outcome")).toString(), S("in_progress"));
+        QCOMPARE(claim.json.value(S("state")).toString(), S("awaiting_approval"));
         QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("one")}).exitCode,
                  0);
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Run budgets through the real `idempo` binary: claim --cost / --tokens, budget_exhausted with
-// exit 75 and its figures, `run show|list|resume|budget|defaults` and their refusals.
+// exit 75 and its figures, `run show|list|resume|budget|defaults` and their refusals, a resume
+// pending a second identity (exit 0).
 #include <QJsonArray>
 #include <QtTest>
 
@@ -139,6 +140,29 @@ private Q_SLOTS:
         const CliRun audit = m_cli.run({S("--json"), S("audit"), S("list")});
         const QJsonArray records = audit.json.value(S("records")).toArray();
         QCOMPARE(records.last().toObject().value(S("action")).toString(), S("run_resume"));
+    }
+
+    /// A resume that waits for a second identity is the first identity's command done: exit 0,
+    /// status pending, also when asked again; the run stays halted and its claims answer
+    /// budget_exhausted (75).
+    void pendingResumeExitsZero()
+    {
+        haltBySpend();
+        QCOMPARE(
+            m_cli.run({S("four-eyes"), S("--above"), S("1.00"), S("--reason"), S("two")}).exitCode,
+            0);
+        const QStringList resume = {S("--json"),      S("run"),      S("resume"),
+                                    S("run-1"),       S("--reason"), S("provider fixed"),
+                                    S("--add-spend"), S("1.00 EUR")};
+        for (int i = 0; i < 2; ++i) {
+            const CliRun r = m_cli.run(resume);
+            QCOMPARE(r.exitCode, 0);
+            QCOMPARE(r.json.value(S("status")).toString(), S("pending"));
+            QCOMPARE(r.json.value(S("run")).toObject().value(S("state")).toString(), S("halted"));
+        }
+        const CliRun claimed = m_cli.run(claim("run-1:b", "0.50 EUR"));
+        QCOMPARE(claimed.exitCode, 75);
+        QCOMPARE(claimed.json.value(S("outcome")).toString(), S("budget_exhausted"));
     }
 
     void budgetSetsLimits()

@@ -174,6 +174,134 @@ private Q_SLOTS:
         QVERIFY(BulkCommand::freeze(f.store(), prefix("run-4:"), BulkAction::Approve).empty());
     }
 
+    /// A run stopped after two of four and started again answers what it did the same way
+    /// whether the set names the versions it saw, names bare keys (the version read now, as a
+    /// `KEY` line of `idempo bulk --keys`) or is the filter frozen again; only the filter's set
+    /// leaves out what the action no longer takes.
+    void runAgainAnswersAlikeHoweverTheSetIsNamed_data()
+    {
+        QTest::addColumn<int>("action");
+        QTest::addColumn<QString>("naming");
+        QTest::addColumn<bool>("fourEyes");
+        for (const BulkAction action :
+             {BulkAction::Approve, BulkAction::Reject, BulkAction::Reconcile})
+            for (const char *naming : {"versions", "bare keys", "filter"})
+                QTest::addRow("%s, %s", bulkActionName(action).data(), naming)
+                    << static_cast<int>(action) << QString::fromLatin1(naming) << false;
+        for (const char *naming : {"versions", "bare keys", "filter"})
+            QTest::addRow("four-eyes approve, %s", naming)
+                << static_cast<int>(BulkAction::Approve) << QString::fromLatin1(naming) << true;
+    }
+
+    void runAgainAnswersAlikeHoweverTheSetIsNamed()
+    {
+        QFETCH(int, action);
+        QFETCH(QString, naming);
+        QFETCH(bool, fourEyes);
+        const auto bulk = static_cast<BulkAction>(action);
+        const ActorIdentity &actor = bulk == BulkAction::Reconcile ? kOliver : kBob;
+        LedgerFixture f;
+        if (fourEyes)
+            GuardSettingCommand(f.store(), {"root-admin", "owner"}, FourEyesSetting, "1000.00",
+                                "two approvers for large refunds")
+                .execute();
+        const std::size_t settingRecords = fourEyes ? 1 : 0;
+        for (int i = 0; i < 4; ++i) {
+            const std::string key = "run-10:" + std::to_string(i);
+            if (bulk == BulkAction::Reconcile) {
+                const ClaimResult r = f.engine().claim(refundClaim(key));
+                f.engine().fail(kNs, key, r.operation.fencingToken, ErrorClass::UnknownOutcome,
+                                "timeout");
+            } else {
+                needingConfirmation(f, key);
+            }
+        }
+        NoProviderLookup none;
+        const auto run = [&](const std::vector<BulkTarget> &targets, std::int64_t stopAfter) {
+            BulkCommand::Request r;
+            r.action = bulk;
+            r.targets = targets;
+            r.reason = "end-of-shift review";
+            r.confirmCount = std::ssize(targets);
+            FakePacing pacing;
+            pacing.stopAfter = stopAfter;
+            BulkCommand command(f.store(), actor, r, {.lookup = &none, .pacing = pacing.hooks()});
+            const std::string said = command.describe().sentence;
+            return std::pair{command.execute(), said};
+        };
+        const std::vector<BulkTarget> frozen =
+            BulkCommand::freeze(f.store(), prefix("run-10:"), bulk);
+        QCOMPARE(frozen.size(), std::size_t(4));
+        QVERIFY(run(frozen, 2).first.cancelled);
+        f.reopen();
+        const std::vector<AuditRecord> before = f.store().auditLog(0, 100);
+        QCOMPARE(before.size(), settingRecords + 2);
+
+        std::vector<BulkTarget> again = frozen;
+        if (naming == QLatin1String("bare keys"))
+            for (BulkTarget &t : again)
+                t.version = f.store().find(t.ns, t.key)->version;
+        else if (naming == QLatin1String("filter"))
+            again = BulkCommand::freeze(f.store(), prefix("run-10:"), bulk);
+        const auto [o, said] = run(again, -1);
+
+        // What the first run decided is answered from its own records, nothing written again;
+        // the filter no longer holds an operation approving or rejecting took out of its states.
+        const bool leftOut =
+            naming == QLatin1String("filter") && bulk != BulkAction::Reconcile && !fourEyes;
+        const std::string earlier = fourEyes ? "pending" : "already_done";
+        const std::string now = fourEyes ? "pending" : "applied";
+        const std::vector<std::string> expected =
+            leftOut ? std::vector<std::string>{now, now}
+                    : std::vector<std::string>{earlier, earlier, now, now};
+        QCOMPARE(results(o), expected);
+        for (std::size_t i = 0; i < o.items.size(); ++i) {
+            const BulkTarget &first = frozen[i + (leftOut ? 2 : 0)];
+            QCOMPARE(o.items[i].target.key, first.key);
+            QCOMPARE(o.items[i].target.version, first.version); // the version acted on
+        }
+        if (!leftOut && !fourEyes) {
+            QVERIFY2(said.find("(2 already done by you before") != std::string::npos, said.c_str());
+            QVERIFY2(o.items[0].detail.find("already done: your ") == 0, o.items[0].detail.c_str());
+            QVERIFY(!o.items[0].auditSeq);
+        }
+        const std::vector<AuditRecord> after = f.store().auditLog(0, 100);
+        QCOMPARE(after.size(), settingRecords + 4);
+        for (std::size_t i = 0; i < before.size(); ++i)
+            QCOMPARE(after[i].hash, before[i].hash);
+    }
+
+    /// A first four-eyes approval the operation moved away from (another approver rejected it)
+    /// did not take effect: a run again says it changed, whichever way the set names it.
+    void overtakenFirstApprovalIsSkippedHoweverTheSetIsNamed()
+    {
+        LedgerFixture f;
+        GuardSettingCommand(f.store(), {"root-admin", "owner"}, FourEyesSetting, "1000.00",
+                            "two approvers for large refunds")
+            .execute();
+        needingConfirmation(f, "run-11:a");
+        const auto set = BulkCommand::freeze(f.store(), prefix("run-11:"), BulkAction::Approve);
+        FakePacing pacing;
+        QCOMPARE(results(runBulk(f, kBob, BulkAction::Approve, set, pacing)),
+                 std::vector<std::string>{"pending"});
+        ApproveCommand::Request no;
+        no.ns = kNs;
+        no.key = "run-11:a";
+        no.decision = ApprovalDecision::Reject;
+        no.reason = "duplicate";
+        ApproveCommand(f.store(), kCarol, no).execute();
+        std::vector<BulkTarget> bare = set;
+        bare[0].version = f.store().find(kNs, "run-11:a")->version;
+        for (const auto &targets : {set, bare}) {
+            const BulkOutcome o = runBulk(f, kBob, BulkAction::Approve, targets, pacing);
+            QCOMPARE(results(o), std::vector<std::string>{"skipped_changed"});
+            QVERIFY2(o.items[0].detail.find("which no second approver applied") !=
+                         std::string::npos,
+                     o.items[0].detail.c_str());
+        }
+        QCOMPARE(f.store().find(kNs, "run-11:a")->state, OperationState::FailedTerminal);
+    }
+
     void wrongCountWritesNothing()
     {
         LedgerFixture f;

@@ -31,11 +31,12 @@ int verifyPack(Context &c, const QString &path)
                                              escapedText(path.toStdString()) + ": " +
                                              file.errorString().toStdString());
     const QByteArray bytes = file.readAll();
-    const nlohmann::json pack = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    std::string problem;
+    const nlohmann::json pack = EvidencePack::parse(bytes.toStdString(), problem);
     EvidencePack::Verdict verdict;
     if (pack.is_discarded()) {
         verdict.ok = false;
-        verdict.problem = "the file is not JSON";
+        verdict.problem = problem;
     } else {
         verdict = against ? EvidencePack::verifyAgainst(c.engine().store(), pack)
                           : EvidencePack::verify(pack);
@@ -64,31 +65,42 @@ int verifyPack(Context &c, const QString &path)
                 "says what its audit record says (decision, operator, role, reason, status) and "
                 "none is left out, and each decision the history shows has an audit record.\n";
         if (against) {
-            human += "against the ledger: its audit chain verifies (" +
-                     std::to_string(verdict.ledgerRecords) +
-                     " records) and still holds the "
-                     "pack's head, record " +
-                     head["seq"].dump() +
-                     "; the pack's records are the ledger's and none of the operation's up to "
-                     "that head is left out" +
-                     (verdict.appendedSince > 0 ? " (" + std::to_string(verdict.appendedSince) +
-                                                      " appended since the export)"
-                                                : std::string()) +
-                     "; the operation record" +
-                     (verdict.versionNow != verdict.versionPacked
-                          ? " (version " + std::to_string(verdict.versionPacked.value_or(0)) +
-                                " in the pack, " + std::to_string(verdict.versionNow.value_or(0)) +
-                                " in the ledger now)"
-                          : std::string()) +
-                     ", its history and its approvals are the ledger's.\nnot covered: the run "
-                     "record (the run's budgets as they stood at export).";
+            if (verdict.appendedSince > 0)
+                human += "NEWER RECORDS: the ledger holds " +
+                         std::to_string(verdict.appendedSince) +
+                         " audit record(s) of the operation appended after this pack's head: the "
+                         "pack shows it as it stood then, not as it stands now.\n";
+            std::string uncompared;
+            for (const std::string &name : verdict.uncompared)
+                uncompared += (uncompared.empty() ? "" : ", ") + name;
+            human +=
+                "against the ledger: its audit chain verifies (" +
+                std::to_string(verdict.ledgerRecords) +
+                " records) and still holds the pack's head, record " + head["seq"].dump() +
+                "; the pack's records are the ledger's and none of the operation's up to "
+                "that head is left out; its history (every event up to its version) and its "
+                "approvals are the ledger's; the operation record " +
+                (verdict.versionNow == verdict.versionPacked
+                     ? std::string("is the ledger's")
+                     : "is version " + std::to_string(verdict.versionPacked.value_or(0)) +
+                           " (the ledger's is " + std::to_string(verdict.versionNow.value_or(0)) +
+                           " now): what no move changes and what the event of that version "
+                           "recorded are the ledger's") +
+                ".\nnot covered: " +
+                (uncompared.empty() ? std::string()
+                                    : "the operation's " + uncompared +
+                                          " at that version (the ledger keeps only the "
+                                          "newest); ") +
+                "the run record (the run's budgets as they stood at export); who exported "
+                "the pack, when and from where (exported_by, exported_at, ledger).";
         } else {
             human += "not covered offline: newer records of the operation cut from the end of the "
                      "pack, whether the records and that head (record " +
                      head["seq"].dump() + ", hash " + hash +
-                     ") are the ledger's, and the rows the chain does not hash (the operation's "
-                     "other fields, the history, the run record).\nto check it against the "
-                     "ledger: idempo evidence verify FILE --against-ledger --ledger URL";
+                     ") are the ledger's, the rows the chain does not hash (the operation's "
+                     "other fields, the history, the run record), and who exported the pack, when "
+                     "and from where.\nto check it against the ledger: idempo evidence verify FILE "
+                     "--against-ledger --ledger URL";
         }
     } else {
         human = "evidence pack REFUSED" +

@@ -205,8 +205,10 @@ int cmdAudit(Context &c)
                                 (result.anchorSeq ? "; expected head is record " +
                                                         std::to_string(*result.anchorSeq)
                                                   : "")
-                          : "audit log BROKEN at record " + std::to_string(*result.firstBad) +
-                                ": " + result.problem);
+                : result.chainIntact
+                    ? "audit log does NOT hold the expected head: " + result.problem
+                    : "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": " +
+                          result.problem);
         return result.ok ? ExitOk : ExitRefused;
     }
     if (what == QLatin1String("head")) {

@@ -48,11 +48,14 @@ AuditVerify::Result AuditVerify::run(const std::string &expectHead)
                          " is not the record the ledger's head names (hash " + result.head->hash +
                          "): it was replaced";
     }
+    result.chainIntact = result.ok;
     if (result.ok && !expectHead.empty() && !result.anchorSeq) {
+        // No record is at fault: the chain verifies, it just does not hold that hash.
         result.ok = false;
-        result.firstBad = lastSeq + 1;
-        result.problem = "the expected head " + expectHead +
-                         " is no record of the chain: records up to it were removed or rewritten";
+        result.problem = "the expected head " + expectHead + " is no record of this chain (" +
+                         std::to_string(lastSeq) +
+                         " records, all intact): it is another ledger's, or this ledger's "
+                         "records up to it were rewritten";
     }
     return result;
 }

@@ -29,6 +29,9 @@ public:
         std::string lastHash; ///< the hash of the last good record (the chain's head when ok)
         std::optional<AuditHead> head;         ///< the head the ledger keeps, when it keeps one
         std::optional<std::int64_t> anchorSeq; ///< the record whose hash is the expected head
+        /// The chain itself verified and matched the ledger's head; only the expected head, when
+        /// one was given, may be missing from it (a different ledger, or a rewritten chain).
+        bool chainIntact = true;
     };
 
     explicit AuditVerify(LedgerStore &store);

@@ -107,8 +107,24 @@ std::int64_t integerOf(const nlohmann::json &j, const char *name, const std::str
     return j[name].get<std::int64_t>();
 }
 
+/// Throws the first member of object `j` not in `known`: a member no check covers would be shown
+/// to a reader as if it were verified.
+void onlyMembers(const nlohmann::json &j, std::initializer_list<const char *> known,
+                 const std::string &where)
+{
+    if (!j.is_object())
+        throw std::runtime_error(where + " is not an object");
+    for (const auto &[name, value] : j.items())
+        if (std::none_of(known.begin(), known.end(), [&](const char *k) { return name == k; }))
+            throw std::runtime_error(where + " has a member \"" + name + "\" that no check covers");
+}
+
 AuditRecord parseRecord(const nlohmann::json &j, const std::string &where)
 {
+    onlyMembers(j,
+                {"seq", "at_ms", "at", "who", "role", "action", "target", "reason", "before_state",
+                 "after_state", "approval_id", "detail", "prev_hash", "target_prev_hash", "hash"},
+                where);
     AuditRecord r;
     r.seq = integerOf(j, "seq", where);
     r.atMs = integerOf(j, "at_ms", where);
@@ -122,6 +138,9 @@ AuditRecord parseRecord(const nlohmann::json &j, const std::string &where)
     if (j.contains("target_prev_hash"))
         r.targetPrevHash = textOf(j, "target_prev_hash", where);
     r.hash = textOf(j, "hash", where);
+    // The readable time is not hashed: it must say what the hashed at_ms says.
+    if (j.contains("at") && j["at"] != timestampJson(r.atMs))
+        throw std::runtime_error(where + "'s \"at\" is not its at_ms");
     return r;
 }
 
@@ -171,6 +190,7 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
             audited.insert(r.entry.approvalId);
         reconcileAudited = reconcileAudited || r.entry.action == "reconcile";
     }
+    std::set<std::string> shown;
     if (pack.contains("history") && pack["history"].is_array())
         for (const nlohmann::json &e : pack["history"]) {
             const std::string detail =
@@ -178,6 +198,7 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
                     ? e["detail"].get<std::string>()
                     : std::string();
             const std::string id = decisionApprovalId(detail);
+            shown.insert(id);
             if (!id.empty() && !audited.count(id))
                 return "the history shows a decision (approval " + id +
                        ") but the pack holds no audit record of it";
@@ -185,6 +206,17 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
                 return "the history shows a reconciliation but the pack holds no audit record "
                        "of one";
         }
+    // An applied decision moved the operation: the history shows it.
+    for (const AuditRecord &r : mine) {
+        if (r.entry.approvalId.empty() ||
+            (r.entry.action != "approve" && r.entry.action != "reject"))
+            continue;
+        const nlohmann::json detail = nlohmann::json::parse(r.entry.detail, nullptr, false);
+        if (detail.is_object() && detail.value("status", std::string()) == "applied" &&
+            !shown.count(r.entry.approvalId))
+            return "audit record " + std::to_string(r.seq) + " applied approval " +
+                   r.entry.approvalId + ", but the pack's history shows no event of it";
+    }
     // Each approval says what its hashed record says, and no decision record lacks its approval.
     std::map<std::string, const AuditRecord *> decisions;
     for (const AuditRecord &r : mine)
@@ -325,6 +357,10 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                 "pack version " +
                     (pack.contains("version") ? pack["version"].dump() : std::string("missing")) +
                     " is not one this build reads (2 or " + std::to_string(Version) + ")");
+        onlyMembers(pack,
+                    {"format", "version", "exported_at", "exported_by", "ledger", "namespace",
+                     "key", "operation", "history", "approvals", "run", "audit_records", "chain"},
+                    "the pack");
         // Version 2 proved every record to the head by the chain; 3 by target links.
         const bool toHead = pack["version"] == 2;
         const std::string target =
@@ -334,6 +370,8 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
             !pack["chain"]["links"].is_array())
             return fail(std::nullopt, "the pack has no chain proof (\"chain\": {head, links})");
         const nlohmann::json &chain = pack["chain"];
+        onlyMembers(chain, {"head", "links"}, "the chain proof");
+        onlyMembers(chain["head"], {"seq", "hash"}, "the chain head");
         const AuditHead head{integerOf(chain["head"], "seq", "the chain head"),
                              textOf(chain["head"], "hash", "the chain head")};
         if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
@@ -485,11 +523,16 @@ EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nloh
         // The ledger's chain verifies end to end and still holds the pack's head.
         const AuditVerify::Result chain =
             AuditVerify(store).run(head.seq > 0 ? head.hash : std::string());
-        if (!chain.ok || (head.seq > 0 && chain.anchorSeq != head.seq))
+        if (!chain.chainIntact)
             return fail(chain.firstBad,
-                        chain.ok ? "the pack's chain head (record " + std::to_string(head.seq) +
-                                       ") is not the ledger's record " + std::to_string(head.seq)
-                                 : "the ledger's audit chain does not verify: " + chain.problem);
+                        "the ledger's audit chain does not verify: " + chain.problem);
+        if (head.seq > 0 && chain.anchorSeq != head.seq)
+            return fail(std::nullopt,
+                        "the pack's chain head (record " + std::to_string(head.seq) + ", hash " +
+                            head.hash + ") is no record of this ledger's chain (" +
+                            std::to_string(chain.records) +
+                            " records, all intact): the pack is another ledger's, or this "
+                            "ledger's records up to it were rewritten");
         v.ledgerRecords = chain.records;
 
         // The operation's records up to the head are the pack's, none left out; later ones
@@ -539,32 +582,95 @@ EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nloh
         const nlohmann::json now = operationJson(*op);
         const std::int64_t packedVersion =
             pack["operation"]["operation_version"].get<std::int64_t>();
-        if (op->version < packedVersion || now["id"] != pack["operation"]["id"])
+        if (packedVersion < 1 || op->version < packedVersion ||
+            now["id"] != pack["operation"]["id"])
             return fail(std::nullopt, "the ledger's operation " + target +
                                           " is not the pack's: it has id " + now["id"].dump() +
                                           " at version " + std::to_string(op->version) +
                                           ", the pack id " + pack["operation"]["id"].dump() +
                                           " at version " + std::to_string(packedVersion));
-        if (op->version == packedVersion)
-            for (const auto &[name, value] : now.items())
-                if (pack["operation"].value(name, nlohmann::json()) != value)
-                    return fail(std::nullopt, "the operation record's \"" + name +
-                                                  "\" differs from the ledger's at the same "
-                                                  "version " +
-                                                  std::to_string(op->version));
         v.versionNow = op->version;
         v.versionPacked = packedVersion;
         const std::vector<OperationEvent> events = store.history(ns, key);
+        // Every move writes one event and one version, so the pack's version tells how many
+        // events it must hold and which one left the operation as the pack shows it (a ledger
+        // whose history predates that rule is judged on the prefix alone).
+        const bool onePerVersion = static_cast<std::int64_t>(events.size()) == op->version;
         const nlohmann::json &history = pack["history"];
-        if (history.size() > events.size())
-            return fail(std::nullopt, "the pack's history holds " + std::to_string(history.size()) +
-                                          " events, the ledger's " + std::to_string(events.size()));
+        if (history.size() > events.size() ||
+            (onePerVersion && static_cast<std::int64_t>(history.size()) != packedVersion))
+            return fail(
+                std::nullopt,
+                "the pack's history holds " + std::to_string(history.size()) +
+                    " events; the ledger's operation had " +
+                    std::to_string(onePerVersion ? packedVersion
+                                                 : static_cast<std::int64_t>(events.size())) +
+                    " at version " + std::to_string(packedVersion) + ": events were cut or added");
         for (std::size_t i = 0; i < history.size(); ++i)
             if (history[i] != eventJson(events[i]))
                 return fail(std::nullopt, "history event " + std::to_string(i + 1) +
                                               " of the pack differs from the ledger's (" +
                                               firstDifference(history[i], eventJson(events[i])) +
                                               ")");
+        // The operation: every field at the same version; at an older one, what no move changes,
+        // and what the event that made that version recorded.
+        const nlohmann::json &packedOp = pack["operation"];
+        const auto differs = [&](const std::string &name, const nlohmann::json &ledgerSays) {
+            return packedOp.value(name, nlohmann::json()) != ledgerSays;
+        };
+        std::set<std::string> compared;
+        const auto compare = [&](const std::string &name, const nlohmann::json &ledgerSays,
+                                 const std::string &where) -> bool {
+            compared.insert(name);
+            if (!differs(name, ledgerSays))
+                return true;
+            fail(std::nullopt, "the operation record's \"" + name + "\" differs from " + where);
+            return false;
+        };
+        static const char *const kFixed[] = {"id",
+                                             "namespace",
+                                             "key",
+                                             "run_id",
+                                             "step_id",
+                                             "target",
+                                             "tool_kind",
+                                             "payload",
+                                             "payload_fingerprint",
+                                             "fingerprint_fields",
+                                             "created_at",
+                                             "schema_version",
+                                             "value"};
+        for (const auto &[name, value] : packedOp.items())
+            if (!now.contains(name))
+                return fail(std::nullopt, "the operation record has a member \"" + name +
+                                              "\" the ledger's does not");
+        if (op->version == packedVersion) {
+            for (const auto &[name, value] : now.items())
+                if (!compare(name, value,
+                             "the ledger's at the same version " + std::to_string(op->version)))
+                    return v;
+        } else {
+            for (const char *name : kFixed)
+                if (!compare(name, now.value(name, nlohmann::json()),
+                             "the ledger's (it never changes after the claim)"))
+                    return v;
+            if (onePerVersion) {
+                const nlohmann::json made = eventJson(events[packedVersion - 1]);
+                const std::string where = "what history event " + std::to_string(packedVersion) +
+                                          " of the ledger recorded for version " +
+                                          std::to_string(packedVersion);
+                if (!compare("state", made["to"], where) ||
+                    !compare("fencing_token", made["fencing_token"], where) ||
+                    !compare("attempt", made["attempt"], where) ||
+                    !compare("error_class", made["error_class"], where) ||
+                    !compare("updated_at", made["at"], where))
+                    return v;
+            }
+            compared.insert("operation_version");
+            for (const auto &[name, value] : now.items())
+                if (!compared.count(name))
+                    v.uncompared.push_back(name);
+        }
         std::map<std::string, nlohmann::json> approvals;
         for (const ApprovalRecord &a : store.approvals(ns, key))
             approvals[a.approvalId] = approvalJson(a);
@@ -588,6 +694,28 @@ EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nloh
     return v;
 }
 
+nlohmann::json EvidencePack::parse(const std::string &text, std::string &problem)
+{
+    // A member named twice reads as its first to a person and as its last to a parser: refused.
+    std::vector<std::set<std::string>> objects;
+    const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start)
+            objects.emplace_back();
+        else if (event == Event::object_end && !objects.empty())
+            objects.pop_back();
+        else if (event == Event::key && !objects.empty() &&
+                 !objects.back().insert(parsed.get<std::string>()).second && problem.empty())
+            problem = "the member \"" + parsed.get<std::string>() +
+                      "\" is named twice in one object: a reader sees the first, a parser the last";
+        return true;
+    };
+    nlohmann::json pack = nlohmann::json::parse(text, callback, false);
+    if (pack.is_discarded() && problem.empty())
+        problem = "the file is not JSON";
+    return problem.empty() ? pack : nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
 nlohmann::json EvidencePack::toJson(const Verdict &v)
 {
     nlohmann::json j = {
@@ -601,6 +729,7 @@ nlohmann::json EvidencePack::toJson(const Verdict &v)
         j["ledger"] = {
             {"chain_records", v.ledgerRecords},
             {"appended_since", v.appendedSince},
+            {"uncompared", v.uncompared},
             {"operation_version", v.versionNow ? nlohmann::json(*v.versionNow) : nlohmann::json()}};
     return j;
 }

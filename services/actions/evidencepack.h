@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,12 +46,18 @@ public:
         std::int64_t appendedSince = 0;         ///< the operation's records appended after the head
         std::optional<std::int64_t> versionNow; ///< the ledger's operation version
         std::optional<std::int64_t> versionPacked; ///< the pack's
+        /// The operation's fields not compared: the ledger no longer holds them as they were at
+        /// the pack's (older) version.
+        std::vector<std::string> uncompared;
     };
     /// Recomputes every record's hash, checks that the operation's records link to one another
     /// (and the span of records written before such links without a gap), and that the
     /// operation record, history and approvals agree with the operation's records.
     /// Never throws: a pack that is not a pack is a verdict too.
     static Verdict verify(const nlohmann::json &pack);
+    /// The pack in `text`; discarded, with `problem` said, when it is not JSON or names a member
+    /// twice in one object.
+    static nlohmann::json parse(const std::string &text, std::string &problem);
     /// verify(), then against `store`: its chain verifies and holds the pack's head; the pack's
     /// records are the ledger's and none of the operation's up to the head is left out; the
     /// operation record (at the pack's version), every history event and approval are the

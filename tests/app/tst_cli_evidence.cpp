@@ -30,6 +30,8 @@ private Q_SLOTS:
     void tamperedPackIsRefusedNamingTheRecord();
     void badArgumentsAreNamed();
     void aFailedWriteIsNotReportedWritten();
+    void whatAReaderSeesIsWhatWasVerified();
+    void anotherLedgerIsNamedAsSuch();
 
 private:
     /// Records 1 (reject run-1:refund), 2 (four-eyes setting), 3 (reject run-2:refund).
@@ -246,6 +248,71 @@ void TestCliEvidence::aFailedWriteIsNotReportedWritten()
     QCOMPARE(out.exitCode, 0);
     QVERIFY(QJsonDocument::fromJson(out.out).object().contains(S("audit_records")));
     QVERIFY(!QFileInfo::exists(S("-")));
+}
+
+void TestCliEvidence::whatAReaderSeesIsWhatWasVerified()
+{
+    threeRecords();
+    const QString file = m_dir.filePath(S("pack.json"));
+    QCOMPARE(idempo({S("evidence"), S("run-1:refund"), S("-o"), file}).exitCode, 0);
+    // A member named twice: an editor shows the first, a parser keeps the last.
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QByteArray text = f.readAll();
+    f.close();
+    const QByteArray reason = "\"reason\": \"customer withdrew\"";
+    QVERIFY(text.contains(reason));
+    const QByteArray first = QByteArray("\"reason\": \"approved by the CFO\",\n      ") + reason;
+    text.replace(reason, first);
+    const QString twice = m_dir.filePath(S("twice.json"));
+    QFile out(twice);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(text);
+    out.close();
+    const Run duplicated = idempo({S("--json"), S("evidence"), S("verify"), twice});
+    QCOMPARE(duplicated.exitCode, 65);
+    QVERIFY2(duplicated.json.value(S("problem")).toString().contains(S("is named twice")),
+             duplicated.out.constData());
+
+    // Members no check covers, in a record and in the pack; a readable time that is not at_ms.
+    const QJsonObject original = pack(file);
+    QJsonObject noted = original;
+    QJsonArray records = original.value(S("audit_records")).toArray();
+    QJsonObject record = records.at(0).toObject();
+    record.insert(S("note"), S("approved by the CFO"));
+    records.replace(0, record);
+    noted.insert(S("audit_records"), records);
+    expectRefused(noted, "has a member \"note\" that no check covers", 0);
+    QJsonObject topLevel = original;
+    topLevel.insert(S("note"), S("approved by the CFO"));
+    expectRefused(topLevel, "has a member \"note\" that no check covers", 0);
+    record = original.value(S("audit_records")).toArray().at(0).toObject();
+    record.insert(S("at"), S("2020-01-01T00:00:00.000Z"));
+    records.replace(0, record);
+    QJsonObject retimed = original;
+    retimed.insert(S("audit_records"), records);
+    expectRefused(retimed, "\"at\" is not its at_ms", 0);
+}
+
+void TestCliEvidence::anotherLedgerIsNamedAsSuch()
+{
+    threeRecords();
+    const QString file = m_dir.filePath(S("pack.json"));
+    QCOMPARE(idempo({S("evidence"), S("run-1:refund"), S("-o"), file}).exitCode, 0);
+    const QString other = S("sqlite:") + m_dir.filePath(S("other.db"));
+    QCOMPARE(finish(start({S("--ledger"), other, S("init")})).exitCode, 0);
+    const Run elsewhere = finish(start({S("--json"), S("--ledger"), other, S("evidence"),
+                                        S("verify"), file, S("--against-ledger")}));
+    QCOMPARE(elsewhere.exitCode, 65);
+    QVERIFY2(
+        elsewhere.json.value(S("problem")).toString().contains(S("the pack is another ledger's")),
+        elsewhere.out.constData());
+    // On its own ledger, a record appended since is said first, loudly.
+    QCOMPARE(idempo({S("four-eyes"), S("--above"), S("off"), S("--reason"), S("policy")}).exitCode,
+             0);
+    const Run same = idempo({S("evidence"), S("verify"), file, S("--against-ledger")});
+    QCOMPARE(same.exitCode, 0);
+    QVERIFY2(!same.out.contains("NEWER RECORDS"), same.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCliEvidence)

@@ -603,6 +603,78 @@ private Q_SLOTS:
         older.insert(S("version"), 1);
         expectRefused(older, "older pack format (version 1)");
     }
+
+    /// A pack exported before its operation moved on: what it says of the operation is checked
+    /// against what the ledger keeps of that version, and its history to the event count of it.
+    void evidencePackOfAnOperationThatMovedOn()
+    {
+        awaiting(S("mv-1:refund"), S("5000.00 EUR"));
+        QCOMPARE(decide({S("approve"), S("mv-1:refund"), S("--decision"), S("redispatch"),
+                         S("--reason"), S("checked")})
+                     .exitCode,
+                 0);
+        const QJsonObject pack = packOf(S("mv-1:refund"));
+        const int version =
+            pack.value(S("operation")).toObject().value(S("operation_version")).toInt();
+        QCOMPARE(pack.value(S("history")).toArray().size(), version);
+        const CliRun claim = idempo({S("--json"), S("claim"), S("mv-1:refund"), S("--payload"),
+                                     S("{}"), S("--owner"), S("worker-1")});
+        QCOMPARE(claim.exitCode, 0);
+        QCOMPARE(idempo({S("complete"), S("mv-1:refund"), S("--token"),
+                         QString::number(claim.json.value(S("fencing_token")).toInteger()),
+                         S("--result"), S("{}")})
+                     .exitCode,
+                 0);
+
+        const CliRun intact = verifyAgainstLedger(pack);
+        QCOMPARE(intact.exitCode, 0);
+        const QJsonObject ledger = intact.json.value(S("ledger")).toObject();
+        QCOMPARE(ledger.value(S("operation_version")).toInt(), version + 2);
+        QVERIFY2(ledger.value(S("uncompared")).toArray().contains(S("result")),
+                 intact.out.constData());
+
+        const auto forged = [&](const char *member, const QJsonValue &value) {
+            QJsonObject p = pack;
+            QJsonObject op = pack.value(S("operation")).toObject();
+            op.insert(S(member), value);
+            p.insert(S("operation"), op);
+            return verifyAgainstLedger(p);
+        };
+        for (const auto &[member, value] : std::vector<std::pair<const char *, QJsonValue>>{
+                 {"payload", QJsonObject{{S("amount"), 50}}},
+                 {"value", S("50.00 EUR")},
+                 {"run_id", S("run-other")},
+                 {"created_at", S("2020-01-01T00:00:00.000Z")},
+                 {"attempt", 7}}) {
+            const CliRun r = forged(member, value);
+            QCOMPARE(r.exitCode, 65);
+            QVERIFY2(
+                r.json.value(S("problem"))
+                    .toString()
+                    .contains(QStringLiteral("operation record's \"%1\" differs").arg(S(member))),
+                r.out.constData());
+        }
+
+        // Its state is in the hashed after-state as well: refused before the ledger is asked.
+        QVERIFY(forged("state", S("confirmation_required"))
+                    .json.value(S("problem"))
+                    .toString()
+                    .contains(S("contradicts its newest audit record")));
+
+        // An event cut (the creating claim's): the pack's version says how many it must hold.
+        QJsonObject cut = pack;
+        QJsonArray history = pack.value(S("history")).toArray();
+        history.removeFirst();
+        cut.insert(S("history"), history);
+        const CliRun shorter = verifyAgainstLedger(cut);
+        QCOMPARE(shorter.exitCode, 65);
+        QVERIFY2(
+            shorter.json.value(S("problem")).toString().contains(S("events were cut or added")),
+            shorter.out.constData());
+        // Offline, an applied decision with no event of it in the history.
+        cut.insert(S("history"), QJsonArray());
+        expectRefused(cut, "but the pack's history shows no event of it");
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliRefusals)

@@ -324,7 +324,8 @@ private Q_SLOTS:
         QCOMPARE(ledgerRows(owner), before);
     }
 
-    /// The owner cannot edit or shorten the chain without disabling its trigger; when it does,
+    /// The owner cannot edit, shorten or append to the chain without disabling its trigger
+    /// (or setting the functions' mark by hand); when it does,
     /// the head exposes a removed newest record, and an anchor kept outside exposes a chain
     /// rewritten together with its head. (What the chain cannot prove: an owner who rewrites
     /// everything and was never anchored; docs/sql-api.md.)
@@ -336,6 +337,11 @@ private Q_SLOTS:
         for (const char *script :
              {"DELETE FROM idempo.audit_log WHERE seq = (SELECT max(seq) FROM idempo.audit_log)",
               "UPDATE idempo.audit_log SET reason = 'nothing to see'", "TRUNCATE idempo.audit_log",
+              // A plain INSERT: a record naming anyone that no function's rules let through.
+              "INSERT INTO idempo.audit_log (at_ms, who, role, action, target, reason, "
+              "before_state, after_state, approval_id, detail) VALUES (1, 'ap2', "
+              "'idempo_approver', 'approve', 'default/forged:refund', 'forged', '', '', "
+              "'ap-forged', '{}')",
               "UPDATE idempo.audit_head SET seq = seq - 1", "DELETE FROM idempo.audit_head"}) {
             bool refused = false;
             try {

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
--- Schema version 22: each audit record also carries the hash of its target's previous record
--- (auditchain.h), so an operation's records show on their own that none is missing and an
--- evidence pack needs no other target's records. Records written before keep '' (no link) and
+-- Schema version 22: only the ledger's functions append audit records, and each record carries
+-- the hash of its target's previous record (auditchain.h), so an operation's records show on
+-- their own that none is missing and an evidence pack needs no other target's records. Records written before keep '' (no link) and
 -- hash as they did; the twelve-field idempo.audit_hash stays for them.
 ALTER TABLE idempo.audit_log ADD COLUMN target_prev_hash text NOT NULL DEFAULT '';
 
@@ -27,8 +27,29 @@ RETURN pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
             ELSE ',"target_prev_hash":' || pg_catalog.to_json(p_target_prev_hash)::text END
     || ',"who":' || pg_catalog.to_json(p_who)::text || '}', 'UTF8')), 'hex');
 
--- As in schema 6, and the record links to its target's newest record (audit_log_target serves
--- the read; the head's row lock already serialises appends, so that record stays the newest).
+-- As in schema 9, and it marks its own insert for the chain trigger below, which refuses any
+-- other: a plain INSERT, the owner's included, appends no record that the functions' rules did
+-- not let through. (The owner can still set the mark by hand, as it can disable the trigger: a
+-- deliberate circumvention, which only an anchor kept outside exposes; docs/sql-api.md.)
+CREATE OR REPLACE FUNCTION idempo.append_audit(p_at_ms bigint, p_who text, p_role text, p_action text, p_target text,
+                                               p_reason text, p_before_state text, p_after_state text,
+                                               p_approval_id text, p_detail text)
+    RETURNS idempo.audit_log LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    appended idempo.audit_log%ROWTYPE;
+BEGIN
+    PERFORM pg_catalog.set_config('idempo.audit_append', 'on', true);
+    INSERT INTO idempo.audit_log (at_ms, who, role, action, target, reason, before_state, after_state, approval_id, detail)
+    VALUES (p_at_ms, p_who, p_role, p_action, p_target, p_reason, p_before_state, p_after_state, p_approval_id, p_detail)
+    RETURNING * INTO appended;
+    PERFORM pg_catalog.set_config('idempo.audit_append', '', true);
+    RETURN appended;
+END
+$$;
+
+-- As in schema 6, refusing an insert idempo.append_audit did not make, and the record links to
+-- its target's newest record (audit_log_target serves the read; the head's row lock already
+-- serialises appends, so that record stays the newest).
 CREATE OR REPLACE FUNCTION idempo.audit_chain() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -36,6 +57,10 @@ DECLARE
 BEGIN
     IF TG_OP <> 'INSERT' THEN
         RAISE EXCEPTION 'audit_log is append-only: % refused', TG_OP USING ERRCODE = '42501';
+    END IF;
+    IF coalesce(pg_catalog.current_setting('idempo.audit_append', true), '') <> 'on' THEN
+        RAISE EXCEPTION 'audit records are appended only by the ledger''s functions (approve, reject, reconcile, '
+                        'settings, DLQ replay), never by a plain INSERT' USING ERRCODE = '42501';
     END IF;
     SELECT * INTO head FROM idempo.audit_head WHERE singleton FOR UPDATE;
     NEW.seq := head.seq + 1;

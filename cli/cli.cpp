@@ -160,6 +160,26 @@ int run(const QStringList &arguments)
         return ExitOk;
     }
     c.json = c.parser.isSet(QStringLiteral("json"));
+    // An option taking one value given twice would silently take the last: a reason typed
+    // twice, a ledger named twice. Only the list options repeat.
+    std::vector<QCommandLineOption> taken = globals;
+    taken.insert(taken.end(), command.options.begin(), command.options.end());
+    for (const QCommandLineOption &o : taken) {
+        const QString name = o.names().constFirst();
+        if (o.valueName().isEmpty() || name == QLatin1String("fingerprint-fields") ||
+            name == QLatin1String("where"))
+            continue;
+        const QStringList given = c.parser.values(name);
+        if (given.size() > 1) {
+            reportError(c.json, "usage",
+                        "--" + name.toStdString() + " is given " + std::to_string(given.size()) +
+                            " times (" + quotedValue(given.first().toStdString()) + ", " +
+                            quotedValue(given.at(1).toStdString()) +
+                            (given.size() > 2 ? ", …" : "") + "): give it once (see idempo " +
+                            rest.first().toStdString() + " --help)");
+            return ExitUsage;
+        }
+    }
     const QStringList positionals = c.parser.positionalArguments();
     if (positionals.size() > command.arguments + 1) {
         reportError(c.json, "usage",

@@ -35,6 +35,9 @@ int runApproval(Context &c, ApprovalDecision decision, const std::string &refere
     request.reason = requiredReason(c);
     request.externalReference = reference;
     request.approvalId = c.parser.value(QStringLiteral("approval-id")).toStdString();
+    if (c.parser.isSet(QStringLiteral("approval-id")) && request.approvalId.empty())
+        throw UsageError{"--approval-id is empty: give the id, or leave the option out to derive "
+                         "one"};
     LedgerStore &store = c.engine().store();
     ApproveCommand command(store, store.actor(), request,
                            {.extraAttempts = c.engine().settings().maxAttempts,

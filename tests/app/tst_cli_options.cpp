@@ -242,6 +242,45 @@ private Q_SLOTS:
         QVERIFY(m_cli.run({S("--json"), S("four-eyes")}).json.value(S("four_eyes_above")).isNull());
     }
 
+    /// An option of one value given twice is refused naming both, and nothing is written: the
+    /// last would be taken silently. The list options still repeat.
+    void aSingleValueGivenTwiceIsRefused()
+    {
+        QCOMPARE(m_cli
+                     .run({S("claim"), S("run-1:refund"), S("--payload"), S("{}"),
+                           S("--max-attempts"), S("1"), S("--owner"), S("worker-1")})
+                     .exitCode,
+                 0);
+        QCOMPARE(m_cli
+                     .run({S("fail"), S("run-1:refund"), S("--token"), S("1"), S("--class"),
+                           S("transient")})
+                     .exitCode,
+                 0);
+        const CliRun twice = m_cli.run({S("--json"), S("reject"), S("run-1:refund"), S("--reason"),
+                                        S("approved by the CFO"), S("--reason"), S("duplicate")});
+        QCOMPARE(twice.exitCode, 64);
+        QVERIFY2(
+            twice.err.contains("--reason is given 2 times ('approved by the CFO', "
+                               "'duplicate'): give it once") ||
+                twice.json.value(S("message")).toString().contains(S("--reason is given 2 times")),
+            twice.err.constData());
+        QCOMPARE(m_cli.run({S("--json"), S("show"), S("run-1:refund")})
+                     .json.value(S("state"))
+                     .toString(),
+                 S("confirmation_required"));
+        QCOMPARE(m_cli.run({S("list"), S("--where"), S("/a=1"), S("--where"), S("/b=2")}).exitCode,
+                 0);
+        const CliRun empty = m_cli.run(
+            {S("reject"), S("run-1:refund"), S("--reason"), S("dup"), S("--approval-id"), S("")});
+        QCOMPARE(empty.exitCode, 64);
+        QVERIFY2(empty.err.contains("--approval-id is empty"), empty.err.constData());
+        QCOMPARE(m_cli.run({S("--json"), S("audit"), S("list")})
+                     .json.value(S("records"))
+                     .toArray()
+                     .size(),
+                 0);
+    }
+
     /// --help promises what the binary does: 65 for a missing or blank reason, 64 for usage.
     void helpStatesTheReasonRule()
     {

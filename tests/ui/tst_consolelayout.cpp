@@ -5,7 +5,6 @@
 #include <QTabWidget>
 #include <QTest>
 
-#include "approvecommand.h"
 #include "audittablemodel.h"
 #include "auditview.h"
 #include "confirmationsview.h"
@@ -204,15 +203,7 @@ void TestConsoleLayout::auditFitsWithoutScrolling()
     GuardSettingCommand(m_fixture->store(), {"olga", "owner"}, ReferenceRatesSetting,
                         "EUR USD=0.92 JPY=0.0061", "rates of the day")
         .execute();
-    GuardSettingCommand(m_fixture->store(), {"olga", "owner"}, FourEyesSetting, "1000.00",
-                        "refund policy")
-        .execute();
-    ApproveCommand::Request r;
-    r.ns = "default";
-    r.key = "run-7002:refund";
-    r.decision = ApprovalDecision::Redispatch;
-    r.reason = "customer called, refund agreed";
-    ApproveCommand(m_fixture->store(), {"carol", "approver"}, r).execute();
+    QCOMPARE(m_fixture->approveRefundOnce(), std::string("pending"));
     auto *view = show<AuditView>();
     QVERIFY(view);
     LedgerTableView *table = view->table();

@@ -8,13 +8,11 @@
 #include <QTest>
 
 #include "actioncontroller.h"
-#include "approvecommand.h"
 #include "consolefixture.h"
 #include "consolewindow.h"
 #include "foureyesmodel.h"
 #include "foureyesview.h"
 #include "guardedactiondialog.h"
-#include "guardsettingcommand.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"
 #include "operationdetailpane.h"
@@ -45,16 +43,7 @@ void TestFourEyes::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    GuardSettingCommand setting(m_fixture->store(), {"olga", "owner"}, FourEyesSetting, "1000",
-                                "four-eyes above 1,000");
-    setting.execute();
-    ApproveCommand::Request r;
-    r.ns = "default";
-    r.key = "run-7002:refund";
-    r.decision = ApprovalDecision::Redispatch;
-    r.reason = "customer called, refund agreed";
-    ApproveCommand first(m_fixture->store(), {"carol", "approver"}, r);
-    QCOMPARE(first.execute().status, std::string("pending"));
+    QCOMPARE(m_fixture->approveRefundOnce(), std::string("pending"));
     m_window = test::openConsole(m_fixture->url());
     QVERIFY(m_window);
     m_view = qobject_cast<FourEyesView *>(m_window->views().last());

@@ -105,7 +105,9 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
 QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == Who || section == Target || section == Reason || section == ApprovalId;
+        return section == Reason
+                   ? QVariant(ElidesFirst)
+                   : QVariant(section == Who || section == Target || section == ApprovalId);
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const char *const names[] = {

@@ -23,6 +23,7 @@
 #include "mainwindow.h"
 #include "money.h"
 #include "operationdetailpane.h"
+#include "operationsview.h"
 #include "operationtablemodel.h"
 #include "runsview.h"
 #include "runtablemodel.h"
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void emptyColumnTakesOnlyItsTitle();
     void personsWidthIsKeptAndNewColumnsShown();
     void auditFitsWithoutScrolling();
+    void findKeyWholeBesideThePane();
     void leasesKeyAndStepBeforeTitles();
     void runsFitWithoutScrolling();
     void fourEyesWhole_data();
@@ -270,6 +272,34 @@ void TestConsoleLayout::auditFitsWithoutScrolling()
     verifyWhole(table, AuditTableModel::Change);
 }
 
+void TestConsoleLayout::findKeyWholeBesideThePane()
+{
+    // At 1600 px the details pane stands beside the list: the list keeps the width its operation
+    // keys need, the pane takes what is left above its own minimum.
+    m_window.reset();
+    m_window = test::openConsole(m_fixture->url(), QSize(1600, 1000));
+    QVERIFY(m_window);
+    auto *view = show<OperationsView>();
+    QVERIFY(view);
+    LedgerTableView *table = view->table();
+    QTRY_VERIFY(table->model()->rowCount() > 0);
+    table->setCurrentIndex(table->model()->index(0, 0));
+    QTRY_VERIFY(view->detail()->operation().has_value());
+    QVERIFY(view->detail()->isVisible());
+    QCOMPARE(view->detail()->x() > table->x(), true);
+    QTRY_VERIFY2(
+        table->horizontalHeader()->sectionSize(OperationTableModel::Key) >=
+            columnNeed(table, OperationTableModel::Key),
+        qPrintable(QStringLiteral("Operation key is %1 px wide, its keys need %2; the "
+                                  "list is %3 px, the pane %4")
+                       .arg(table->horizontalHeader()->sectionSize(OperationTableModel::Key))
+                       .arg(columnNeed(table, OperationTableModel::Key))
+                       .arg(table->width())
+                       .arg(view->detail()->width())));
+    QVERIFY(view->detail()->width() >= view->detail()->minimumSizeHint().width());
+    verifyFits(table);
+}
+
 void TestConsoleLayout::leasesKeyAndStepBeforeTitles()
 {
     // A title wider than what its column holds (Fencing token over two-digit tokens) gives way
@@ -315,6 +345,7 @@ void TestConsoleLayout::fourEyesWhole_data()
 {
     QTest::addColumn<QSize>("size");
     QTest::newRow("1024x700") << QSize(1024, 700);
+    QTest::newRow("1600x1000") << QSize(1600, 1000);
 }
 
 void TestConsoleLayout::fourEyesWhole()

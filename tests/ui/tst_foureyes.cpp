@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <QCheckBox>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -76,6 +77,12 @@ void TestFourEyes::listsWhoApprovedFirstForTheSecondApprover()
     QVERIFY(!model->index(0, FourEyesModel::RequestedBy).data().toString().isEmpty());
     QTRY_COMPARE(m_window->tabs()->tabText(m_window->tabs()->indexOf(m_view)),
                  QStringLiteral("Four &eyes (1)"));
+    QStringList texts;
+    for (const QLabel *label : m_view->findChildren<QLabel *>())
+        texts << label->text();
+    QVERIFY2(texts.join(QLatin1Char('\n'))
+                 .contains(QLatin1String("1 first approval waits for your second approval.")),
+             qPrintable(texts.join(QLatin1Char('\n'))));
     QVERIFY2(m_window->statusText().contains(QLatin1String("alice (approver)")),
              qPrintable(m_window->statusText()));
     QVERIFY2(m_window->windowTitle().contains(QLatin1String("alice (approver)")),

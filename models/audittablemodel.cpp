@@ -104,6 +104,7 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
 
 QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    // No pane shows a record's reason whole: it gives way with the names, not before them.
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
         return section == Who || section == Target || section == Reason || section == ApprovalId;
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)

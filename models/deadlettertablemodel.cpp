@@ -83,7 +83,9 @@ QVariant DeadLetterTableModel::data(const QModelIndex &index, int role) const
 QVariant DeadLetterTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == LastError || section == Key || section == Payload;
+        return section == Key                               ? ElidesLast
+               : section == LastError || section == Payload ? ElidesFirst
+                                                            : 0;
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
         return tr("Listed by message id, as the queue pages its dead letters: it cannot order them "
                   "by a column");

@@ -149,9 +149,11 @@ QVariant FourEyesModel::data(const QModelIndex &index, int role) const
 
 QVariant FourEyesModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    // The key gives way last; who asked for the operation is read whole, as who approved first.
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == Namespace || section == Key || section == Decision || section == Reason ||
-               section == RequestedBy;
+        return section == Key      ? QVariant(ElidesLast)
+               : section == Reason ? QVariant(ElidesFirst)
+                                   : QVariant(section == Namespace || section == Decision);
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {

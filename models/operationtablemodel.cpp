@@ -173,8 +173,11 @@ QVariant OperationTableModel::headerData(int section, Qt::Orientation orientatio
     case HeaderSortOrdersRole:
         return (up ? SortsAscending : 0) | (down ? SortsDescending : 0);
     case HeaderElidesRole:
-        return section == Key || section == Namespace || section == Run || section == Step ||
-               section == Owner || section == Error;
+        if (section == Key)
+            return ElidesLast;
+        if (section == Error)
+            return ElidesFirst;
+        return section == Namespace || section == Run || section == Step || section == Owner;
     case Qt::InitialSortOrderRole:
         // Newest, highest and latest first on a first click; the key alphabetically.
         if (section == Key)

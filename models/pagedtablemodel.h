@@ -20,10 +20,15 @@ namespace idempo {
 inline constexpr int HeaderSortOrdersRole = Qt::UserRole + 0x100;
 inline constexpr int SortsAscending = 1;
 inline constexpr int SortsDescending = 2;
-/// Header data of a list's column: true when its text may be cut short with an ellipsis when the
-/// list is narrow (keys, names, free text, which the detail pane shows whole); a column without
-/// it (states, amounts, counts, times) is kept whole (LedgerTableView).
+/// Header data of a list's column: whether, and how soon, its text may be cut short with an
+/// ellipsis when the list is narrow (LedgerTableView). A column without it (states, amounts,
+/// counts, times) is kept whole. ElidesFirst: free text the detail pane shows whole (errors, a
+/// first approver's reason, a dead letter's payload), cut before anything else; true: names
+/// (namespaces, steps, owners), cut after the titles wider than their columns; ElidesLast: the
+/// column that names the row (its operation key), cut only after all the others.
 inline constexpr int HeaderElidesRole = Qt::UserRole + 0x101;
+inline constexpr int ElidesLast = 2;
+inline constexpr int ElidesFirst = 3;
 
 /// One keyset page as the worker returns it: plain values only.
 template <typename Row> struct PageResult

@@ -357,8 +357,9 @@ QVariant RunTableModel::data(const QModelIndex &index, int role) const
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    // The budget bars shorten their labels (BudgetBarDelegate) before a time is cut short.
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == Namespace;
+        return section == Namespace || section == Budget;
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
         return tr("Halted runs first, then in order of their first operation: runs are folded from "
                   "the ledger's pages of operations, which cannot be ordered by a run's column");

@@ -84,7 +84,8 @@ QVariant SuppressionTableModel::data(const QModelIndex &index, int role) const
 QVariant SuppressionTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
     if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == Key || section == Namespace || section == Source;
+        return section == Key ? QVariant(ElidesLast)
+                              : QVariant(section == Namespace || section == Source);
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole)
         return tr("Listed oldest first, as the ledger pages suppressions (by id): it cannot order "
                   "them by a column");

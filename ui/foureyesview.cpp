@@ -96,17 +96,22 @@ void FourEyesView::showCurrent()
 void FourEyesView::updateSummary()
 {
     const int mine = m_model->waitingForMe();
-    QString text =
-        mine == 0 ? tr("Nothing waits for your second approval.")
-                  : tr("<b>%n first approval(s) wait for your second approval.</b>", nullptr, mine);
+    // Singular and plural spelt out: no translation is loaded to resolve "(s)".
+    QString text = mine == 0 ? tr("Nothing waits for your second approval.")
+                   : mine == 1
+                       ? tr("<b>1 first approval waits for your second approval.</b>")
+                       : tr("<b>%1 first approvals wait for your second approval.</b>").arg(mine);
     if (!m_actor.isEmpty())
         text += QLatin1Char(' ') + tr("You are %1 (%2); your own first approvals need another "
                                       "approver.")
                                        .arg(m_actor.toHtmlEscaped(), m_role.toHtmlEscaped());
     if (const int own = m_model->mineWaiting(); own > 0)
         text += QLatin1Char(' ') +
-                tr("%n of yours wait(s) for someone else (Also show those I approved first).",
-                   nullptr, own);
+                (own == 1 ? tr("1 of yours waits for someone else (Also show those I approved "
+                               "first).")
+                          : tr("%1 of yours wait for someone else (Also show those I approved "
+                               "first).")
+                                .arg(own));
     if (m_model->hasMore())
         text += QLatin1Char(' ') + tr("Only the oldest %1 are listed.").arg(FourEyesModel::Limit);
     m_summary->setText(text);

@@ -19,6 +19,7 @@
 #include <QStyle>
 #include <QTimer>
 
+#include "elidedheaderview.h"
 #include "pagedtablemodel.h"
 #include "textescape.h"
 
@@ -38,8 +39,12 @@ int cellPadding(const QWidget *view)
     return 2 * (view->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view) + 1) + 6;
 }
 
-/// A column that gives way keeps at least this many average characters (its title may elide).
+/// A column whose text gives way keeps at least this many average characters.
 constexpr int ElidedChars = 8;
+/// A title that gives way to what its column holds keeps at least this many average characters.
+constexpr int TitleChars = 6;
+/// HeaderElidesRole's `true`: a name, cut after the titles.
+constexpr int ElidesName = 1;
 
 /// The widths `want` shrunk to fit `available`: the columns that may elide (`elides`) lose width
 /// first, the widest first, none below its `floor`; the others keep what they need.
@@ -86,6 +91,7 @@ std::vector<int> fitted(std::vector<int> want, const std::vector<int> &floor,
 
 LedgerTableView::LedgerTableView(QWidget *parent) : QTableView(parent)
 {
+    setHorizontalHeader(new ElidedHeaderView(this));
     setSelectionBehavior(SelectRows);
     setSelectionMode(SingleSelection);
     setAlternatingRowColors(true);
@@ -237,8 +243,10 @@ void LedgerTableView::fitColumns()
     if (visible.empty())
         return;
     std::vector<int> want;
+    std::vector<int> holds;
     std::vector<int> floor;
-    std::vector<bool> elides;
+    std::vector<int> rank;
+    const int min = header->minimumSectionSize();
     const int elided = ElidedChars * fontMetrics().averageCharWidth();
     for (int c : visible) {
         int &need = m_need[static_cast<std::size_t>(c)];
@@ -247,14 +255,38 @@ void LedgerTableView::fitColumns()
         const int title = headerWidth(c);
         const auto user = m_userWidths.constFind(columnTitle(c));
         const bool fixed = user != m_userWidths.cend();
-        want.push_back(
-            std::max(header->minimumSectionSize(), fixed ? *user : std::max(title, need)));
-        const bool mayElide = !fixed && m->headerData(c, Qt::Horizontal, HeaderElidesRole).toBool();
-        elides.push_back(mayElide);
-        floor.push_back(mayElide ? std::clamp(elided, header->minimumSectionSize(), want.back())
-                                 : want.back());
+        want.push_back(std::max(min, fixed ? *user : std::max(title, need)));
+        // A title wider than what the column holds may shrink to that (drawn cut short), but not
+        // below a few characters of it.
+        const int shortTitle =
+            std::min(title, title - header->fontMetrics().horizontalAdvance(columnTitle(c)) +
+                                TitleChars * header->fontMetrics().averageCharWidth());
+        holds.push_back(fixed ? want.back()
+                              : std::clamp(std::max(need, shortTitle), min, want.back()));
+        rank.push_back(fixed ? 0 : m->headerData(c, Qt::Horizontal, HeaderElidesRole).toInt());
+        floor.push_back(rank.back() != 0 ? std::clamp(elided, min, want.back()) : want.back());
     }
-    std::vector<int> widths = fitted(want, floor, elides, viewport()->width());
+    // Short of room, the columns give way in turn, each turn only as far as needed: free text
+    // (ElidesFirst), then titles wider than what their column holds (read once, and whole in their
+    // tooltip), then names (true), the widest first, then the row's key (ElidesLast).
+    const int available = viewport()->width();
+    const auto ranked = [&rank](int r) {
+        std::vector<bool> mask;
+        for (int k : rank)
+            mask.push_back(k == r);
+        return mask;
+    };
+    std::vector<int> widths = fitted(want, floor, ranked(ElidesFirst), available);
+    std::vector<bool> titled;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+        holds[i] = std::min(holds[i], widths[i]);
+        titled.push_back(holds[i] < widths[i]);
+    }
+    widths = fitted(widths, holds, titled, available);
+    for (std::size_t i = 0; i < floor.size(); ++i)
+        floor[i] = std::min(floor[i], widths[i]);
+    widths = fitted(widths, floor, ranked(ElidesName), available);
+    widths = fitted(widths, floor, ranked(ElidesLast), available);
     // The last column stretches over what the others leave but never below the width it was
     // given: it gets no more than that rest, or the columns would end past the list's edge.
     int others = 0;

@@ -14,9 +14,11 @@ namespace idempo {
 /// The table every list uses: tells its model which rows are on screen (live refreshes re-read
 /// those), copies the selected operation key (Ctrl+C) and exports the loaded rows as CSV. Its
 /// columns are as wide as what the rows on screen hold (a column empty on all of them only as its
-/// title); when that is more than the width there is, the columns whose text may be cut short
-/// (HeaderElidesRole) give way first, so states, amounts, counts and times stay whole. A column the
-/// person resized keeps their width, remembered by column title (setSettingsKey()).
+/// title); when that is more than the width there is, they give way in turn (HeaderElidesRole):
+/// free text first, then titles wider than their column's text (drawn cut short,
+/// ElidedHeaderView), then names, the row's key last; states, amounts, counts and times stay
+/// whole. A column the person resized keeps their width, remembered by column title
+/// (setSettingsKey()).
 class LedgerTableView final : public QTableView
 {
     Q_OBJECT

@@ -3,6 +3,9 @@
 
 #include <QDateTime>
 
+#include "approvecommand.h"
+#include "guardsettingcommand.h"
+
 namespace idempo::test {
 
 namespace {
@@ -172,6 +175,19 @@ void ConsoleFixture::populate()
     e.claim(capture);
     capture.owner = "queue-redelivery";
     e.claim(capture);
+}
+
+std::string ConsoleFixture::approveRefundOnce()
+{
+    GuardSettingCommand(*m_store, {"olga", "owner"}, FourEyesSetting, "1000",
+                        "four-eyes above 1,000")
+        .execute();
+    ApproveCommand::Request r;
+    r.ns = "default";
+    r.key = "run-7002:refund";
+    r.decision = ApprovalDecision::Redispatch;
+    r.reason = "customer called, refund agreed";
+    return ApproveCommand(*m_store, {"carol", "approver"}, r).execute().status;
 }
 
 } // namespace idempo::test

@@ -38,6 +38,10 @@ public:
     SqliteMessageQueue &queues() { return *m_queues; }
 
     void populate();
+    /// After populate(): four-eyes above 1,000 (set by olga, owner) and carol's (approver) first
+    /// approval to re-dispatch the 1,250.00 EUR refund run-7002:refund, which now waits for a
+    /// second approver. Returns the approval's status, "pending" when it waits.
+    std::string approveRefundOnce();
 
     /// Claims `key` (protected write, run `runId`) and leaves it dispatching: a live change.
     ClaimResult claimNew(const std::string &key, const std::string &runId,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <QCheckBox>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -8,13 +9,11 @@
 #include <QTest>
 
 #include "actioncontroller.h"
-#include "approvecommand.h"
 #include "consolefixture.h"
 #include "consolewindow.h"
 #include "foureyesmodel.h"
 #include "foureyesview.h"
 #include "guardedactiondialog.h"
-#include "guardsettingcommand.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"
 #include "operationdetailpane.h"
@@ -45,16 +44,7 @@ void TestFourEyes::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    GuardSettingCommand setting(m_fixture->store(), {"olga", "owner"}, FourEyesSetting, "1000",
-                                "four-eyes above 1,000");
-    setting.execute();
-    ApproveCommand::Request r;
-    r.ns = "default";
-    r.key = "run-7002:refund";
-    r.decision = ApprovalDecision::Redispatch;
-    r.reason = "customer called, refund agreed";
-    ApproveCommand first(m_fixture->store(), {"carol", "approver"}, r);
-    QCOMPARE(first.execute().status, std::string("pending"));
+    QCOMPARE(m_fixture->approveRefundOnce(), std::string("pending"));
     m_window = test::openConsole(m_fixture->url());
     QVERIFY(m_window);
     m_view = qobject_cast<FourEyesView *>(m_window->views().last());
@@ -87,6 +77,12 @@ void TestFourEyes::listsWhoApprovedFirstForTheSecondApprover()
     QVERIFY(!model->index(0, FourEyesModel::RequestedBy).data().toString().isEmpty());
     QTRY_COMPARE(m_window->tabs()->tabText(m_window->tabs()->indexOf(m_view)),
                  QStringLiteral("Four &eyes (1)"));
+    QStringList texts;
+    for (const QLabel *label : m_view->findChildren<QLabel *>())
+        texts << label->text();
+    QVERIFY2(texts.join(QLatin1Char('\n'))
+                 .contains(QLatin1String("1 first approval waits for your second approval.")),
+             qPrintable(texts.join(QLatin1Char('\n'))));
     QVERIFY2(m_window->statusText().contains(QLatin1String("alice (approver)")),
              qPrintable(m_window->statusText()));
     QVERIFY2(m_window->windowTitle().contains(QLatin1String("alice (approver)")),

@@ -6,14 +6,12 @@
 #include <QTest>
 
 #include "actioncontroller.h"
-#include "approvecommand.h"
 #include "confirmationsview.h"
 #include "consolefixture.h"
 #include "consolewindow.h"
 #include "foureyesmodel.h"
 #include "foureyesview.h"
 #include "guardedactiondialog.h"
-#include "guardsettingcommand.h"
 #include "ledgertableview.h"
 #include "mainwindow.h"
 #include "operationdetailpane.h"
@@ -65,16 +63,7 @@ void TestOwnApproval::init()
 {
     m_fixture = std::make_unique<test::ConsoleFixture>();
     m_fixture->populate();
-    GuardSettingCommand setting(m_fixture->store(), {"olga", "owner"}, FourEyesSetting, "1000",
-                                "four-eyes above 1,000");
-    setting.execute();
-    ApproveCommand::Request r;
-    r.ns = "default";
-    r.key = Refund.toStdString();
-    r.decision = ApprovalDecision::Redispatch;
-    r.reason = "customer called, refund agreed";
-    ApproveCommand first(m_fixture->store(), {"carol", "approver"}, r);
-    QCOMPARE(first.execute().status, std::string("pending"));
+    QCOMPARE(m_fixture->approveRefundOnce(), std::string("pending"));
     m_window = test::openConsole(m_fixture->url(), QSize(1024, 700));
     QVERIFY(m_window);
     QTRY_VERIFY(m_window->actions()->actor().has_value());

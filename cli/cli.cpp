@@ -160,11 +160,10 @@ int run(const QStringList &arguments)
         return ExitOk;
     }
     c.json = c.parser.isSet(QStringLiteral("json"));
-    // An option taking one value given twice would silently take the last: a reason typed
-    // twice, a ledger named twice. Only the list options repeat.
-    std::vector<QCommandLineOption> taken = globals;
-    taken.insert(taken.end(), command.options.begin(), command.options.end());
-    for (const QCommandLineOption &o : taken) {
+    // A command's option taking one value given twice would silently take the last: a reason
+    // typed twice, two decisions. Only the list options repeat. The global options (--ledger,
+    // --namespace) may be given again to override what a wrapper or alias set.
+    for (const QCommandLineOption &o : command.options) {
         const QString name = o.names().constFirst();
         if (o.valueName().isEmpty() || name == QLatin1String("fingerprint-fields") ||
             name == QLatin1String("where"))

@@ -154,23 +154,33 @@ private:
     }
 
     /// Starts `idempo sandbox run --processes` in `ns` (`runs` runs, `extra` arguments, on
-    /// `ledger` or the test ledger) and returns once its workers have made effects, with the
-    /// pids of the workers running then.
+    /// `ledger` or the test ledger; `--faults` in `extra` replaces the default faults) and
+    /// returns once its workers have made effects, with the pids of the workers running then.
     std::vector<pid_t> startBusyDriver(QProcess &driver, const QString &ns,
                                        const QString &runs = QStringLiteral("400"),
                                        const QStringList &extra = {},
                                        const QString &ledger = ledgerUrl())
     {
-        driver.start(QStringLiteral(IDEMPO_CLI_PATH),
-                     QStringList{QStringLiteral("--ledger"), ledger, QStringLiteral("--json"),
-                                 QStringLiteral("--namespace"), ns, QStringLiteral("sandbox"),
-                                 QStringLiteral("run"), QStringLiteral("--processes"),
-                                 QStringLiteral("--scenario"), QStringLiteral("all"),
-                                 QStringLiteral("--runs"), runs, QStringLiteral("--workers"),
-                                 QStringLiteral("3"), QStringLiteral("--faults"),
-                                 QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery"),
-                                 QStringLiteral("--seed"), QStringLiteral("5")} +
-                         extra);
+        QStringList args{QStringLiteral("--ledger"),
+                         ledger,
+                         QStringLiteral("--json"),
+                         QStringLiteral("--namespace"),
+                         ns,
+                         QStringLiteral("sandbox"),
+                         QStringLiteral("run"),
+                         QStringLiteral("--processes"),
+                         QStringLiteral("--scenario"),
+                         QStringLiteral("all"),
+                         QStringLiteral("--runs"),
+                         runs,
+                         QStringLiteral("--workers"),
+                         QStringLiteral("3"),
+                         QStringLiteral("--seed"),
+                         QStringLiteral("5")};
+        if (!extra.contains(QStringLiteral("--faults")))
+            args << QStringLiteral("--faults")
+                 << QStringLiteral("crash-before-dispatch=0.2,duplicate-delivery");
+        driver.start(QStringLiteral(IDEMPO_CLI_PATH), args + extra);
         if (!driver.waitForStarted(10'000))
             return {};
         QDeadlineTimer deadline(60'000);

@@ -104,9 +104,16 @@ QVariant AuditTableModel::cell(const AuditRecord &r, int column, int role)
 
 QVariant AuditTableModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    // No pane shows a record's reason whole: it gives way with the names, not before them.
-    if (orientation == Qt::Horizontal && role == HeaderElidesRole)
-        return section == Who || section == Target || section == Reason || section == ApprovalId;
+    // No pane shows a record's reason whole: it gives way with the names, not before them. The
+    // target names what the record is about and gives way last; the approval id (a hash, read
+    // by copying it) first.
+    if (orientation == Qt::Horizontal && role == HeaderElidesRole) {
+        if (section == Target)
+            return ElidesLast;
+        if (section == ApprovalId)
+            return ElidesFirst;
+        return section == Who || section == Reason;
+    }
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const char *const names[] = {

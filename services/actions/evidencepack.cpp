@@ -2,95 +2,20 @@
 #include "evidencepack.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "auditchain.h"
-#include "auditverify.h"
 #include "error.h"
+#include "evidencepackrows.h"
 #include "recordjson.h"
 
 namespace idempo {
+
+using namespace packrows;
+
 namespace {
-
-constexpr int kPage = 1000;
-
-/// An audit record as the chain hashes it: every field as its stored text.
-nlohmann::json recordJson(const AuditRecord &r)
-{
-    const AuditEntry &e = r.entry;
-    return {{"seq", r.seq},
-            {"at_ms", r.atMs},
-            {"at", timestampJson(r.atMs)},
-            {"who", e.who},
-            {"role", e.role},
-            {"action", e.action},
-            {"target", e.target},
-            {"reason", e.reason},
-            {"before_state", e.beforeState},
-            {"after_state", e.afterState},
-            {"approval_id", e.approvalId},
-            {"detail", e.detail},
-            {"prev_hash", r.prevHash},
-            {"target_prev_hash", r.targetPrevHash},
-            {"hash", r.hash}};
-}
-
-/// Every audit record of `target` up to record `headSeq`, in seq order.
-std::vector<AuditRecord> targetRecords(LedgerStore &store, const std::string &target,
-                                       std::int64_t headSeq)
-{
-    std::vector<AuditRecord> records;
-    AuditFilter filter;
-    filter.target = target;
-    filter.limit = kPage;
-    for (;;) {
-        const std::vector<AuditRecord> page = store.auditRecords(filter);
-        for (const AuditRecord &r : page) {
-            if (r.seq > headSeq)
-                return records;
-            records.push_back(r);
-        }
-        if (static_cast<int>(page.size()) < kPage)
-            return records;
-        filter.afterSeq = page.back().seq;
-    }
-}
-
-/// Calls `visit` with every chain record from `from` to `to`, in seq order.
-template <typename Visit>
-void forChain(LedgerStore &store, std::int64_t from, std::int64_t to, Visit visit)
-{
-    for (std::int64_t after = from - 1; after < to;) {
-        const std::vector<AuditRecord> page = store.auditLog(after, kPage);
-        if (page.empty())
-            throw Error(ErrorCode::Internal,
-                        "audit record " + std::to_string(after + 1) + " is missing from the chain");
-        for (const AuditRecord &r : page) {
-            if (r.seq > to)
-                return;
-            visit(r);
-            after = r.seq;
-        }
-    }
-}
-
-nlohmann::json approvalJson(const ApprovalRecord &a)
-{
-    return {{"approval_id", a.approvalId},
-            {"revision", a.revision},
-            {"decision", a.decision},
-            {"reason", a.reason},
-            {"operator", a.operatorName},
-            {"role", a.role},
-            {"external_reference", a.externalReference},
-            {"proposal", a.proposal},
-            {"status", a.status},
-            {"operation_version", a.operationVersion},
-            {"created_at", timestampJson(a.createdAtMs)}};
-}
 
 /// The record member `name` of `j` as text; throws the problem when absent or not text.
 std::string textOf(const nlohmann::json &j, const char *name, const std::string &where)
@@ -256,20 +181,6 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
     return {};
 }
 
-/// The first member in which two JSON objects differ, named.
-std::string firstDifference(const nlohmann::json &a, const nlohmann::json &b)
-{
-    if (a.is_object() && b.is_object()) {
-        for (const auto &[name, value] : a.items())
-            if (b.value(name, nlohmann::json()) != value)
-                return "\"" + name + "\"";
-        for (const auto &[name, value] : b.items())
-            if (!a.contains(name))
-                return "\"" + name + "\" is missing";
-    }
-    return "its whole text";
-}
-
 } // namespace
 
 nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
@@ -336,23 +247,17 @@ nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
 EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
 {
     Verdict v;
-    const auto fail = [&v](std::optional<std::int64_t> seq, std::string problem) {
-        v.ok = false;
-        v.badSeq = seq;
-        v.problem = std::move(problem);
-        return v;
-    };
     try {
         if (!pack.is_object() || !pack.contains("format") || pack["format"] != Format)
-            return fail(std::nullopt,
-                        std::string("not an evidence pack (no \"format\": \"") + Format + "\")");
+            return v.refuse(std::nullopt, std::string("not an evidence pack (no \"format\": \"") +
+                                              Format + "\")");
         if (pack.contains("version") && pack["version"] == 1)
-            return fail(std::nullopt,
-                        "older pack format (version 1): it links each record only to the next "
-                        "one, so it cannot show that no audit record of the operation was left "
-                        "out; export the pack again (idempo evidence KEY -o FILE)");
+            return v.refuse(std::nullopt,
+                            "older pack format (version 1): it links each record only to the next "
+                            "one, so it cannot show that no audit record of the operation was left "
+                            "out; export the pack again (idempo evidence KEY -o FILE)");
         if (!pack.contains("version") || (pack["version"] != 2 && pack["version"] != Version))
-            return fail(
+            return v.refuse(
                 std::nullopt,
                 "pack version " +
                     (pack.contains("version") ? pack["version"].dump() : std::string("missing")) +
@@ -368,14 +273,14 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
         if (!pack.contains("chain") || !pack["chain"].is_object() ||
             !pack["chain"].contains("head") || !pack["chain"].contains("links") ||
             !pack["chain"]["links"].is_array())
-            return fail(std::nullopt, "the pack has no chain proof (\"chain\": {head, links})");
+            return v.refuse(std::nullopt, "the pack has no chain proof (\"chain\": {head, links})");
         const nlohmann::json &chain = pack["chain"];
         onlyMembers(chain, {"head", "links"}, "the chain proof");
         onlyMembers(chain["head"], {"seq", "hash"}, "the chain head");
         const AuditHead head{integerOf(chain["head"], "seq", "the chain head"),
                              textOf(chain["head"], "hash", "the chain head")};
         if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
-            return fail(std::nullopt, "the pack has no \"audit_records\" array");
+            return v.refuse(std::nullopt, "the pack has no \"audit_records\" array");
         // Every record of the pack, the operation's and the links, by seq.
         std::map<std::int64_t, std::pair<AuditRecord, bool>> span; // seq → (record, mine)
         std::vector<AuditRecord> mine;
@@ -385,12 +290,13 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
             AuditRecord r = parseRecord(j, where);
             const std::string name = "audit record " + std::to_string(r.seq);
             if (!mine.empty() && r.seq <= mine.back().seq)
-                return fail(r.seq, name + " is out of seq order in the pack");
+                return v.refuse(r.seq, name + " is out of seq order in the pack");
             if (r.entry.target != target)
-                return fail(r.seq, name + " targets " + r.entry.target + ", not " + target);
+                return v.refuse(r.seq, name + " targets " + r.entry.target + ", not " + target);
             if (r.seq > head.seq)
-                return fail(r.seq, name + " lies beyond the chain head the pack names (record " +
-                                       std::to_string(head.seq) + ")");
+                return v.refuse(r.seq, name +
+                                           " lies beyond the chain head the pack names (record " +
+                                           std::to_string(head.seq) + ")");
             span[r.seq] = {r, true};
             mine.push_back(std::move(r));
         }
@@ -400,40 +306,40 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
             AuditRecord r = parseRecord(j, where);
             const std::string name = "chain record " + std::to_string(r.seq);
             if (r.entry.target == target)
-                return fail(r.seq, name + " targets " + target +
-                                       " but is filed among the chain links, not the audit "
-                                       "records");
+                return v.refuse(r.seq, name + " targets " + target +
+                                           " but is filed among the chain links, not the audit "
+                                           "records");
             if (!span.emplace(r.seq, std::make_pair(r, false)).second)
-                return fail(r.seq, name + " is in the pack twice");
+                return v.refuse(r.seq, name + " is in the pack twice");
         }
         if (mine.empty() && !span.empty())
-            return fail(span.begin()->first,
-                        "the pack holds chain links but no audit record of " + target);
+            return v.refuse(span.begin()->first,
+                            "the pack holds chain links but no audit record of " + target);
         for (const auto &[seq, entry] : span)
             if (auditHash(entry.first) != entry.first.hash)
-                return fail(seq, (entry.second ? "audit record " : "chain record ") +
-                                     std::to_string(seq) +
-                                     " does not match its hash: it was edited");
+                return v.refuse(seq, (entry.second ? "audit record " : "chain record ") +
+                                         std::to_string(seq) +
+                                         " does not match its hash: it was edited");
         // The operation's records among themselves: each linked one names the one before it.
         for (std::size_t i = 0; i < mine.size(); ++i) {
             const AuditRecord &r = mine[i];
             const std::string name = "audit record " + std::to_string(r.seq);
             if (r.targetPrevHash.empty()) {
                 if (i > 0 && !mine[i - 1].targetPrevHash.empty())
-                    return fail(r.seq, name +
-                                           " carries no link to the operation's previous "
-                                           "record, though audit record " +
-                                           std::to_string(mine[i - 1].seq) + " before it does");
+                    return v.refuse(r.seq, name +
+                                               " carries no link to the operation's previous "
+                                               "record, though audit record " +
+                                               std::to_string(mine[i - 1].seq) + " before it does");
                 continue;
             }
             if (i == 0 && r.targetPrevHash != AuditGenesisHash)
-                return fail(r.seq, name + " links to an earlier record of " + target +
-                                       " that the pack does not hold: a record was removed");
+                return v.refuse(r.seq, name + " links to an earlier record of " + target +
+                                           " that the pack does not hold: a record was removed");
             if (i > 0 && r.targetPrevHash != mine[i - 1].hash)
-                return fail(r.seq, name + " does not point at audit record " +
-                                       std::to_string(mine[i - 1].seq) +
-                                       "'s hash, the operation's record before it in the pack: "
-                                       "a record of the operation was removed or replaced");
+                return v.refuse(r.seq, name + " does not point at audit record " +
+                                           std::to_string(mine[i - 1].seq) +
+                                           "'s hash, the operation's record before it in the pack: "
+                                           "a record of the operation was removed or replaced");
         }
         // The span the chain proves: from the operation's first record to its newest unlinked
         // one (version 3), or to the head (version 2); without a gap.
@@ -451,245 +357,55 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                 const AuditRecord &r = entry.first;
                 if (seq > *spanEnd) {
                     if (!entry.second)
-                        return fail(seq, "chain record " + std::to_string(seq) +
-                                             " lies beyond the span the chain proof covers "
-                                             "(records " +
-                                             std::to_string(from) + " to " +
-                                             std::to_string(*spanEnd) + ")");
+                        return v.refuse(seq, "chain record " + std::to_string(seq) +
+                                                 " lies beyond the span the chain proof covers "
+                                                 "(records " +
+                                                 std::to_string(from) + " to " +
+                                                 std::to_string(*spanEnd) + ")");
                     continue;
                 }
                 const std::string name =
                     (entry.second ? "audit record " : "chain record ") + std::to_string(seq);
                 if (seq != expected)
-                    return fail(expected,
-                                "chain record" +
-                                    (seq - expected > 1 ? "s " + std::to_string(expected) + " to " +
-                                                              std::to_string(seq - 1) + " are"
-                                                        : " " + std::to_string(expected) + " is") +
-                                    " missing from the pack: a record was removed "
-                                    "(the pack must hold every record from " +
-                                    std::to_string(from) + " to " + std::to_string(*spanEnd) + ")");
+                    return v.refuse(expected, "chain record" +
+                                                  (seq - expected > 1
+                                                       ? "s " + std::to_string(expected) + " to " +
+                                                             std::to_string(seq - 1) + " are"
+                                                       : " " + std::to_string(expected) + " is") +
+                                                  " missing from the pack: a record was removed "
+                                                  "(the pack must hold every record from " +
+                                                  std::to_string(from) + " to " +
+                                                  std::to_string(*spanEnd) + ")");
                 if (seq == 1 && r.prevHash != AuditGenesisHash)
-                    return fail(seq, name + " is the first of the chain but does not point at "
-                                            "the genesis hash");
+                    return v.refuse(seq, name + " is the first of the chain but does not point at "
+                                                "the genesis hash");
                 if (seq != from && r.prevHash != lastHash)
-                    return fail(seq, name + " does not point at record " + std::to_string(seq - 1) +
-                                         "'s hash: a record before it was replaced");
+                    return v.refuse(seq, name + " does not point at record " +
+                                             std::to_string(seq - 1) +
+                                             "'s hash: a record before it was replaced");
                 lastHash = r.hash;
                 ++expected;
             }
             if (expected - 1 != *spanEnd)
-                return fail(expected, "the chain proof stops at record " +
-                                          std::to_string(expected - 1) + ", before record " +
-                                          std::to_string(*spanEnd) + ": a record was removed");
+                return v.refuse(expected, "the chain proof stops at record " +
+                                              std::to_string(expected - 1) + ", before record " +
+                                              std::to_string(*spanEnd) + ": a record was removed");
             if (toHead && lastHash != head.hash)
-                return fail(head.seq, "chain record " + std::to_string(head.seq) +
-                                          " is the chain head the pack names, but its hash is "
-                                          "not the head's");
+                return v.refuse(head.seq, "chain record " + std::to_string(head.seq) +
+                                              " is the chain head the pack names, but its hash is "
+                                              "not the head's");
         } else if (!span.empty() && std::any_of(span.begin(), span.end(),
                                                 [](const auto &e) { return !e.second.second; })) {
-            return fail(std::nullopt, "the pack holds chain links, but the operation's records "
-                                      "are all linked to one another and need none");
+            return v.refuse(std::nullopt, "the pack holds chain links, but the operation's records "
+                                          "are all linked to one another and need none");
         }
         v.records = static_cast<std::int64_t>(mine.size());
         v.links = static_cast<std::int64_t>(span.size() - mine.size());
         v.linked = !mine.empty() && !mine.front().targetPrevHash.empty();
         if (std::string problem = agreementProblem(pack, mine); !problem.empty())
-            return fail(std::nullopt, std::move(problem));
+            return v.refuse(std::nullopt, std::move(problem));
     } catch (const std::exception &e) {
-        return fail(std::nullopt, std::string("the pack is malformed: ") + e.what());
-    }
-    return v;
-}
-
-EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nlohmann::json &pack)
-{
-    Verdict v = verify(pack);
-    if (!v.ok)
-        return v;
-    v.againstLedger = true;
-    const auto fail = [&v](std::optional<std::int64_t> seq, std::string problem) {
-        v.ok = false;
-        v.badSeq = seq;
-        v.problem = std::move(problem);
-        return v;
-    };
-    try {
-        const std::string ns = pack["namespace"].get<std::string>();
-        const std::string key = pack["key"].get<std::string>();
-        const std::string target = ns + "/" + key;
-        const AuditHead head{pack["chain"]["head"]["seq"].get<std::int64_t>(),
-                             pack["chain"]["head"]["hash"].get<std::string>()};
-        // The ledger's chain verifies end to end and still holds the pack's head.
-        const AuditVerify::Result chain =
-            AuditVerify(store).run(head.seq > 0 ? head.hash : std::string());
-        if (!chain.chainIntact)
-            return fail(chain.firstBad,
-                        "the ledger's audit chain does not verify: " + chain.problem);
-        if (head.seq > 0 && chain.anchorSeq != head.seq)
-            return fail(std::nullopt,
-                        "the pack's chain head (record " + std::to_string(head.seq) + ", hash " +
-                            head.hash + ") is no record of this ledger's chain (" +
-                            std::to_string(chain.records) +
-                            " records, all intact): the pack is another ledger's, or this "
-                            "ledger's records up to it were rewritten");
-        v.ledgerRecords = chain.records;
-
-        // The operation's records up to the head are the pack's, none left out; later ones
-        // were appended since the export.
-        const std::vector<AuditRecord> ledgerMine =
-            targetRecords(store, target, std::numeric_limits<std::int64_t>::max());
-        const nlohmann::json &packed = pack["audit_records"];
-        std::size_t at = 0;
-        for (const AuditRecord &r : ledgerMine) {
-            if (r.seq > head.seq) {
-                ++v.appendedSince;
-                continue;
-            }
-            if (at >= packed.size() || packed[at]["seq"] != r.seq)
-                return fail(r.seq, "the ledger holds audit record " + std::to_string(r.seq) +
-                                       " of " + target + ", which the pack leaves out");
-            if (packed[at]["hash"] != r.hash)
-                return fail(r.seq, "audit record " + std::to_string(r.seq) +
-                                       " of the pack is not the ledger's record " +
-                                       std::to_string(r.seq));
-            ++at;
-        }
-        if (at < packed.size())
-            return fail(packed[at]["seq"].get<std::int64_t>(),
-                        "audit record " + packed[at]["seq"].dump() +
-                            " of the pack is no record of " + target + " in the ledger");
-        std::map<std::int64_t, std::string> links;
-        for (const nlohmann::json &l : pack["chain"]["links"])
-            links[l["seq"].get<std::int64_t>()] = l["hash"].get<std::string>();
-        if (!links.empty())
-            forChain(store, links.begin()->first, links.rbegin()->first, [&](const AuditRecord &r) {
-                const auto link = links.find(r.seq);
-                if (link != links.end() && link->second != r.hash && v.ok)
-                    fail(r.seq, "chain record " + std::to_string(r.seq) +
-                                    " of the pack is not the ledger's record " +
-                                    std::to_string(r.seq));
-            });
-        if (!v.ok)
-            return v;
-
-        // The rows the chain does not hash: what the ledger holds now, the operation at the
-        // pack's version, its history from the first event and every approval.
-        const std::optional<Operation> op = store.find(ns, key);
-        if (!op)
-            return fail(std::nullopt,
-                        "the ledger holds no operation " + key + " in namespace " + ns);
-        const nlohmann::json now = operationJson(*op);
-        const std::int64_t packedVersion =
-            pack["operation"]["operation_version"].get<std::int64_t>();
-        if (packedVersion < 1 || op->version < packedVersion ||
-            now["id"] != pack["operation"]["id"])
-            return fail(std::nullopt, "the ledger's operation " + target +
-                                          " is not the pack's: it has id " + now["id"].dump() +
-                                          " at version " + std::to_string(op->version) +
-                                          ", the pack id " + pack["operation"]["id"].dump() +
-                                          " at version " + std::to_string(packedVersion));
-        v.versionNow = op->version;
-        v.versionPacked = packedVersion;
-        const std::vector<OperationEvent> events = store.history(ns, key);
-        // Every move writes one event and one version, so the pack's version tells how many
-        // events it must hold and which one left the operation as the pack shows it (a ledger
-        // whose history predates that rule is judged on the prefix alone).
-        const bool onePerVersion = static_cast<std::int64_t>(events.size()) == op->version;
-        const nlohmann::json &history = pack["history"];
-        if (history.size() > events.size() ||
-            (onePerVersion && static_cast<std::int64_t>(history.size()) != packedVersion))
-            return fail(
-                std::nullopt,
-                "the pack's history holds " + std::to_string(history.size()) +
-                    " events; the ledger's operation had " +
-                    std::to_string(onePerVersion ? packedVersion
-                                                 : static_cast<std::int64_t>(events.size())) +
-                    " at version " + std::to_string(packedVersion) + ": events were cut or added");
-        for (std::size_t i = 0; i < history.size(); ++i)
-            if (history[i] != eventJson(events[i]))
-                return fail(std::nullopt, "history event " + std::to_string(i + 1) +
-                                              " of the pack differs from the ledger's (" +
-                                              firstDifference(history[i], eventJson(events[i])) +
-                                              ")");
-        // The operation: every field at the same version; at an older one, what no move changes,
-        // and what the event that made that version recorded.
-        const nlohmann::json &packedOp = pack["operation"];
-        const auto differs = [&](const std::string &name, const nlohmann::json &ledgerSays) {
-            return packedOp.value(name, nlohmann::json()) != ledgerSays;
-        };
-        std::set<std::string> compared;
-        const auto compare = [&](const std::string &name, const nlohmann::json &ledgerSays,
-                                 const std::string &where) -> bool {
-            compared.insert(name);
-            if (!differs(name, ledgerSays))
-                return true;
-            fail(std::nullopt, "the operation record's \"" + name + "\" differs from " + where);
-            return false;
-        };
-        static const char *const kFixed[] = {"id",
-                                             "namespace",
-                                             "key",
-                                             "run_id",
-                                             "step_id",
-                                             "target",
-                                             "tool_kind",
-                                             "payload",
-                                             "payload_fingerprint",
-                                             "fingerprint_fields",
-                                             "created_at",
-                                             "schema_version",
-                                             "value"};
-        for (const auto &[name, value] : packedOp.items())
-            if (!now.contains(name))
-                return fail(std::nullopt, "the operation record has a member \"" + name +
-                                              "\" the ledger's does not");
-        if (op->version == packedVersion) {
-            for (const auto &[name, value] : now.items())
-                if (!compare(name, value,
-                             "the ledger's at the same version " + std::to_string(op->version)))
-                    return v;
-        } else {
-            for (const char *name : kFixed)
-                if (!compare(name, now.value(name, nlohmann::json()),
-                             "the ledger's (it never changes after the claim)"))
-                    return v;
-            if (onePerVersion) {
-                const nlohmann::json made = eventJson(events[packedVersion - 1]);
-                const std::string where = "what history event " + std::to_string(packedVersion) +
-                                          " of the ledger recorded for version " +
-                                          std::to_string(packedVersion);
-                if (!compare("state", made["to"], where) ||
-                    !compare("fencing_token", made["fencing_token"], where) ||
-                    !compare("attempt", made["attempt"], where) ||
-                    !compare("error_class", made["error_class"], where) ||
-                    !compare("updated_at", made["at"], where))
-                    return v;
-            }
-            compared.insert("operation_version");
-            for (const auto &[name, value] : now.items())
-                if (!compared.count(name))
-                    v.uncompared.push_back(name);
-        }
-        std::map<std::string, nlohmann::json> approvals;
-        for (const ApprovalRecord &a : store.approvals(ns, key))
-            approvals[a.approvalId] = approvalJson(a);
-        for (const nlohmann::json &a : pack["approvals"]) {
-            const auto found = approvals.find(a["approval_id"].get<std::string>());
-            if (found == approvals.end())
-                return fail(std::nullopt, "approval " + a["approval_id"].get<std::string>() +
-                                              " of the pack is not in the ledger");
-            nlohmann::json ledgerSays = found->second;
-            // A first approval of two is seconded after the export.
-            if (a["status"] == "pending" && ledgerSays["status"] == "seconded")
-                ledgerSays["status"] = "pending";
-            if (a != ledgerSays)
-                return fail(std::nullopt, "approval " + found->first +
-                                              " of the pack differs from the ledger's (" +
-                                              firstDifference(a, ledgerSays) + ")");
-        }
-    } catch (const std::exception &e) {
-        return fail(std::nullopt, std::string("the pack is malformed: ") + e.what());
+        return v.refuse(std::nullopt, std::string("the pack is malformed: ") + e.what());
     }
     return v;
 }
@@ -714,6 +430,15 @@ nlohmann::json EvidencePack::parse(const std::string &text, std::string &problem
     if (pack.is_discarded() && problem.empty())
         problem = "the file is not JSON";
     return problem.empty() ? pack : nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
+EvidencePack::Verdict &EvidencePack::Verdict::refuse(std::optional<std::int64_t> seq,
+                                                     std::string why)
+{
+    ok = false;
+    badSeq = seq;
+    problem = std::move(why);
+    return *this;
 }
 
 nlohmann::json EvidencePack::toJson(const Verdict &v)

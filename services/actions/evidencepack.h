@@ -49,6 +49,9 @@ public:
         /// The operation's fields not compared: the ledger no longer holds them as they were at
         /// the pack's (older) version.
         std::vector<std::string> uncompared;
+
+        /// Refused at audit record `seq` (none: the pack as a whole) for `why`.
+        Verdict &refuse(std::optional<std::int64_t> seq, std::string why);
     };
     /// Recomputes every record's hash, checks that the operation's records link to one another
     /// (and the span of records written before such links without a gap), and that the

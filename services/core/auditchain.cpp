@@ -7,7 +7,7 @@
 
 namespace idempo {
 
-std::string auditHash(const AuditRecord &record)
+nlohmann::json auditHashedFields(const AuditRecord &record)
 {
     const AuditEntry &e = record.entry;
     nlohmann::json j = {{"seq", record.seq},
@@ -24,7 +24,12 @@ std::string auditHash(const AuditRecord &record)
                         {"prev_hash", record.prevHash}};
     if (!record.targetPrevHash.empty())
         j["target_prev_hash"] = record.targetPrevHash;
-    return payloadFingerprint(j);
+    return j;
+}
+
+std::string auditHash(const AuditRecord &record)
+{
+    return payloadFingerprint(auditHashedFields(record));
 }
 
 AuditRecord chainAuditEntry(const AuditEntry &entry, std::int64_t seq, std::int64_t atMs,

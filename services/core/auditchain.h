@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "actionrecords.h"
 
 namespace idempo {
@@ -14,11 +16,14 @@ namespace idempo {
 inline constexpr const char *AuditGenesisHash =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// What of an audit record its hash covers: {seq, at_ms, who, role, action, target, reason,
+/// before_state, after_state, approval_id, detail, prev_hash, target_prev_hash} (every
+/// JSON-valued field as its text; target_prev_hash only when the record carries one).
+nlohmann::json auditHashedFields(const AuditRecord &record);
+
 /// The hash of an audit record: lowercase hex SHA-256 over the RFC 8785 canonical JSON of
-/// {seq, at_ms, who, role, action, target, reason, before_state, after_state, approval_id,
-/// detail, prev_hash, target_prev_hash} (every JSON-valued field as its text; target_prev_hash
-/// only when the record carries one). Editing any field, or moving the record to another place
-/// in the chain or among its target's records, changes it.
+/// auditHashedFields(). Editing any field, or moving the record to another place in the chain
+/// or among its target's records, changes it.
 std::string auditHash(const AuditRecord &record);
 
 /// The record `entry` becomes as number `seq`, appended at `atMs` after a record whose hash is

@@ -30,6 +30,21 @@ private:
         return m_cli.run({S("--json"), S("list")}).json.value(S("operations")).toArray().size();
     }
 
+    /// run-1:refund in confirmation_required: one attempt, failed transiently.
+    void needingConfirmation()
+    {
+        QCOMPARE(m_cli
+                     .run({S("claim"), S("run-1:refund"), S("--payload"), S("{}"),
+                           S("--max-attempts"), S("1"), S("--owner"), S("worker-1")})
+                     .exitCode,
+                 0);
+        QCOMPARE(m_cli
+                     .run({S("fail"), S("run-1:refund"), S("--token"), S("1"), S("--class"),
+                           S("transient")})
+                     .exitCode,
+                 0);
+    }
+
 private Q_SLOTS:
     void init() { QVERIFY(m_cli.useNewLedger(QString::fromLatin1(QTest::currentTestFunction()))); }
 
@@ -213,16 +228,7 @@ private Q_SLOTS:
     {
         QFETCH(QStringList, args);
         QVERIFY(m_cli.useNewLedger(QStringLiteral("reason-%1").arg(++m_ledgers)));
-        QCOMPARE(m_cli
-                     .run({S("claim"), S("run-1:refund"), S("--payload"), S("{}"),
-                           S("--max-attempts"), S("1"), S("--owner"), S("worker-1")})
-                     .exitCode,
-                 0);
-        QCOMPARE(m_cli
-                     .run({S("fail"), S("run-1:refund"), S("--token"), S("1"), S("--class"),
-                           S("transient")})
-                     .exitCode,
-                 0);
+        needingConfirmation();
         const CliRun r = m_cli.run(QStringList{S("--json")} + args);
         QCOMPARE(r.exitCode, 65);
         QCOMPARE(r.json.value(S("error")).toString(), S("refused"));
@@ -246,16 +252,7 @@ private Q_SLOTS:
     /// last would be taken silently. The list options still repeat.
     void aSingleValueGivenTwiceIsRefused()
     {
-        QCOMPARE(m_cli
-                     .run({S("claim"), S("run-1:refund"), S("--payload"), S("{}"),
-                           S("--max-attempts"), S("1"), S("--owner"), S("worker-1")})
-                     .exitCode,
-                 0);
-        QCOMPARE(m_cli
-                     .run({S("fail"), S("run-1:refund"), S("--token"), S("1"), S("--class"),
-                           S("transient")})
-                     .exitCode,
-                 0);
+        needingConfirmation();
         const CliRun twice = m_cli.run({S("--json"), S("reject"), S("run-1:refund"), S("--reason"),
                                         S("approved by the CFO"), S("--reason"), S("duplicate")});
         QCOMPARE(twice.exitCode, 64);

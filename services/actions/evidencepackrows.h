@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// What an evidence pack's export and its check against the ledger both read and write
+// (evidencepack.cpp, evidencepackledger.cpp): the ledger's rows as the pack holds them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "ledgerstore.h"
+
+namespace idempo::packrows {
+
+inline constexpr int kPage = 1000;
+
+/// An audit record as the chain hashes it (auditHashedFields(): every field as its stored text;
+/// target_prev_hash only when it carries one), with its readable time and its hash.
+nlohmann::json recordJson(const AuditRecord &r);
+
+/// Every audit record of `target` up to record `headSeq`, in seq order.
+std::vector<AuditRecord> targetRecords(LedgerStore &store, const std::string &target,
+                                       std::int64_t headSeq);
+
+/// Calls `visit` with every chain record from `from` to `to`, in seq order.
+template <typename Visit>
+void forChain(LedgerStore &store, std::int64_t from, std::int64_t to, Visit visit)
+{
+    for (std::int64_t after = from - 1; after < to;) {
+        const std::vector<AuditRecord> page = store.auditLog(after, kPage);
+        if (page.empty())
+            throw Error(ErrorCode::Internal,
+                        "audit record " + std::to_string(after + 1) + " is missing from the chain");
+        for (const AuditRecord &r : page) {
+            if (r.seq > to)
+                return;
+            visit(r);
+            after = r.seq;
+        }
+    }
+}
+
+nlohmann::json approvalJson(const ApprovalRecord &a);
+
+/// The first member in which two JSON objects differ, named.
+std::string firstDifference(const nlohmann::json &a, const nlohmann::json &b);
+
+} // namespace idempo::packrows

@@ -106,6 +106,24 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
         if (opVersion < version || (opVersion == version && opState != state))
             return "the operation record (" + opState + ", version " + std::to_string(opVersion) +
                    ") contradicts its newest audit record: " + recorded;
+        // At that version the snapshot holds more of the record (operationSnapshot()).
+        if (opVersion == version) {
+            const nlohmann::json receipt =
+                after.value("receipt", std::string()).empty()
+                    ? nlohmann::json()
+                    : nlohmann::json::parse(after.value("receipt", std::string()), nullptr, false);
+            const std::pair<const char *, nlohmann::json> held[] = {
+                {"fencing_token", after.value("fencing_token", nlohmann::json())},
+                {"attempt", after.value("attempt", nlohmann::json())},
+                {"max_attempts", after.value("max_attempts", nlohmann::json())},
+                {"error_class", after.value("error_class", nlohmann::json())},
+                {"receipt", receipt}};
+            for (const auto &[name, value] : held)
+                if (!op.contains(name) || op[name] != value)
+                    return "the operation record's \"" + std::string(name) +
+                           "\" contradicts its newest audit record: " + recorded + " with " + name +
+                           " " + value.dump();
+        }
         break;
     }
     std::set<std::string> audited;
@@ -172,7 +190,8 @@ std::string agreementProblem(const nlohmann::json &pack, const std::vector<Audit
                 return "approval " + id + " does not say what audit record " +
                        std::to_string(r.seq) + " says (" + said("decision") + " by " + r.entry.who +
                        " (" + r.entry.role + "), " + said("status") + ")";
-            listed.insert(id);
+            if (!listed.insert(id).second)
+                return "approval " + id + " is listed twice";
         }
     for (const auto &[id, r] : decisions)
         if (!listed.count(id))
@@ -266,6 +285,25 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
                     {"format", "version", "exported_at", "exported_by", "ledger", "namespace",
                      "key", "operation", "history", "approvals", "run", "audit_records", "chain"},
                     "the pack");
+        // What the exporter states is not proven, but it has one shape.
+        if (pack.contains("exported_by"))
+            onlyMembers(pack["exported_by"], {"name", "role"}, "\"exported_by\"");
+        for (const char *stated : {"exported_at", "ledger"})
+            if (pack.contains(stated) && !pack[stated].is_string())
+                throw std::runtime_error(std::string("\"") + stated + "\" is not text");
+        if (pack.contains("exported_by"))
+            for (const char *part : {"name", "role"})
+                textOf(pack["exported_by"], part, "\"exported_by\"");
+        // A run record is the operation's run's, or null for an operation without one.
+        if (pack.contains("run") && pack.contains("operation") && pack["operation"].is_object()) {
+            const std::string runId = pack["operation"].value("run_id", std::string());
+            const nlohmann::json &run = pack["run"];
+            if (!run.is_null() &&
+                (runId.empty() || !run.is_object() || run.value("run_id", std::string()) != runId))
+                throw std::runtime_error("the run record is not the operation's run (" +
+                                         (runId.empty() ? std::string("it has none") : runId) +
+                                         ")");
+        }
         // Version 2 proved every record to the head by the chain; 3 by target links.
         const bool toHead = pack["version"] == 2;
         const std::string target =

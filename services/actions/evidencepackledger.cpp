@@ -128,6 +128,10 @@ EvidencePack::Verdict EvidencePack::verifyAgainst(LedgerStore &store, const nloh
         const auto compare = [&](const std::string &name, const nlohmann::json &ledgerSays,
                                  const std::string &where) -> bool {
             compared.insert(name);
+            if (!packedOp.contains(name)) {
+                v.refuse(std::nullopt, "the operation record has no \"" + name + "\"");
+                return false;
+            }
             if (!differs(name, ledgerSays))
                 return true;
             v.refuse(std::nullopt, "the operation record's \"" + name + "\" differs from " + where);

@@ -50,12 +50,14 @@ constexpr const char *kNowSql = "SELECT idempo.now_ms($1::bigint, $2::bigint)";
 constexpr const char *kLeaseMetricsSql = R"SQL(
 SELECT count(*) FILTER (WHERE o.lease_expires_at_ms > n.now_ms),
        count(*) FILTER (WHERE o.lease_expires_at_ms <= n.now_ms),
-       (SELECT min(created_at_ms) FROM idempo.operations
-         WHERE state = 'confirmation_required' AND ($3::text = '' OR namespace = $3::text)),
+       (SELECT min(c.created_at_ms) FROM idempo.operation_listing AS l JOIN idempo.operations AS c ON c.id = l.id
+         WHERE l.state = 'confirmation_required' AND c.state = 'confirmation_required'
+           AND ($3::text = '' OR l.namespace = $3::text)),
        (SELECT count(*) FROM idempo.operation_events AS e JOIN idempo.operations AS eo ON eo.id = e.operation_id
          WHERE $3::text = '' OR eo.namespace = $3::text)
 FROM (SELECT idempo.now_ms($1::bigint, $2::bigint) AS now_ms) AS n
-LEFT JOIN idempo.operations AS o ON o.state = 'dispatching' AND ($3::text = '' OR o.namespace = $3::text)
+LEFT JOIN (idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id AND o.state = 'dispatching')
+    ON l.state = 'dispatching' AND ($3::text = '' OR l.namespace = $3::text)
 )SQL";
 
 std::string sha256Hex(const std::string &text)
@@ -394,8 +396,12 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
 {
     const std::vector<PayloadMatch> terms = payloadTerms(filter.payload, filter.customer);
     requireSchema();
+    PgConnection &c = connection();
+    refreshListing(c);
     // Unnamed statement, planned for the actual values: the planner drops absent filters and
-    // turns the key prefix into an index range.
+    // turns the key prefix into an index range. The page is chosen on the listing (its columns
+    // carry the operations' names) and read from the operations; a record that moved since the
+    // refresh is shown only if it still matches the state and age asked for.
     PgParams params;
     params.integer(filter.afterId);
     ListingOrder order = listingOrder(filter, params);
@@ -403,15 +409,15 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     // In id order the first payload term drives the scan: its side-table range is in operation
     // id order. In any other order each term is a probe of the side table's key.
     const bool driven = !terms.empty() && filter.order == ListOrder::Id;
-    std::string from = " FROM idempo.operations WHERE ";
+    std::string from = " FROM idempo.operation_listing WHERE ";
     std::string otherTerms;
     for (std::size_t i = 0; i < terms.size(); ++i) {
         params.text(terms[i].pointer);
         const std::string pointer = next();
         params.text(terms[i].value);
         if (i == 0 && driven)
-            from = " FROM idempo.payload_fields AS f JOIN idempo.operations ON id = f.operation_id "
-                   "WHERE f.pointer = " +
+            from = " FROM idempo.payload_fields AS f JOIN idempo.operation_listing ON id = "
+                   "f.operation_id WHERE f.pointer = " +
                    pointer + " AND f.value = " + next() + " AND ";
         else
             otherTerms +=
@@ -420,42 +426,54 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     }
     if (driven)
         order = {"f.operation_id > $1::bigint", "f.operation_id"};
-    std::string statement =
-        "SELECT " + std::string(kOperationColumns) + from + order.cursor + otherTerms;
+    std::string page = "SELECT id AS listed_id, row_number() OVER (ORDER BY " + order.orderBy +
+                       ") AS listed_rank" + from + order.cursor + otherTerms;
+    std::string recheck;
     if (!filter.ns.empty()) {
         params.text(filter.ns);
-        statement += " AND namespace = " + next();
+        page += " AND namespace = " + next();
     }
     if (filter.state) {
         params.text(stateName(*filter.state));
-        statement += " AND state = " + next();
+        page += " AND state = " + next();
+        recheck += " AND state = " + next();
     }
     if (!filter.runId.empty()) {
         params.text(filter.runId);
-        statement += " AND run_id = " + next();
+        page += " AND run_id = " + next();
     }
     if (!filter.keyPrefix.empty()) {
         // A range, not LIKE: '%' and '_' in a prefix are plain characters. operation_key is
         // COLLATE "C" (byte order), so the bound matches and the key indexes serve the range.
         params.text(filter.keyPrefix);
-        statement += " AND operation_key >= " + next();
+        page += " AND operation_key >= " + next();
         if (const std::optional<std::string> upper = keyPrefixUpperBound(filter.keyPrefix)) {
             params.text(*upper);
-            statement += " AND operation_key < " + next();
+            page += " AND operation_key < " + next();
         }
     }
     if (filter.updatedBeforeMs) {
         params.integer(*filter.updatedBeforeMs);
-        statement += " AND updated_at_ms < " + next() + "::bigint";
+        page += " AND updated_at_ms < " + next() + "::bigint";
+        recheck += " AND updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    statement += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
-    const PgResult r = connection().exec("list operations", statement, params);
+    page += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
+    const std::string statement = "SELECT " + std::string(kOperationColumns) + " FROM (" + page +
+                                  ") AS page JOIN idempo.operations ON id = page.listed_id" +
+                                  recheck + " ORDER BY page.listed_rank";
+    const PgResult r = c.exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));
     for (int row = 0; row < r.rows(); ++row)
         ops.push_back(readOperation(r, row, 0));
     return ops;
+}
+
+void PostgresLedgerStore::refreshListing(PgConnection &c)
+{
+    c.execPrepared("refresh the listing", "idempo_refresh_listing",
+                   "SELECT idempo.refresh_listing()", PgParams());
 }
 
 std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns,
@@ -502,6 +520,7 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
 {
     requireSchema();
     PgConnection &c = connection();
+    refreshListing(c);
     LedgerMetrics m;
     const PgResult states = c.execPrepared(
         "metrics", "idempo_metrics_states",

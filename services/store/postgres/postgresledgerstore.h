@@ -135,6 +135,9 @@ public:
     PgParams clockParams() const;
     /// `params` with clockParams() appended.
     PgParams &appendClock(PgParams &params) const;
+    /// idempo.refresh_listing(): what listings read (the listing and the payload side table)
+    /// brought up to every write committed before this call. Every listing calls it first.
+    static void refreshListing(PgConnection &c);
 
 private:
     std::string m_conninfo;

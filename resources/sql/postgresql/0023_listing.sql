@@ -1,0 +1,165 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- Schema version 23: the listing indexes leave the write path (docs/benchmarks.md). Every claim
+-- and every move wrote an entry in each of thirteen indexes of idempo.operations, and every new
+-- record its payload's leaves, though only listings read them. They now live on
+-- idempo.operation_listing, a copy of the columns listings filter and order by, which
+-- idempo.refresh_listing() brings up to date from the change feed (changed_xid) after the
+-- writes committed: a reader calls it before it lists. idempo.operations keeps what writers and
+-- the run rules read: its key, the change feed and the (namespace, run, state) index.
+--
+-- A record that leaves (purge, an expired key claimed again under a new id) leaves the listing
+-- and the payload side table in its own transaction, as before: those paths are rare.
+
+CREATE TABLE idempo.operation_listing (
+    id bigint PRIMARY KEY,
+    namespace text NOT NULL,
+    operation_key text COLLATE "C" NOT NULL,
+    run_id text NOT NULL,
+    state text NOT NULL,
+    updated_at_ms bigint NOT NULL,
+    value_minor bigint,
+    value_currency text,
+    retention_expires_at_ms bigint
+);
+
+-- Where idempo.refresh_listing() took up the change feed last: every change a transaction
+-- visible in this snapshot made is in the listing.
+CREATE TABLE idempo.listing_cursor (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    snapshot text NOT NULL
+);
+
+-- The same orders as on idempo.operations before (schemas 1, 16 and 18), and the namespace's key
+-- range that the unique key served.
+DROP INDEX idempo.operations_state_id, idempo.operations_run_id, idempo.operations_key, idempo.operations_retention,
+    idempo.operations_updated, idempo.operations_value, idempo.operations_state_updated,
+    idempo.operations_state_value_order, idempo.operations_state_key;
+DROP TRIGGER payload_fields_insert ON idempo.operations;
+
+INSERT INTO idempo.operation_listing (id, namespace, operation_key, run_id, state, updated_at_ms, value_minor,
+                                      value_currency, retention_expires_at_ms)
+SELECT o.id, o.namespace, o.operation_key, o.run_id, o.state, o.updated_at_ms, o.value_minor, o.value_currency,
+       o.retention_expires_at_ms
+FROM idempo.operations AS o;
+INSERT INTO idempo.listing_cursor (snapshot) VALUES (pg_catalog.pg_current_snapshot()::text);
+
+CREATE INDEX operation_listing_state_id ON idempo.operation_listing (state, id) WHERE state <> 'succeeded';
+CREATE INDEX operation_listing_run_id ON idempo.operation_listing (run_id, id);
+CREATE INDEX operation_listing_key ON idempo.operation_listing (operation_key);
+CREATE INDEX operation_listing_namespace_key ON idempo.operation_listing (namespace, operation_key);
+CREATE INDEX operation_listing_retention ON idempo.operation_listing (retention_expires_at_ms)
+    WHERE retention_expires_at_ms IS NOT NULL;
+CREATE INDEX operation_listing_updated ON idempo.operation_listing (updated_at_ms, id);
+CREATE INDEX operation_listing_value ON idempo.operation_listing ((coalesce(value_minor, -1)), id);
+CREATE INDEX operation_listing_state_updated ON idempo.operation_listing (state, updated_at_ms, id);
+CREATE INDEX operation_listing_state_value ON idempo.operation_listing (state, (coalesce(value_minor, -1)), id);
+CREATE INDEX operation_listing_state_key ON idempo.operation_listing (state, operation_key, id);
+
+-- Brings the listing and the payload side table up to what this statement's snapshot sees, and
+-- returns how many records it listed anew or again. With nothing to take up it writes nothing,
+-- so a listing of a quiet ledger stays a read (and a read-only transaction, a standby, lists
+-- what was taken up on the primary). Callers queue on the cursor's row lock, so one takes up a
+-- change once; the statement after the lock reads with a snapshot taken after the previous
+-- caller committed. A record new to the listing gets its payload leaves.
+CREATE FUNCTION idempo.refresh_listing() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    since pg_snapshot;
+    listed bigint;
+BEGIN
+    SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c;
+    IF current_setting('transaction_read_only')::boolean OR NOT EXISTS (
+            SELECT FROM idempo.operations AS o
+            WHERE o.changed_xid >= pg_snapshot_xmin(since) AND NOT pg_visible_in_snapshot(o.changed_xid, since)) THEN
+        RETURN 0;
+    END IF;
+    SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c FOR UPDATE;
+    WITH changed AS (
+        SELECT o.id, o.namespace, o.operation_key, o.run_id, o.state, o.updated_at_ms, o.value_minor,
+               o.value_currency, o.retention_expires_at_ms, o.payload
+        FROM idempo.operations AS o
+        WHERE o.changed_xid >= pg_snapshot_xmin(since) AND NOT pg_visible_in_snapshot(o.changed_xid, since)),
+    listed_rows AS (
+        INSERT INTO idempo.operation_listing AS l (id, namespace, operation_key, run_id, state, updated_at_ms,
+                                                   value_minor, value_currency, retention_expires_at_ms)
+        SELECT c.id, c.namespace, c.operation_key, c.run_id, c.state, c.updated_at_ms, c.value_minor,
+               c.value_currency, c.retention_expires_at_ms
+        FROM changed AS c
+        ON CONFLICT (id) DO UPDATE SET
+            namespace = excluded.namespace, operation_key = excluded.operation_key, run_id = excluded.run_id,
+            state = excluded.state, updated_at_ms = excluded.updated_at_ms, value_minor = excluded.value_minor,
+            value_currency = excluded.value_currency, retention_expires_at_ms = excluded.retention_expires_at_ms
+        RETURNING l.id, l.xmax = 0 AS added),
+    fields AS (
+        INSERT INTO idempo.payload_fields (pointer, value, operation_id)
+        SELECT f.pointer, f.value, c.id
+        FROM listed_rows AS r JOIN changed AS c ON c.id = r.id CROSS JOIN LATERAL idempo.payload_leaves(c.payload) AS f
+        WHERE r.added
+        ON CONFLICT DO NOTHING),
+    moved_cursor AS (
+        UPDATE idempo.listing_cursor AS c SET snapshot = pg_current_snapshot()::text WHERE c.singleton)
+    SELECT count(*) INTO listed FROM listed_rows;
+    RETURN listed;
+END
+$$;
+
+-- A record removed, or given a new id and payload (an expired key claimed again), leaves the
+-- listing and the payload side table; refresh_listing() lists its new id.
+CREATE OR REPLACE FUNCTION idempo.payload_fields_follow() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM idempo.payload_fields AS f
+    USING idempo.payload_leaves(OLD.payload) AS l
+    WHERE f.pointer = l.pointer AND f.value = l.value AND f.operation_id = OLD.id;
+    DELETE FROM idempo.operation_listing AS l WHERE l.id = OLD.id;
+    RETURN NULL;
+END
+$$;
+
+-- As in schema 7, the expired records found through the listing.
+CREATE OR REPLACE FUNCTION idempo.purge_expired(p_namespace text DEFAULT '', p_clock_pinned_ms bigint DEFAULT NULL,
+                                                p_clock_offset_ms bigint DEFAULT 0)
+    RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    now_ms bigint := idempo.clock_for(p_clock_pinned_ms, p_clock_offset_ms);
+    purged bigint;
+BEGIN
+    PERFORM idempo.refresh_listing();
+    WITH gone AS (
+        DELETE FROM idempo.operations AS o
+        WHERE o.id IN (SELECT l.id FROM idempo.operation_listing AS l WHERE l.retention_expires_at_ms <= now_ms)
+          AND o.retention_expires_at_ms <= now_ms AND (coalesce(p_namespace, '') = '' OR o.namespace = p_namespace)
+        RETURNING o.id
+    ), history_gone AS (
+        DELETE FROM idempo.operation_events AS e WHERE e.operation_id IN (SELECT id FROM gone)
+    )
+    SELECT count(*) INTO purged FROM gone;
+    RETURN purged;
+END
+$$;
+
+REVOKE ALL ON idempo.operation_listing, idempo.listing_cursor FROM PUBLIC;
+REVOKE ALL ON FUNCTION idempo.refresh_listing() FROM PUBLIC;
+DO $$
+DECLARE
+    r text;
+BEGIN
+    FOR r IN SELECT rolname FROM pg_catalog.pg_roles
+             WHERE rolname IN ('idempo_worker', 'idempo_viewer', 'idempo_approver', 'idempo_operator', 'idempo_admin') LOOP
+        EXECUTE pg_catalog.format('GRANT SELECT ON idempo.operation_listing TO %I', r);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idempo.refresh_listing() TO %I', r);
+    END LOOP;
+END
+$$;
+
+-- The owner emptying the operations empties what is derived from them.
+CREATE FUNCTION idempo.listing_truncate() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    TRUNCATE idempo.operation_listing, idempo.payload_fields;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION idempo.listing_truncate() FROM PUBLIC;
+CREATE TRIGGER operations_truncated AFTER TRUNCATE ON idempo.operations
+    FOR EACH STATEMENT EXECUTE FUNCTION idempo.listing_truncate();

@@ -426,8 +426,10 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     }
     if (driven)
         order = {"f.operation_id > $1::bigint", "f.operation_id"};
-    std::string page = "SELECT id AS listed_id, row_number() OVER (ORDER BY " + order.orderBy +
-                       ") AS listed_rank" + from + order.cursor + otherTerms;
+    // The page is ranked after its limit: ranked before it, the sort of an order no index serves
+    // would not stop at the limit.
+    const std::string rankBy = driven ? "id" : order.orderBy;
+    std::string page = "SELECT idempo.operation_listing.*" + from + order.cursor + otherTerms;
     std::string recheck;
     if (!filter.ns.empty()) {
         params.text(filter.ns);
@@ -459,9 +461,12 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     }
     params.integer(filter.limit);
     page += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
-    const std::string statement = "SELECT " + std::string(kOperationColumns) + " FROM (" + page +
-                                  ") AS page JOIN idempo.operations ON id = page.listed_id" +
-                                  recheck + " ORDER BY page.listed_rank";
+    const std::string statement =
+        "SELECT " + std::string(kOperationColumns) +
+        " FROM (SELECT id AS listed_id, row_number() OVER (ORDER BY " + rankBy +
+        ") AS listed_rank FROM (" + page +
+        ") AS listed) AS page JOIN idempo.operations ON id = page.listed_id" + recheck +
+        " ORDER BY page.listed_rank";
     const PgResult r = c.exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));

@@ -10,15 +10,12 @@
 #include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
+#include "postgrestesthelpers.h"
 
 using namespace idempo;
+using test::pg::testUrl;
 
 namespace {
-
-std::string testUrl()
-{
-    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
-}
 
 std::vector<std::string> keysOf(const std::vector<Operation> &ops)
 {

@@ -68,9 +68,13 @@ DECLARE
     listed bigint;
 BEGIN
     SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c;
+    -- What `since` did not see: transactions from its xmax on, and those in progress then (its
+    -- xip list). Two index ranges, however long ago its xmin is.
     IF current_setting('transaction_read_only')::boolean OR NOT EXISTS (
+            SELECT FROM idempo.operations AS o WHERE o.changed_xid >= pg_snapshot_xmax(since)
+            UNION ALL
             SELECT FROM idempo.operations AS o
-            WHERE o.changed_xid >= pg_snapshot_xmin(since) AND NOT pg_visible_in_snapshot(o.changed_xid, since)) THEN
+            WHERE o.changed_xid = ANY (ARRAY(SELECT pg_snapshot_xip(since)))) THEN
         RETURN 0;
     END IF;
     SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c FOR UPDATE;
@@ -78,7 +82,12 @@ BEGIN
         SELECT o.id, o.namespace, o.operation_key, o.run_id, o.state, o.updated_at_ms, o.value_minor,
                o.value_currency, o.retention_expires_at_ms, o.payload
         FROM idempo.operations AS o
-        WHERE o.changed_xid >= pg_snapshot_xmin(since) AND NOT pg_visible_in_snapshot(o.changed_xid, since)),
+        WHERE o.changed_xid >= pg_snapshot_xmax(since)
+        UNION ALL
+        SELECT o.id, o.namespace, o.operation_key, o.run_id, o.state, o.updated_at_ms, o.value_minor,
+               o.value_currency, o.retention_expires_at_ms, o.payload
+        FROM idempo.operations AS o
+        WHERE o.changed_xid = ANY (ARRAY(SELECT pg_snapshot_xip(since)))),
     listed_rows AS (
         INSERT INTO idempo.operation_listing AS l (id, namespace, operation_key, run_id, state, updated_at_ms,
                                                    value_minor, value_currency, retention_expires_at_ms)

@@ -4,6 +4,7 @@
 // listed once it committed, however it was made (here: the SQL functions on a connection of
 // their own, as any client's); a record claimed again under a new id, or purged, leaves it.
 // Runs under tests/pg/with-postgres.sh.
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include "migrations.h"
@@ -131,7 +132,7 @@ private Q_SLOTS:
                  std::int64_t(1));
     }
 
-    void aReadOnlyTransactionListsWithoutWriting()
+    void aReadOnlyTransactionRefreshesNothing()
     {
         PostgresLedgerStore store(m_ledger);
         store.migrate();
@@ -139,9 +140,105 @@ private Q_SLOTS:
         claimBySql(c, "seen-later", "acme");
         PgConnection reader(m_ledger);
         reader.exec("begin", "BEGIN READ ONLY");
-        QCOMPARE(count(reader, "SELECT idempo.refresh_listing()"), std::int64_t(0));
+        QVERIFY(reader.exec("refresh", "SELECT idempo.refresh_listing()").isNull(0, 0));
         reader.exec("commit", "COMMIT");
         QCOMPARE(keysOf(store.list({})), std::vector<std::string>{"seen-later"});
+    }
+
+    void aRefreshInsideAWritingTransactionTakesUpItsLaterWrites()
+    {
+        PostgresLedgerStore store(m_ledger);
+        store.migrate();
+        PgConnection mine(m_ledger);
+        PgConnection other(m_ledger);
+        mine.exec("begin", "BEGIN");
+        claimBySql(mine, "before", "acme");
+        claimBySql(other, "meanwhile", "acme"); // a later transaction id, committed first
+        mine.exec("refresh", "SELECT idempo.refresh_listing()");
+        claimBySql(mine, "after", "acme");
+        mine.exec("commit", "COMMIT");
+        QCOMPARE(keysOf(store.list({})),
+                 (std::vector<std::string>{"before", "meanwhile", "after"}));
+
+        // A transaction whose first write is the refresh's own.
+        mine.exec("begin", "BEGIN");
+        mine.exec("refresh", "SELECT idempo.refresh_listing()");
+        claimBySql(other, "pending", "acme");
+        mine.exec("refresh", "SELECT idempo.refresh_listing()");
+        claimBySql(mine, "last", "acme");
+        mine.exec("commit", "COMMIT");
+        QCOMPARE(keysOf(store.list(forCustomer("acme"))),
+                 (std::vector<std::string>{"before", "meanwhile", "after", "pending", "last"}));
+    }
+
+    void aListingRowWithoutItsOperationDoesNotShortenAPage()
+    {
+        PostgresLedgerStore store(m_ledger);
+        store.migrate();
+        PgConnection c(m_ledger);
+        claimBySql(c, "live", "acme");
+        store.list({});
+        // What a refresh racing a delete may leave: a row for an id no operation has.
+        c.exec("orphan",
+               "INSERT INTO idempo.operation_listing (id, namespace, operation_key, run_id, "
+               "state, updated_at_ms) VALUES (1000000, 'default', 'gone', '', "
+               "'dispatching', 0)");
+        c.exec("orphan leaf", "INSERT INTO idempo.payload_fields VALUES ('#customer', 'acme', "
+                              "1000000)");
+        ListFilter one;
+        one.limit = 1;
+        one.order = ListOrder::IdDescending;
+        QCOMPARE(keysOf(store.list(one)), std::vector<std::string>{"live"});
+        ListFilter oneDispatching = one;
+        oneDispatching.state = OperationState::Dispatching;
+        QCOMPARE(keysOf(store.list(oneDispatching)), std::vector<std::string>{"live"});
+        ListFilter oneForAcme = forCustomer("acme");
+        oneForAcme.limit = 1;
+        oneForAcme.afterId = 1; // past "live": only the row without an operation is left
+        QVERIFY(store.list(oneForAcme).empty());
+    }
+
+    void aRefreshHeldOpenBlocksNeitherListsNorWriters()
+    {
+        PostgresLedgerStore store(m_ledger);
+        store.migrate();
+        PgConnection c(m_ledger);
+        completeBySql(c, "renewed", claimBySql(c, "renewed", "acme"), 0);
+        // A session that refreshes and keeps its transaction (and the locks) open.
+        PgConnection holder(m_ledger);
+        holder.exec("begin", "BEGIN");
+        QCOMPARE(count(holder, "SELECT idempo.refresh_listing()"), std::int64_t(1));
+
+        claimBySql(c, "waiting", "globex");
+        QElapsedTimer waited;
+        waited.start();
+        QCOMPARE(keysOf(store.list({})), std::vector<std::string>{}); // served as it stands
+        QVERIFY2(waited.elapsed() < 5000, qPrintable(QString::number(waited.elapsed())));
+        // A claim of the expired key again renews the record the holder's listing row names.
+        PgConnection writer(m_ledger);
+        writer.exec("timeout", "SET statement_timeout = '5s'");
+        claimBySql(writer, "renewed", "initech");
+
+        holder.exec("commit", "COMMIT");
+        QCOMPARE(keysOf(store.list({})), (std::vector<std::string>{"waiting", "renewed"}));
+        QVERIFY(store.list(forCustomer("acme")).empty());
+        QCOMPARE(keysOf(store.list(forCustomer("initech"))), std::vector<std::string>{"renewed"});
+    }
+
+    void aRepeatableReadSnapshotOlderThanTheLastRefreshRefreshesNothing()
+    {
+        PostgresLedgerStore store(m_ledger);
+        store.migrate();
+        PgConnection reader(m_ledger);
+        PgConnection c(m_ledger);
+        claimBySql(c, "first", "acme");
+        reader.exec("begin", "BEGIN ISOLATION LEVEL REPEATABLE READ");
+        reader.exec("snapshot", "SELECT 1"); // sees "first" not yet taken up
+        QCOMPARE(keysOf(store.list({})), std::vector<std::string>{"first"});
+        claimBySql(c, "second", "acme");
+        QVERIFY(reader.exec("refresh", "SELECT idempo.refresh_listing()").isNull(0, 0));
+        reader.exec("commit", "COMMIT");
+        QCOMPARE(keysOf(store.list({})), (std::vector<std::string>{"first", "second"}));
     }
 
     void aRecordClaimedAgainUnderANewIdIsListedOnceWithItsNewPayload()

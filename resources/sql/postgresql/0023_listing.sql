@@ -56,28 +56,49 @@ CREATE INDEX operation_listing_state_value ON idempo.operation_listing (state, (
 CREATE INDEX operation_listing_state_key ON idempo.operation_listing (state, operation_key, id);
 
 -- Brings the listing and the payload side table up to what this statement's snapshot sees, and
--- returns how many records it listed anew or again. With nothing to take up it writes nothing,
--- so a listing of a quiet ledger stays a read (and a read-only transaction, a standby, lists
--- what was taken up on the primary). Callers queue on the cursor's row lock, so one takes up a
--- change once; the statement after the lock reads with a snapshot taken after the previous
--- caller committed. A record new to the listing gets its payload leaves.
+-- returns how many records it listed anew or again; NULL when it could not: in a read-only
+-- transaction (a standby lists what the primary took up), while another session's refresh holds
+-- the cursor for more than a second (its caller may keep its transaction open), or when a
+-- repeatable-read transaction's snapshot is older than the last refresh. With nothing to take
+-- up it writes nothing, so listing a quiet ledger stays a read.
+--
+-- Callers queue on the cursor's row lock, so one takes up a change once; the statement after the
+-- lock reads with a snapshot taken after the previous caller committed. The snapshot stored
+-- counts the caller's own transaction as in progress (a snapshot leaves its own transaction out
+-- of its list, and counts it as seen when a later one has committed), so what the caller writes
+-- after this call is taken up once it commits. A record new to the
+-- listing gets its payload leaves; a record removed by a transaction that committed while this
+-- one took it up leaves the listing again.
 CREATE FUNCTION idempo.refresh_listing() RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     since pg_snapshot;
+    waits text := current_setting('lock_timeout');
+    own xid8;
     listed bigint;
+    taken bigint[];
 BEGIN
     SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c;
     -- What `since` did not see: transactions from its xmax on, and those in progress then (its
     -- xip list). Two index ranges, however long ago its xmin is.
-    IF current_setting('transaction_read_only')::boolean OR NOT EXISTS (
+    IF NOT EXISTS (
             SELECT FROM idempo.operations AS o WHERE o.changed_xid >= pg_snapshot_xmax(since)
             UNION ALL
             SELECT FROM idempo.operations AS o
             WHERE o.changed_xid = ANY (ARRAY(SELECT pg_snapshot_xip(since)))) THEN
         RETURN 0;
     END IF;
-    SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c FOR UPDATE;
+    IF current_setting('transaction_read_only')::boolean THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        PERFORM set_config('lock_timeout', '1s', true);
+        SELECT c.snapshot::pg_snapshot INTO since FROM idempo.listing_cursor AS c FOR UPDATE;
+        PERFORM set_config('lock_timeout', waits, true);
+    EXCEPTION WHEN lock_not_available OR serialization_failure THEN
+        RETURN NULL; -- the block's setting is undone with it
+    END;
+    own := pg_current_xact_id();
     WITH changed AS (
         SELECT o.id, o.namespace, o.operation_key, o.run_id, o.state, o.updated_at_ms, o.value_minor,
                o.value_currency, o.retention_expires_at_ms, o.payload
@@ -106,21 +127,40 @@ BEGIN
         WHERE r.added
         ON CONFLICT DO NOTHING),
     moved_cursor AS (
-        UPDATE idempo.listing_cursor AS c SET snapshot = pg_current_snapshot()::text WHERE c.singleton)
-    SELECT count(*) INTO listed FROM listed_rows;
+        UPDATE idempo.listing_cursor AS c SET snapshot = (
+            SELECT CASE WHEN own >= pg_snapshot_xmax(n.s) THEN n.s::text
+                        ELSE least(pg_snapshot_xmin(n.s), own)::text || ':' || pg_snapshot_xmax(n.s)::text || ':'
+                             || (SELECT string_agg(x::text, ',' ORDER BY x)
+                                 FROM (SELECT pg_snapshot_xip(n.s) UNION SELECT own) AS xs (x)) END
+            FROM (SELECT pg_current_snapshot() AS s) AS n)
+        WHERE c.singleton)
+    SELECT count(*), array_agg(r.id) INTO listed, taken FROM listed_rows AS r;
+    -- A record deleted (or renewed under a new id) by a transaction this one waited for.
+    DELETE FROM idempo.operation_listing AS l
+    WHERE l.id = ANY (taken) AND NOT EXISTS (SELECT FROM idempo.operations AS o WHERE o.id = l.id);
     RETURN listed;
 END
 $$;
 
--- A record removed, or given a new id and payload (an expired key claimed again), leaves the
--- listing and the payload side table; refresh_listing() lists its new id.
+-- A record removed, or given a new id (an expired key claimed again), loses its payload leaves
+-- and leaves the listing; refresh_listing() lists the new id. A listing row a refresh holds is
+-- left for it (the refresh removes what no longer exists, and listings read through the
+-- operations): a writer never waits for a reader. A payload changed in place gets its new
+-- leaves here, under the listing row it has.
 CREATE OR REPLACE FUNCTION idempo.payload_fields_follow() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     DELETE FROM idempo.payload_fields AS f
     USING idempo.payload_leaves(OLD.payload) AS l
     WHERE f.pointer = l.pointer AND f.value = l.value AND f.operation_id = OLD.id;
-    DELETE FROM idempo.operation_listing AS l WHERE l.id = OLD.id;
+    IF TG_OP = 'UPDATE' AND OLD.id = NEW.id THEN
+        INSERT INTO idempo.payload_fields (pointer, value, operation_id)
+        SELECT l.pointer, l.value, NEW.id FROM idempo.payload_leaves(NEW.payload) AS l
+        ON CONFLICT DO NOTHING;
+        RETURN NULL;
+    END IF;
+    DELETE FROM idempo.operation_listing AS l
+    WHERE l.id = (SELECT x.id FROM idempo.operation_listing AS x WHERE x.id = OLD.id FOR UPDATE SKIP LOCKED);
     RETURN NULL;
 END
 $$;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <QCryptographicHash>
 
@@ -400,8 +401,9 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     refreshListing(c);
     // Unnamed statement, planned for the actual values: the planner drops absent filters and
     // turns the key prefix into an index range. The page is chosen on the listing (its columns
-    // carry the operations' names) and read from the operations; a record that moved since the
-    // refresh is shown only if it still matches the state and age asked for.
+    // carry the operations' names) among the records that exist and still match the state and
+    // age asked for (a write since the refresh may have moved one), so a page is short only at
+    // the end; it is read from the operations.
     PgParams params;
     params.integer(filter.afterId);
     ListingOrder order = listingOrder(filter, params);
@@ -430,7 +432,9 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     // would not stop at the limit.
     const std::string rankBy = driven ? "id" : order.orderBy;
     std::string page = "SELECT idempo.operation_listing.*" + from + order.cursor + otherTerms;
-    std::string recheck;
+    std::string current =
+        " AND EXISTS (SELECT FROM idempo.operations AS current WHERE current.id = "
+        "idempo.operation_listing.id";
     if (!filter.ns.empty()) {
         params.text(filter.ns);
         page += " AND namespace = " + next();
@@ -438,7 +442,7 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     if (filter.state) {
         params.text(stateName(*filter.state));
         page += " AND state = " + next();
-        recheck += " AND state = " + next();
+        current += " AND current.state = " + next();
     }
     if (!filter.runId.empty()) {
         params.text(filter.runId);
@@ -457,16 +461,16 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     if (filter.updatedBeforeMs) {
         params.integer(*filter.updatedBeforeMs);
         page += " AND updated_at_ms < " + next() + "::bigint";
-        recheck += " AND updated_at_ms < " + next() + "::bigint";
+        current += " AND current.updated_at_ms < " + next() + "::bigint";
     }
     params.integer(filter.limit);
-    page += " ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
+    page += current + ") ORDER BY " + order.orderBy + " LIMIT " + next() + "::integer";
     const std::string statement =
         "SELECT " + std::string(kOperationColumns) +
         " FROM (SELECT id AS listed_id, row_number() OVER (ORDER BY " + rankBy +
         ") AS listed_rank FROM (" + page +
-        ") AS listed) AS page JOIN idempo.operations ON id = page.listed_id" + recheck +
-        " ORDER BY page.listed_rank";
+        ") AS listed) AS page JOIN idempo.operations ON id = page.listed_id ORDER BY "
+        "page.listed_rank";
     const PgResult r = c.exec("list operations", statement, params);
     std::vector<Operation> ops;
     ops.reserve(static_cast<std::size_t>(r.rows()));
@@ -475,10 +479,15 @@ std::vector<Operation> PostgresLedgerStore::list(const ListFilter &filter)
     return ops;
 }
 
-void PostgresLedgerStore::refreshListing(PgConnection &c)
+void PostgresLedgerStore::refreshListing(PgConnection &c) const
 {
-    c.execPrepared("refresh the listing", "idempo_refresh_listing",
-                   "SELECT idempo.refresh_listing()", PgParams());
+    const PgResult r = c.execPrepared("refresh the listing", "idempo_refresh_listing",
+                                      "SELECT idempo.refresh_listing()", PgParams());
+    if (r.isNull(0, 0))
+        spdlog::warn("the listing of {} was not brought up to date (a read-only transaction or "
+                     "server, or another session holding the refresh): the newest writes may be "
+                     "missing from this list",
+                     describe());
 }
 
 std::vector<Suppression> PostgresLedgerStore::suppressions(const std::string &ns,

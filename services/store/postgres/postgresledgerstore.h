@@ -136,8 +136,10 @@ public:
     /// `params` with clockParams() appended.
     PgParams &appendClock(PgParams &params) const;
     /// idempo.refresh_listing(): what listings read (the listing and the payload side table)
-    /// brought up to every write committed before this call. Every listing calls it first.
-    static void refreshListing(PgConnection &c);
+    /// brought up to every write committed before this call. Every listing calls it first; a
+    /// listing it could not refresh (read-only, or another session holds the refresh) is
+    /// served as it stands, with a warning.
+    void refreshListing(PgConnection &c) const;
 
 private:
     std::string m_conninfo;

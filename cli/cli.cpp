@@ -87,8 +87,15 @@ int run(int argc, char **argv)
             bool json = false;
             for (int j = 1; j < argc; ++j)
                 json = json || QByteArrayView(argv[j]) == "--json";
-            reportError(json, "invalid_argument",
-                        "argument " + std::to_string(i) + " is not valid UTF-8");
+            // Name the option whose value it is: "--where /a=<bytes>" or "--where=<bytes>".
+            const std::string previous = i > 1 ? argv[i - 1] : "";
+            const std::string own(raw.data(), static_cast<std::size_t>(raw.size()));
+            std::string what = "argument " + std::to_string(i);
+            if (own.rfind("--", 0) == 0 && own.find('=') != std::string::npos)
+                what = "the value of " + own.substr(0, own.find('=')) + " (" + what + ")";
+            else if (previous.rfind("--", 0) == 0 && previous.find('=') == std::string::npos)
+                what = "the value of " + previous + " (" + what + ")";
+            reportError(json, "invalid_argument", what + " is not valid UTF-8");
             return ExitRefused;
         }
         arguments << decoded;

@@ -19,6 +19,11 @@ CliRun CliRunner::run(const QStringList &args, const QByteArray &input) const
     return exec(QStringList{QStringLiteral("--ledger"), m_ledger} + args, input);
 }
 
+QString CliRunner::program()
+{
+    return QStringLiteral(IDEMPO_CLI_PATH);
+}
+
 CliRun CliRunner::runBare(const QStringList &args) const
 {
     return exec(args, {});
@@ -35,7 +40,7 @@ CliRun CliRunner::exec(const QStringList &args, const QByteArray &input) const
     env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("xdg")));
     env.insert(m_env);
     p.setProcessEnvironment(env);
-    p.start(QStringLiteral(IDEMPO_CLI_PATH), args);
+    p.start(program(), args);
     if (!input.isNull()) {
         p.write(input);
         p.closeWriteChannel();

@@ -32,6 +32,8 @@ public:
 
     /// `idempo --ledger LEDGER ARGS…`, with `input` on stdin when not null.
     CliRun run(const QStringList &args, const QByteArray &input = {}) const;
+    /// The idempo binary under test.
+    static QString program();
 
     /// `idempo ARGS…` without --ledger (help, version, man page).
     CliRun runBare(const QStringList &args) const;

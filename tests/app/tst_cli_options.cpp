@@ -4,6 +4,7 @@
 // nothing written); a missing or blank reason refused by every guarded action with exit 65, as
 // the exit-code table says.
 #include <QJsonArray>
+#include <QProcess>
 #include <QtTest>
 
 #include "clirunner.h"
@@ -250,6 +251,24 @@ private Q_SLOTS:
 
     /// An option of one value given twice is refused naming both, and nothing is written: the
     /// last would be taken silently. The list options still repeat.
+    void aValueThatIsNotUtf8IsNamedByItsOption()
+    {
+        // The bytes come from the shell: QProcess would encode a QString argument as UTF-8.
+        for (const char *spelling :
+             {"--where \"$(printf '/a=\\377')\"", "\"--customer=$(printf '\\376')\""}) {
+            QProcess p;
+            p.start(S("/bin/sh"),
+                    QStringList{S("-c"), S("\"$0\" --json list ") + QString::fromLatin1(spelling),
+                                CliRunner::program()});
+            QVERIFY(p.waitForFinished(60'000));
+            const QByteArray out = p.readAllStandardOutput();
+            QCOMPARE(p.exitCode(), 65);
+            QVERIFY2(out.contains("the value of --where (argument 4) is not valid UTF-8") ||
+                         out.contains("the value of --customer (argument 3) is not valid UTF-8"),
+                     out.constData());
+        }
+    }
+
     void aSingleValueGivenTwiceIsRefused()
     {
         needingConfirmation();

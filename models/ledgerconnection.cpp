@@ -53,8 +53,12 @@ LedgerConnection::LedgerConnection(QObject *parent)
     });
     m_staleTimer->setInterval(1000);
     connect(m_staleTimer, &QTimer::timeout, this, [this] {
-        if (isOpen() && m_sincePoll.isValid() && m_sincePoll.elapsed() > StaleAfterMs)
+        if (isOpen() && m_sincePoll.isValid() && m_sincePoll.elapsed() > StaleAfterMs) {
+            // The worker answers polls between queries: a long one holds them back.
+            m_lastError = tr("no answer from the ledger for %1 s (a long query may be running)")
+                              .arg(m_sincePoll.elapsed() / 1000);
             setLive(false);
+        }
     });
     m_staleTimer->start();
     m_thread->start();

@@ -22,6 +22,7 @@ private Q_SLOTS:
     void initTestCase();
     void notificationReachesModelWithoutPolling();
     void reconnectsAfterTheListenerDrops();
+    void aLongQuerySaysWhyUpdatesAreStale();
 
 private:
     QString m_url;
@@ -121,6 +122,29 @@ void TestLedgerConnection::reconnectsAfterTheListenerDrops()
 
     claimElsewhere(m_url, "notify-2", "book");
     QTRY_COMPARE_WITH_TIMEOUT(m.rowCount(), 1, 5000);
+}
+
+void TestLedgerConnection::aLongQuerySaysWhyUpdatesAreStale()
+{
+    LedgerConnection c;
+    c.setPollInterval(200);
+    QSignalSpy opened(&c, &LedgerConnection::opened);
+    c.open(m_url);
+    QVERIFY(opened.wait(10'000));
+    QTRY_VERIFY(c.isLive());
+    // A query that keeps the worker (and so its polls) busy past the stale limit.
+    c.query(
+        &c,
+        [](LedgerStore &store, MessageQueue *) {
+            dynamic_cast<PostgresLedgerStore &>(store).connection().exec("long query",
+                                                                         "SELECT pg_sleep(4.5)");
+            return 0;
+        },
+        [](int) {});
+    QTRY_VERIFY_WITH_TIMEOUT(!c.isLive(), 5000);
+    QVERIFY2(c.lastError().contains(QLatin1String("no answer from the ledger for")),
+             qPrintable(c.lastError()));
+    QTRY_VERIFY_WITH_TIMEOUT(c.isLive(), 5000);
 }
 
 QTEST_MAIN(TestLedgerConnection)

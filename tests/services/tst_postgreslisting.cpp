@@ -241,6 +241,30 @@ private Q_SLOTS:
         QCOMPARE(keysOf(store.list({})), (std::vector<std::string>{"first", "second"}));
     }
 
+    void aListerDoesNotWaitForAWriterThatHoldsAListingRow()
+    {
+        PostgresLedgerStore store(m_ledger);
+        store.migrate();
+        PgConnection c(m_ledger);
+        const std::int64_t token = claimBySql(c, "renewed", "acme");
+        QCOMPARE(keysOf(store.list({})), std::vector<std::string>{"renewed"});
+        completeBySql(c, "renewed", token, 0);
+        // A worker claims the expired key again and keeps its transaction open: its trigger
+        // holds the listing row of the old id, which the next refresh takes up.
+        PgConnection worker(m_ledger);
+        worker.exec("begin", "BEGIN");
+        claimBySql(worker, "renewed", "globex");
+        QElapsedTimer waited;
+        waited.start();
+        store.list({});
+        QVERIFY2(waited.elapsed() < 5000, qPrintable(QString::number(waited.elapsed())));
+        // The worker refreshing in its own transaction meets no lock cycle.
+        worker.exec("refresh", "SELECT idempo.refresh_listing()");
+        worker.exec("commit", "COMMIT");
+        QCOMPARE(keysOf(store.list(forCustomer("globex"))), std::vector<std::string>{"renewed"});
+        QVERIFY(store.list(forCustomer("acme")).empty());
+    }
+
     void aRecordClaimedAgainUnderANewIdIsListedOnceWithItsNewPayload()
     {
         PostgresLedgerStore store(m_ledger);

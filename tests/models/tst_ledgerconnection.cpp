@@ -50,6 +50,17 @@ OperationQuery runQuery(const std::string &runId)
     return q;
 }
 
+/// Opens `c` on `url`, polling every 200 ms, and waits until its live updates run.
+bool openLive(LedgerConnection &c, const QString &url)
+{
+    c.setPollInterval(200);
+    QSignalSpy opened(&c, &LedgerConnection::opened);
+    c.open(url);
+    if (!opened.wait(10'000))
+        return false;
+    return QTest::qWaitFor([&c] { return c.isLive(); }, 5000);
+}
+
 } // namespace
 
 void TestLedgerConnection::initTestCase()
@@ -87,11 +98,7 @@ void TestLedgerConnection::notificationReachesModelWithoutPolling()
 void TestLedgerConnection::reconnectsAfterTheListenerDrops()
 {
     LedgerConnection c;
-    c.setPollInterval(200);
-    QSignalSpy opened(&c, &LedgerConnection::opened);
-    c.open(m_url);
-    QVERIFY(opened.wait(10'000));
-    QTRY_VERIFY(c.isLive());
+    QVERIFY(openLive(c, m_url));
     OperationTableModel m(&c);
     QObject::connect(&c, &LedgerConnection::changed, &m, [&m] { m.refresh(); });
     QSignalSpy loaded(&m, &OperationTableModel::pageLoaded);
@@ -127,11 +134,7 @@ void TestLedgerConnection::reconnectsAfterTheListenerDrops()
 void TestLedgerConnection::aLongQuerySaysWhyUpdatesAreStale()
 {
     LedgerConnection c;
-    c.setPollInterval(200);
-    QSignalSpy opened(&c, &LedgerConnection::opened);
-    c.open(m_url);
-    QVERIFY(opened.wait(10'000));
-    QTRY_VERIFY(c.isLive());
+    QVERIFY(openLive(c, m_url));
     // A query that keeps the worker (and so its polls) busy past the stale limit.
     c.query(
         &c,

@@ -7,19 +7,12 @@
 
 #include "ledgercontracthelpers.h"
 #include "ledgerfixture.h"
+#include "operationkeys.h"
 
 using namespace idempo;
 using namespace idempo::test;
 
 namespace {
-
-std::vector<std::string> keysOf(const std::vector<Operation> &ops)
-{
-    std::vector<std::string> keys;
-    for (const Operation &op : ops)
-        keys.push_back(op.key);
-    return keys;
-}
 
 ListFilter where(const std::string &pointer, const std::string &value)
 {

@@ -11,25 +11,19 @@
 #include "engine.h"
 #include "migrations.h"
 #include "oldschemaledger.h"
+#include "operationkeys.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "sqliteledgerstore.h"
 
 using namespace idempo;
+using test::keysOf;
 
 namespace {
 
 std::string testUrl()
 {
     return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
-}
-
-std::vector<std::string> keysOf(const std::vector<Operation> &ops)
-{
-    std::vector<std::string> keys;
-    for (const Operation &op : ops)
-        keys.push_back(op.key);
-    return keys;
 }
 
 /// The old operations (old-1 for cust-42 with a refund order o-7, old-2 for client 99) are found.

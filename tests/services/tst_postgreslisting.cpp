@@ -9,22 +9,16 @@
 
 #include "migrations.h"
 #include "oldschemaledger.h"
+#include "operationkeys.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgrestesthelpers.h"
 
 using namespace idempo;
+using test::keysOf;
 using test::pg::testUrl;
 
 namespace {
-
-std::vector<std::string> keysOf(const std::vector<Operation> &ops)
-{
-    std::vector<std::string> keys;
-    for (const Operation &op : ops)
-        keys.push_back(op.key);
-    return keys;
-}
 
 ListFilter inState(OperationState state)
 {

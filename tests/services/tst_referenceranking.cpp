@@ -10,6 +10,7 @@
 #include "ledgercontracthelpers.h"
 #include "ledgerfixture.h"
 #include "money.h"
+#include "operationkeys.h"
 #include "operationquery.h"
 
 using namespace idempo;
@@ -32,14 +33,6 @@ void setRates(LedgerFixture &f, const std::string &rates)
     GuardSettingCommand command(f.store(), kOwner, ReferenceRatesSetting, rates,
                                 "rates of the day");
     command.execute();
-}
-
-std::vector<std::string> keysOf(const std::vector<Operation> &ops)
-{
-    std::vector<std::string> keys;
-    for (const Operation &op : ops)
-        keys.push_back(op.key);
-    return keys;
 }
 
 /// Every page of `query` in pages of `limit`, as a console view reads them.

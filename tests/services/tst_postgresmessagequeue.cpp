@@ -335,6 +335,61 @@ private Q_SLOTS:
         qunsetenv("PGPASSFILE");
     }
 
+    /// The hot calls (send, a read carrying an ack, ack, claim, complete) reach no SQL-language
+    /// function the planner left un-inlined: such a call runs the SQL function machinery each
+    /// time (idempo.ms_at, declared IMMUTABLE over a STABLE body, cost about 17 µs a call).
+    void hotCallsRunEverySqlHelperInlined()
+    {
+        QueueFixture f;
+        f.queue().createQueue("hot", {.maxReads = 3});
+        PgConnection c(testUrl());
+        c.exec("begin", "BEGIN");
+        c.exec("track", "SET LOCAL track_functions = 'all'");
+        c.exec("send", R"SQL(SELECT idempo.queue_send('hot', '{"n":1}'))SQL");
+        c.exec("send", R"SQL(SELECT idempo.queue_send('hot', '{"n":2}'))SQL");
+        const PgResult first =
+            c.exec("read", "SELECT msg_id, read_ct FROM idempo.queue_read('hot', 30000, 1)");
+        QCOMPARE(first.rows(), 1);
+        const PgResult second = c.exec(
+            "read and ack",
+            "SELECT msg_id, read_ct FROM idempo.queue_read('hot', 30000, 1, '[[' || $1 || ',' || "
+            "$2 || ']]')",
+            PgParams().integer(first.integer(0, 0)).integer(first.integer(0, 1)));
+        QCOMPARE(second.rows(), 1);
+        QCOMPARE(c.exec("ack", "SELECT idempo.queue_ack('hot', $1, $2::integer)",
+                        PgParams().integer(second.integer(0, 0)).integer(second.integer(0, 1)))
+                     .text(0, 0),
+                 std::string("done"));
+        const std::string payload = R"({"amount":1250,"currency":"EUR","to":"acct-0"})";
+        const PgResult claimed =
+            c.exec("claim",
+                   "SELECT outcome, fencing_token FROM idempo.claim('default', 'hot-1', $1, "
+                   "encode(sha256(convert_to($1, 'UTF8')), 'hex'), 'worker-a', 'protected_write', "
+                   "30000, 3, false, 'run-1', 'provision', 'core-banking')",
+                   PgParams().text(payload));
+        QCOMPARE(claimed.text(0, 0), std::string("claimed"));
+        c.exec("complete",
+               "SELECT 1 FROM idempo.transition('default', 'hot-1', 'dispatching', $1, "
+               "'succeeded', 'worker-a', 'completed', '{\"account\":\"A-1\"}')",
+               PgParams().integer(claimed.integer(0, 1)));
+        QCOMPARE(c.exec("replay",
+                        "SELECT outcome FROM idempo.claim('default', 'hot-1', $1, "
+                        "encode(sha256(convert_to($1, 'UTF8')), 'hex'), 'worker-a')",
+                        PgParams().text(payload))
+                     .text(0, 0),
+                 std::string("replayed"));
+        const PgResult called = c.exec("called", R"SQL(
+            SELECT f.schemaname || '.' || f.funcname || ' (' || f.calls || ' calls)'
+            FROM pg_stat_xact_user_functions AS f
+            JOIN pg_proc AS p ON p.oid = f.funcid JOIN pg_language AS l ON l.oid = p.prolang
+            WHERE l.lanname = 'sql' ORDER BY 1)SQL");
+        QStringList names;
+        for (int row = 0; row < called.rows(); ++row)
+            names << QString::fromStdString(called.text(row, 0));
+        c.exec("rollback", "ROLLBACK");
+        QVERIFY2(names.isEmpty(), qPrintable(names.join(QStringLiteral(", "))));
+    }
+
 private:
     QTemporaryDir m_passwords;
 };

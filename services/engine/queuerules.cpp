@@ -40,8 +40,11 @@ OutgoingMessage prepareMessage(const std::string &messageJson, const std::string
 
 void checkDuration(std::int64_t ms, const char *what)
 {
-    if (ms < 0)
-        throw Error(ErrorCode::InvalidArgument, std::string(what) + " must not be negative");
+    if (ms < 0 || ms > MaxQueueDurationMs) {
+        throw Error(ErrorCode::InvalidArgument, std::string(what) + " must be 0.." +
+                                                    std::to_string(MaxQueueDurationMs) +
+                                                    " ms (ten years), not " + std::to_string(ms));
+    }
 }
 
 void checkBatch(int count, const char *what)

@@ -2,6 +2,8 @@
 // The MessageQueue contract: one suite, run against every store that has queues. Queues and
 // their names, what a send accepts, metrics and the transactional outbox; reading, visibility
 // and dead letters are in tst_queuedelivery.cpp.
+#include <limits>
+
 #include <QtTest>
 
 #include "error.h"
@@ -209,12 +211,22 @@ private Q_SLOTS:
         QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", -1); }),
                  ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, -1, 1); }), ErrorCode::InvalidArgument);
+        // Ten years is the longest duration; beyond it, now + the duration could overflow.
+        QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", MaxQueueDurationMs + 1); }),
+                 ErrorCode::InvalidArgument);
+        QCOMPARE(
+            errorOf([&] { f.queue().read(kQueue, std::numeric_limits<std::int64_t>::max(), 1); }),
+            ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, 1'000, 0); }), ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, 1'000, MaxQueueBatch + 1); }),
                  ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().browse(kQueue, 0, 0); }), ErrorCode::InvalidArgument);
         QCOMPARE(f.queue().listQueues().size(), std::size_t(2));
         QVERIFY(f.queue().browse(kQueue, 0, 10).empty());
+        // The longest duration itself is taken.
+        f.queue().send(kQueue, "{}", "", MaxQueueDurationMs);
+        QVERIFY(f.queue().read(kQueue, MaxQueueDurationMs, 1).empty());
+        QCOMPARE(f.queue().metrics(kQueue).totalMessages, std::int64_t(1));
     }
 
     void metricsCountMessages()

@@ -300,6 +300,25 @@ private Q_SLOTS:
             "p_queue");
         row("headers not an object", "idempo.queue_send('sec_jobs', '{}', '[1]')",
             ErrorCode::InvalidJson, "p_headers");
+        // Durations beyond ten years overflowed the clock's arithmetic unnamed.
+        row("visibility timeout over ten years", "idempo.queue_read('sec_jobs', 315360000001)",
+            ErrorCode::InvalidArgument, "p_vt_ms");
+        row("delay over ten years",
+            "idempo.queue_send('sec_jobs', '{}', p_delay_ms => 9223372036854775000)",
+            ErrorCode::InvalidArgument, "p_delay_ms");
+        row("retry delay over ten years",
+            "idempo.queue_nack('sec_jobs', 1, 'transient', '', 315360000001)",
+            ErrorCode::InvalidArgument, "p_retry_delay_ms");
+        row("visibility offset over ten years", "idempo.queue_set_vt('sec_jobs', 1, 315360000001)",
+            ErrorCode::InvalidArgument, "p_vt_offset_ms");
+        // A carried ack's pair that is not two integers in range was a bare cast error.
+        row("ack pair with a fraction", "idempo.queue_read('sec_jobs', 1000, 1, '[[1.5, 1]]')",
+            ErrorCode::InvalidArgument, "p_ack");
+        row("ack pair with a huge msg_id", "idempo.queue_read('sec_jobs', 1000, 1, '[[1e30, 1]]')",
+            ErrorCode::InvalidArgument, "p_ack");
+        row("ack pair with a huge read_ct",
+            "idempo.queue_read('sec_jobs', 1000, 1, '[[1, 99999999999]]')",
+            ErrorCode::InvalidArgument, "p_ack");
         row("approval without a reason",
             "idempo.approve('default', 'sec:confirm', 'ap-x', 'redispatch', '')",
             ErrorCode::Refused, "reason");

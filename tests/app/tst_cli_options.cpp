@@ -152,17 +152,22 @@ private Q_SLOTS:
                 << QStringList{S("fail"),    S("k:1"),       S("--token"),       S("1"),
                                S("--class"), S("transient"), S("--retry-after"), S(given)}
                 << retry.arg(S(given));
+        // A queue's durations end at the stores' ten years (MaxQueueDurationMs).
         QTest::newRow("nack --retry-after")
             << QStringList{S("queue"),     S("nack"),          S("q"),   S("1"), S("--class"),
                            S("transient"), S("--retry-after"), S("-0.5")}
-            << retry.arg(S("-0.5"));
+            << S("--retry-after must be a number of seconds from 0 to 315360000, not '-0.5'");
         QTest::newRow("send --delay")
             << QStringList{S("queue"), S("send"),    S("q"),  S("--message"),
                            S("{}"),    S("--delay"), S("nan")}
-            << S("--delay must be a number of seconds from 0 to 1000000000, not 'nan'");
+            << S("--delay must be a number of seconds from 0 to 315360000, not 'nan'");
+        QTest::newRow("send --delay past ten years")
+            << QStringList{S("queue"), S("send"),    S("q"),        S("--message"),
+                           S("{}"),    S("--delay"), S("315360001")}
+            << S("--delay must be a number of seconds from 0 to 315360000, not '315360001'");
         QTest::newRow("read --vt")
             << QStringList{S("queue"), S("read"), S("q"), S("--vt"), S("inf")}
-            << S("--vt must be a number of seconds from 0 to 1000000000, not 'inf'");
+            << S("--vt must be a number of seconds from 0 to 315360000, not 'inf'");
         QTest::newRow("--retention")
             << QStringList{S("--retention"), S("nan"), S("metrics")}
             << S("--retention must be a number of seconds from 3600 to 1000000000, not 'nan'");

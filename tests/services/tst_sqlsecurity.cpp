@@ -319,6 +319,11 @@ private Q_SLOTS:
         row("ack pair with a huge read_ct",
             "idempo.queue_read('sec_jobs', 1000, 1, '[[1, 99999999999]]')",
             ErrorCode::InvalidArgument, "p_ack");
+        row("ack pair with a read_ct of 0", "idempo.queue_read('sec_jobs', 1000, 1, '[[1, 0]]')",
+            ErrorCode::InvalidArgument, "p_ack");
+        row("ack of 10001 pairs",
+            "idempo.queue_read('sec_jobs', 1000, 1, '[' || repeat('[1, 1], ', 10000) || '[1, 1]]')",
+            ErrorCode::InvalidArgument, "at most 10000 pairs");
         row("approval without a reason",
             "idempo.approve('default', 'sec:confirm', 'ap-x', 'redispatch', '')",
             ErrorCode::Refused, "reason");

@@ -8,8 +8,10 @@ ALTER FUNCTION idempo.ms_at(bigint) STABLE;
 
 -- The queue's durations are bounded, as the stores bound them (MaxQueueDurationMs, ten years):
 -- a larger one overflowed the clock's arithmetic with a bare 22003 or 22008 that named no
--- argument. A carried ack's pair must be two integers in range, or the read names the pair
--- (a fraction or a huge number was a bare cast error). Otherwise as in schemas 16 and 8.
+-- argument. A read's carried acks (at most 10,000 pairs) must each be two whole numbers of 1 or
+-- more in range, all checked before any is acknowledged, or the read names the pair: a fraction
+-- or a huge number was a bare cast error, and a bad last pair came after every other's work.
+-- Otherwise as in schemas 16 and 8.
 CREATE OR REPLACE FUNCTION idempo.queue_send(p_queue text, p_message text, p_headers text DEFAULT NULL,
                                              p_delay_ms bigint DEFAULT 0, p_clock_pinned_ms bigint DEFAULT NULL,
                                              p_clock_offset_ms bigint DEFAULT 0)
@@ -63,6 +65,7 @@ DECLARE
     candidates integer;
     exhausted bigint[];
     m record;
+    acks jsonb;
     pair jsonb;
 BEGIN
     SELECT * INTO info FROM idempo.queue_registry AS x WHERE x.queue_name = p_queue;
@@ -84,12 +87,25 @@ BEGIN
         IF NOT idempo.is_json(p_ack) OR jsonb_typeof(p_ack::jsonb) <> 'array' THEN
             PERFORM idempo.raise('ID004', 'p_ack must be a JSON array of [msg_id, read_ct] pairs');
         END IF;
-        FOR pair IN SELECT e.v FROM jsonb_array_elements(p_ack::jsonb) AS e (v) LOOP
-            IF jsonb_typeof(pair) <> 'array' OR jsonb_array_length(pair) <> 2 OR jsonb_typeof(pair -> 0) <> 'number'
-               OR jsonb_typeof(pair -> 1) <> 'number' OR (pair ->> 0) !~ '^-?[0-9]{1,18}$' OR (pair ->> 1) !~ '^-?[0-9]{1,9}$' THEN
-                PERFORM idempo.raise('ID004', 'p_ack must be a JSON array of [msg_id, read_ct] pairs, not ' || pair::text);
+        acks := p_ack::jsonb;
+        IF jsonb_array_length(acks) > 10000 THEN
+            PERFORM idempo.raise('ID004', 'p_ack holds at most 10000 pairs, not ' || jsonb_array_length(acks));
+        END IF;
+        -- Every pair is checked before any is acknowledged, and CASE keeps each cast behind its check.
+        FOR pair IN SELECT e.v FROM jsonb_array_elements(acks) AS e (v) LOOP
+            IF (CASE WHEN jsonb_typeof(pair) <> 'array' THEN true
+                    WHEN jsonb_array_length(pair) <> 2 THEN true
+                    WHEN jsonb_typeof(pair -> 0) <> 'number' OR jsonb_typeof(pair -> 1) <> 'number' THEN true
+                    ELSE (pair -> 0)::numeric NOT BETWEEN 1 AND 9223372036854775807
+                         OR (pair -> 0)::numeric <> trunc((pair -> 0)::numeric)
+                         OR (pair -> 1)::numeric NOT BETWEEN 1 AND 2147483647
+                         OR (pair -> 1)::numeric <> trunc((pair -> 1)::numeric) END) THEN
+                PERFORM idempo.raise('ID004', 'p_ack must be a JSON array of [msg_id, read_ct] pairs of whole numbers 1 or '
+                                              || 'more, not ' || left(pair::text, 80));
             END IF;
-            PERFORM idempo.acknowledge(p_queue, (pair ->> 0)::bigint, (pair ->> 1)::integer, now_ms);
+        END LOOP;
+        FOR pair IN SELECT e.v FROM jsonb_array_elements(acks) AS e (v) LOOP
+            PERFORM idempo.acknowledge(p_queue, (pair -> 0)::numeric::bigint, (pair -> 1)::numeric::integer, now_ms);
         END LOOP;
     END IF;
     LOOP

@@ -20,6 +20,7 @@
 #include <QStringList>
 
 #include "cli.h"
+#include "clock.h"
 #include "engine.h"
 #include "error.h"
 #include "ledgerfactory.h"
@@ -27,9 +28,8 @@
 
 namespace idempo::cli {
 
-/// The longest duration an option takes (about 31 years): far beyond any real use, and its
-/// milliseconds added to any clock reading still fit in 64 bits.
-constexpr double MaxSeconds = 1e9;
+/// The longest duration an option takes: the stores' MaxDurationMs (ten years), in seconds.
+constexpr double MaxSeconds = static_cast<double>(MaxDurationMs) / 1000.0;
 
 /// One run of a command: its parsed command line, and the engine and queue of the ledger it
 /// names, opened on first use.

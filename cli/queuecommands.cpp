@@ -22,9 +22,6 @@
 namespace idempo::cli {
 namespace {
 
-/// The stores' longest queue duration, in the seconds the options take.
-constexpr double MaxQueueSeconds = static_cast<double>(MaxQueueDurationMs) / 1000.0;
-
 std::string queueName(const Context &c)
 {
     return c.positional(2, "NAME").toStdString();
@@ -108,7 +105,7 @@ int cmdQueueSend(Context &c)
                                     ? c.jsonArgument(QStringLiteral("headers"))
                                     : std::string();
     const std::int64_t delayMs = c.parser.isSet(QStringLiteral("delay"))
-                                     ? c.secondsOption(QStringLiteral("delay"), 0, MaxQueueSeconds)
+                                     ? c.secondsOption(QStringLiteral("delay"), 0, MaxSeconds)
                                      : 0;
     const std::int64_t msgId = c.queue().send(name, message, headers, delayMs);
     c.print({{"queue", name}, {"msg_id", msgId}},
@@ -120,7 +117,7 @@ int cmdQueueRead(Context &c)
 {
     const std::string name = queueName(c);
     const std::int64_t vtMs = c.parser.isSet(QStringLiteral("vt"))
-                                  ? c.secondsOption(QStringLiteral("vt"), 0, MaxQueueSeconds)
+                                  ? c.secondsOption(QStringLiteral("vt"), 0, MaxSeconds)
                                   : 30'000;
     const std::int64_t quantity = c.integerOption(QStringLiteral("qty"), 1, MaxQueueBatch, 1);
     const auto messages = c.queue().read(name, vtMs, static_cast<int>(quantity));
@@ -182,10 +179,9 @@ int cmdQueueNack(Context &c)
         throw UsageError{"unknown --class " +
                          quotedValue(c.parser.value(QStringLiteral("class")).toStdString())};
     const std::string detail = c.parser.value(QStringLiteral("detail")).toStdString();
-    const std::int64_t retryMs =
-        c.parser.isSet(QStringLiteral("retry-after"))
-            ? c.secondsOption(QStringLiteral("retry-after"), 0, MaxQueueSeconds)
-            : 0;
+    const std::int64_t retryMs = c.parser.isSet(QStringLiteral("retry-after"))
+                                     ? c.secondsOption(QStringLiteral("retry-after"), 0, MaxSeconds)
+                                     : 0;
     const std::optional<int> read = readCount(c);
     const QueueMessage m =
         read ? c.queue().nack(name, ReadReceipt{msgId, *read}, *errorClass, detail, retryMs)

@@ -6,6 +6,11 @@
 
 namespace idempo {
 
+/// The longest duration anything is scheduled for (a retention, a retry delay, a message's
+/// delay or visibility timeout): ten years. Far past any real one, and far enough below the
+/// clock's limits that now + the duration never overflows, on either store.
+inline constexpr std::int64_t MaxDurationMs = 3650LL * 24 * 3600 * 1000;
+
 /// Wall-clock source for the embedded store, in milliseconds since the Unix epoch (UTC).
 /// PostgreSQL never uses it: there the server's clock_timestamp() decides.
 class Clock

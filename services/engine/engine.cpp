@@ -7,6 +7,7 @@
 #include <QSysInfo>
 
 #include "canonicaljson.h"
+#include "clock.h"
 #include "error.h"
 #include "operationkey.h"
 
@@ -83,6 +84,11 @@ Engine::Engine(std::shared_ptr<LedgerStore> store, Settings settings, RetryPolic
         throw Error(ErrorCode::InvalidArgument,
                     "retention must be at least " + std::to_string(MinRetentionMs / 1000) +
                         " s: a shorter one lets a finished operation run again");
+    }
+    if (m_settings.retentionMs > MaxDurationMs) {
+        throw Error(ErrorCode::InvalidArgument, "retention must be at most " +
+                                                    std::to_string(MaxDurationMs / 1000) +
+                                                    " s (ten years)");
     }
     checkLease(m_settings.leaseMs);
 }
@@ -223,8 +229,11 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
                        ErrorClass errorClass, const std::string &detail,
                        std::optional<std::int64_t> retryAfterMs)
 {
-    if (retryAfterMs && *retryAfterMs < 0)
-        throw Error(ErrorCode::InvalidArgument, "retry-after must not be negative");
+    if (retryAfterMs && (*retryAfterMs < 0 || *retryAfterMs > MaxDurationMs)) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "retry-after must be 0.." + std::to_string(MaxDurationMs) +
+                        " ms (ten years), not " + std::to_string(*retryAfterMs));
+    }
     if (errorClass == ErrorClass::StaleLease)
         throw Error(ErrorCode::InvalidArgument,
                     "stale_lease is the engine's refusal, not a failure class to report");

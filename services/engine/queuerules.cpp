@@ -40,9 +40,9 @@ OutgoingMessage prepareMessage(const std::string &messageJson, const std::string
 
 void checkDuration(std::int64_t ms, const char *what)
 {
-    if (ms < 0 || ms > MaxQueueDurationMs) {
+    if (ms < 0 || ms > MaxDurationMs) {
         throw Error(ErrorCode::InvalidArgument, std::string(what) + " must be 0.." +
-                                                    std::to_string(MaxQueueDurationMs) +
+                                                    std::to_string(MaxDurationMs) +
                                                     " ms (ten years), not " + std::to_string(ms));
     }
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "clock.h"
 #include "error.h"
 #include "messagequeue.h"
 
@@ -30,12 +31,7 @@ struct OutgoingMessage
 /// are not an object, Error(PayloadTooLarge) beyond MaxQueueMessageBytes.
 OutgoingMessage prepareMessage(const std::string &messageJson, const std::string &headersJson);
 
-/// Longest delay, visibility timeout or retry delay: ten years. Far past any real one, and far
-/// enough below the clock's limits that now + the duration never overflows.
-inline constexpr std::int64_t MaxQueueDurationMs = 3650LL * 24 * 3600 * 1000;
-
-/// Throws Error(InvalidArgument) unless 0 <= `ms` <= MaxQueueDurationMs; `what` names the
-/// argument.
+/// Throws Error(InvalidArgument) unless 0 <= `ms` <= MaxDurationMs; `what` names the argument.
 void checkDuration(std::int64_t ms, const char *what);
 
 /// Throws Error(InvalidArgument) unless 1 <= `count` <= MaxQueueBatch; `what` names the argument.

@@ -146,13 +146,12 @@ private Q_SLOTS:
             << QStringList{S("heartbeat"), S("k:1"), S("--token"), S("1"), S("--lease"), S("nan")}
             << lease.arg(S("nan"));
         const QString retry =
-            S("--retry-after must be a number of seconds from 0 to 1000000000, not '%1'");
+            S("--retry-after must be a number of seconds from 0 to 315360000, not '%1'");
         for (const char *given : {"nan", "inf", "-5", "1e10"})
             QTest::addRow("fail --retry-after '%s'", given)
                 << QStringList{S("fail"),    S("k:1"),       S("--token"),       S("1"),
                                S("--class"), S("transient"), S("--retry-after"), S(given)}
                 << retry.arg(S(given));
-        // A queue's durations end at the stores' ten years (MaxQueueDurationMs).
         QTest::newRow("nack --retry-after")
             << QStringList{S("queue"),     S("nack"),          S("q"),   S("1"), S("--class"),
                            S("transient"), S("--retry-after"), S("-0.5")}
@@ -170,7 +169,7 @@ private Q_SLOTS:
             << S("--vt must be a number of seconds from 0 to 315360000, not 'inf'");
         QTest::newRow("--retention")
             << QStringList{S("--retention"), S("nan"), S("metrics")}
-            << S("--retention must be a number of seconds from 3600 to 1000000000, not 'nan'");
+            << S("--retention must be a number of seconds from 3600 to 315360000, not 'nan'");
     }
 
     void secondsOutOfRangeAreRefused()

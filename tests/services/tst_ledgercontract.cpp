@@ -452,6 +452,32 @@ private Q_SLOTS:
                  ErrorCode::InvalidArgument);
     }
 
+    /// Ten years is the longest duration: beyond it, now + the duration could overflow.
+    void durationsHaveACeiling()
+    {
+        LedgerFixture f;
+        Engine::Settings settings;
+        settings.retentionMs = MaxDurationMs + 1;
+        QCOMPARE(errorOf([&] {
+                     Engine(std::shared_ptr<LedgerStore>(&f.store(), [](LedgerStore *) {}),
+                            settings, RetryPolicy{});
+                 }),
+                 ErrorCode::InvalidArgument);
+        const ClaimResult claimed = f.engine().claim(claimInput("ceiling:1"));
+        const QByteArray before = f.snapshot();
+        QCOMPARE(errorOf([&] {
+                     f.engine().fail(claimed.operation.ns, claimed.operation.key,
+                                     claimed.operation.fencingToken, ErrorClass::RateLimited, "429",
+                                     MaxDurationMs + 1);
+                 }),
+                 ErrorCode::InvalidArgument);
+        QCOMPARE(f.snapshot(), before);
+        const Operation waiting = f.engine().fail(claimed.operation.ns, claimed.operation.key,
+                                                  claimed.operation.fencingToken,
+                                                  ErrorClass::RateLimited, "429", MaxDurationMs);
+        QCOMPARE(waiting.state, OperationState::FailedRetryable);
+    }
+
     void callerIdentifiersArePrintable_data()
     {
         QTest::addColumn<int>("field");

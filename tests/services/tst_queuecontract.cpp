@@ -212,7 +212,7 @@ private Q_SLOTS:
                  ErrorCode::InvalidArgument);
         QCOMPARE(errorOf([&] { f.queue().read(kQueue, -1, 1); }), ErrorCode::InvalidArgument);
         // Ten years is the longest duration; beyond it, now + the duration could overflow.
-        QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", MaxQueueDurationMs + 1); }),
+        QCOMPARE(errorOf([&] { f.queue().send(kQueue, "{}", "", MaxDurationMs + 1); }),
                  ErrorCode::InvalidArgument);
         QCOMPARE(
             errorOf([&] { f.queue().read(kQueue, std::numeric_limits<std::int64_t>::max(), 1); }),
@@ -224,8 +224,8 @@ private Q_SLOTS:
         QCOMPARE(f.queue().listQueues().size(), std::size_t(2));
         QVERIFY(f.queue().browse(kQueue, 0, 10).empty());
         // The longest duration itself is taken.
-        f.queue().send(kQueue, "{}", "", MaxQueueDurationMs);
-        QVERIFY(f.queue().read(kQueue, MaxQueueDurationMs, 1).empty());
+        f.queue().send(kQueue, "{}", "", MaxDurationMs);
+        QVERIFY(f.queue().read(kQueue, MaxDurationMs, 1).empty());
         QCOMPARE(f.queue().metrics(kQueue).totalMessages, std::int64_t(1));
     }
 

@@ -319,6 +319,25 @@ private Q_SLOTS:
         row("ack pair with a huge read_ct",
             "idempo.queue_read('sec_jobs', 1000, 1, '[[1, 99999999999]]')",
             ErrorCode::InvalidArgument, "p_ack");
+        row("retention over ten years",
+            "idempo.transition('d', 'k', 'dispatching', 1, 'succeeded', p_retention_ms => "
+            "315360000001)",
+            ErrorCode::InvalidArgument, "p_retention_ms");
+        row("retry delay of a move over ten years",
+            "idempo.transition('d', 'k', 'dispatching', 1, 'failed_retryable', p_error_class => "
+            "'transient', p_retry_delay_ms => 9223372036854775000)",
+            ErrorCode::InvalidArgument, "p_retry_delay_ms");
+        row("retry-after over ten years",
+            "idempo.fail('default', 'sec:live', 1, 'rate_limited', '', 315360000001)",
+            ErrorCode::InvalidArgument, "p_retry_after_ms");
+        row("approval retention over ten years",
+            "idempo.approve('default', 'sec:confirm', 'ap-x', 'redispatch', 'r', p_retention_ms => "
+            "315360000001)",
+            ErrorCode::InvalidArgument, "p_retention_ms");
+        row("reconciliation retention over ten years",
+            "idempo.reconcile('default', 'sec:confirm', '{\"status\": \"found\"}', 'r', "
+            "p_retention_ms => 315360000001)",
+            ErrorCode::InvalidArgument, "p_retention_ms");
         row("ack pair with a read_ct of 0", "idempo.queue_read('sec_jobs', 1000, 1, '[[1, 0]]')",
             ErrorCode::InvalidArgument, "p_ack");
         row("ack of 10001 pairs",

@@ -218,10 +218,14 @@ BEGIN
     IF p_error_class IS NOT NULL AND NOT idempo.is_error_class(p_error_class) THEN
         PERFORM idempo.raise('ID004', 'p_error_class ' || to_json(p_error_class)::text || ' is not an error class');
     END IF;
-    IF p_retry_delay_ms NOT BETWEEN 0 AND 315360000000 OR p_lease_ms NOT BETWEEN 1 AND 86400000
-       OR p_extra_attempts NOT BETWEEN 0 AND 100 OR p_retention_ms NOT BETWEEN 0 AND 315360000000 THEN
-        PERFORM idempo.raise('ID004', 'p_retry_delay_ms and p_retention_ms must be 0..315360000000 ms (ten years), p_lease_ms '
-                                      || '1 ms..24 h and p_extra_attempts 0..100');
+    IF p_retry_delay_ms NOT BETWEEN 0 AND 315360000000 THEN
+        PERFORM idempo.raise('ID004', 'p_retry_delay_ms must be 0..315360000000 ms (ten years), not ' || p_retry_delay_ms);
+    END IF;
+    IF p_retention_ms NOT BETWEEN 0 AND 315360000000 THEN
+        PERFORM idempo.raise('ID004', 'p_retention_ms must be 0..315360000000 ms (ten years), not ' || p_retention_ms);
+    END IF;
+    IF p_lease_ms NOT BETWEEN 1 AND 86400000 OR p_extra_attempts NOT BETWEEN 0 AND 100 THEN
+        PERFORM idempo.raise('ID004', 'p_lease_ms must be 1 ms..24 h and p_extra_attempts 0..100');
     END IF;
 END
 $$;
@@ -345,9 +349,12 @@ BEGIN
         PERFORM idempo.raise('ID004', 'p_decision must be redispatch, confirm or reject, not '
                                       || coalesce(to_json(p_decision)::text, 'NULL'));
     END IF;
-    IF p_extra_attempts IS NULL OR p_extra_attempts NOT BETWEEN 1 AND 100 OR p_retention_ms IS NULL
-       OR p_retention_ms NOT BETWEEN 0 AND 315360000000 THEN
-        PERFORM idempo.raise('ID004', 'p_extra_attempts must be 1..100 and p_retention_ms 0..315360000000 ms (ten years)');
+    IF p_extra_attempts IS NULL OR p_extra_attempts NOT BETWEEN 1 AND 100 THEN
+        PERFORM idempo.raise('ID004', 'p_extra_attempts must be 1..100, not ' || coalesce(p_extra_attempts::text, 'NULL'));
+    END IF;
+    IF p_retention_ms IS NULL OR p_retention_ms NOT BETWEEN 0 AND 315360000000 THEN
+        PERFORM idempo.raise('ID004', 'p_retention_ms must be 0..315360000000 ms (ten years), not '
+                                      || coalesce(p_retention_ms::text, 'NULL'));
     END IF;
     PERFORM idempo.require_role(me.role, ARRAY['owner', 'admin', 'approver'], 'approve or reject operations',
                                 'idempo_approver or idempo_admin', p_reason);

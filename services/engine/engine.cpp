@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "error.h"
 #include "operationkey.h"
+#include "queuerules.h"
 
 namespace idempo {
 namespace {
@@ -229,11 +230,8 @@ Operation Engine::fail(const std::string &ns, const std::string &key, std::int64
                        ErrorClass errorClass, const std::string &detail,
                        std::optional<std::int64_t> retryAfterMs)
 {
-    if (retryAfterMs && (*retryAfterMs < 0 || *retryAfterMs > MaxDurationMs)) {
-        throw Error(ErrorCode::InvalidArgument,
-                    "retry-after must be 0.." + std::to_string(MaxDurationMs) +
-                        " ms (ten years), not " + std::to_string(*retryAfterMs));
-    }
+    if (retryAfterMs)
+        checkDuration(*retryAfterMs, "retry-after");
     if (errorClass == ErrorClass::StaleLease)
         throw Error(ErrorCode::InvalidArgument,
                     "stale_lease is the engine's refusal, not a failure class to report");

@@ -1,0 +1,262 @@
+"""``Ledger``: the synchronous client of the PostgreSQL ledger's SQL functions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from idempo._base import LedgerBase, Rows, Statement
+from idempo.canonical import fingerprint
+from idempo.errors import from_psycopg
+from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
+
+T = TypeVar("T")
+
+__all__ = ["Ledger"]
+
+
+class Ledger(LedgerBase):
+    """A pool of connections to one ledger, writing as one login into one namespace.
+
+    ``conninfo`` is a libpq URI or key/value string (``service=NAME`` included); the password, if
+    any, never appears in a message, a repr or a log line of this package. Identity is the login.
+    """
+
+    def __init__(
+        self,
+        conninfo: str = "",
+        *,
+        namespace: str = "default",
+        owner: str | None = None,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(conninfo, namespace, owner)
+        # One direct connection first: a wrong password or host fails now, with libpq's reason,
+        # instead of a pool timeout.
+        try:
+            psycopg.connect(conninfo, connect_timeout=max(1, int(timeout))).close()
+        except psycopg.Error as error:
+            raise from_psycopg(error, self._secrets) from None
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            open=False,
+            name=f"idempo-{self.namespace}",
+        )
+        self._pool.open()
+
+    def close(self) -> None:
+        """Closes the pool's connections."""
+        self._pool.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as error:
+            raise from_psycopg(error, self._secrets) from None
+
+    def _rows(self, sql: str, params: Mapping[str, object] | tuple[object, ...]) -> Rows:
+        with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def _do(self, statement: Statement[T]) -> T:
+        return statement.read(self._rows(statement.sql, statement.params))
+
+    def claim(
+        self,
+        key: str,
+        payload: Any,
+        *,
+        fingerprint_fields: Iterable[str] = (),
+        tool_kind: str = "protected_write",
+        run_id: str = "",
+        step_id: str = "",
+        target: str = "",
+        lease_ms: int | None = None,
+        max_attempts: int | None = None,
+        requires_approval: bool = False,
+        value: tuple[int, str] | None = None,
+        cost: tuple[int, str] | None = None,
+        tokens: int = 0,
+    ) -> ClaimOutcome:
+        """One atomic claim of ``key``; the ledger's answer as a typed outcome."""
+        fp = fingerprint(payload, fingerprint_fields)
+        args = self._claim_args(
+            key,
+            tool_kind=tool_kind,
+            run_id=run_id,
+            step_id=step_id,
+            target=target,
+            lease_ms=lease_ms,
+            max_attempts=max_attempts,
+            requires_approval=requires_approval,
+            value=value,
+            cost=cost,
+            tokens=tokens,
+        )
+        for _ in range(4):
+            outcome, recorded = self._do(self._claim(args, fp, fp.fields))
+            if outcome is not None:
+                return outcome
+            fp = self._refingerprint(payload, recorded)
+        raise self._projection_gave_up(key)
+
+    def complete(
+        self,
+        key: str,
+        token: int,
+        result: Any = None,
+        *,
+        receipt: Any = None,
+        retention_ms: int | None = None,
+    ) -> Operation:
+        """Records success under the lease ``token``: the result and receipt, as JSON."""
+        return self._do(self._complete(key, token, result, receipt, retention_ms))
+
+    def fail(
+        self,
+        key: str,
+        token: int,
+        error_class: str,
+        detail: str = "",
+        *,
+        retry_after_ms: int | None = None,
+        retention_ms: int | None = None,
+    ) -> Operation:
+        """Records a failed attempt; the ledger's retry policy places it."""
+        return self._do(self._fail(key, token, error_class, detail, retry_after_ms, retention_ms))
+
+    def heartbeat(self, key: str, token: int, *, lease_ms: int | None = None) -> Operation:
+        """Extends the lease ``token`` holds."""
+        return self._do(self._heartbeat(key, token, lease_ms))
+
+    def transition_and_send(
+        self,
+        key: str,
+        token: int,
+        queue: str,
+        message: Any,
+        *,
+        to: str = "succeeded",
+        headers: Any = None,
+        result: Any = None,
+        receipt: Any = None,
+        error_class: str | None = None,
+        error_detail: str | None = None,
+        retry_delay_ms: int | None = None,
+        retention_ms: int | None = None,
+    ) -> tuple[Operation, int]:
+        """The outbox: moves the operation from ``dispatching`` and sends ``message`` in one
+        transaction; the record and the new message's id."""
+        return self._do(
+            self._transition_and_send(
+                key,
+                token,
+                queue,
+                message,
+                to=to,
+                headers=headers,
+                result=result,
+                receipt=receipt,
+                error_class=error_class,
+                error_detail=error_detail,
+                retry_delay_ms=retry_delay_ms,
+                retention_ms=retention_ms,
+            )
+        )
+
+    def send(
+        self, queue: str, message: Any, *, headers: Any = None, delay_ms: int | None = None
+    ) -> int:
+        """Sends a message; its id."""
+        return self._do(self._send(queue, message, headers, delay_ms))
+
+    def read(
+        self,
+        queue: str,
+        vt_ms: int,
+        quantity: int = 1,
+        *,
+        ack: Iterable[tuple[int, int]] | None = None,
+    ) -> list[Message]:
+        """The oldest visible messages, each hidden for ``vt_ms``; ``ack``s earlier deliveries
+        (``(msg_id, read_ct)`` pairs) in the same transaction first."""
+        return self._do(self._read(queue, vt_ms, quantity, ack))
+
+    def ack(self, queue: str, msg_id: int, read_ct: int) -> str:
+        """Acknowledges one delivery (deletes the message); ``done``."""
+        return self._do(self._ack(queue, msg_id, read_ct))
+
+    def nack(
+        self,
+        queue: str,
+        msg_id: int,
+        read_ct: int,
+        error_class: str,
+        detail: str = "",
+        *,
+        retry_delay_ms: int = 0,
+    ) -> Message | None:
+        """Gives a delivery back with its error, visible again after the delay."""
+        return self._do(self._nack(queue, msg_id, read_ct, error_class, detail, retry_delay_ms))
+
+    def archive(self, queue: str, msg_id: int, read_ct: int | None = None) -> bool:
+        """Moves a message (of that delivery, given ``read_ct``) to the queue's archive."""
+        return self._do(self._archive(queue, msg_id, read_ct))
+
+    def show(self, key: str) -> Operation:
+        """The operation's record (NotFound when there is none)."""
+        return self._do(self._show(key))
+
+    def history(self, key: str) -> list[Event]:
+        """The operation's history, oldest first."""
+        return self._do(self._history(key))
+
+    def run(self, run_id: str) -> RunStatus | None:
+        """The run's budgets and what it used; None before its first budgeted claim."""
+        return self._do(self._run(run_id))
+
+    def run_action(
+        self,
+        run_id: str,
+        request_id: str,
+        action: str,
+        reason: str,
+        *,
+        limits: Mapping[str, Any] | None = None,
+    ) -> tuple[str, int]:
+        """``resume`` a halted run or set its ``budget`` (operators): status and audit seq."""
+        return self._do(self._run_action(run_id, request_id, action, reason, limits))
+
+    def whoami(self) -> tuple[str, str]:
+        """The login this ledger writes as, and its role."""
+        return self._do(self._whoami())
+
+    def now_ms(self) -> int:
+        """The ledger's clock."""
+        return self._do(self._now_ms())

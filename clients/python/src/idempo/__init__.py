@@ -41,12 +41,21 @@ from idempo.outcomes import (
     RetryLater,
     RunStatus,
 )
+from idempo.step import (
+    ErrorMap,
+    OnPending,
+    Pending,
+    StepConflict,
+    StepFailed,
+    StepPending,
+)
 
 __all__ = [
     "AsyncLedger",
     "BudgetExhausted",
     "ClaimOutcome",
     "Claimed",
+    "ErrorMap",
     "Event",
     "Fingerprint",
     "IdempoError",
@@ -62,9 +71,11 @@ __all__ = [
     "LedgerUnavailable",
     "Message",
     "NotFound",
+    "OnPending",
     "Operation",
     "PayloadMismatch",
     "PayloadTooLarge",
+    "Pending",
     "ProjectionMismatch",
     "ReconcileRequired",
     "RecordedError",
@@ -74,6 +85,9 @@ __all__ = [
     "RunStatus",
     "SchemaMismatch",
     "StaleLease",
+    "StepConflict",
+    "StepFailed",
+    "StepPending",
     "canonical_json",
     "fingerprint",
     "parse_json",

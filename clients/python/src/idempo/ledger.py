@@ -15,6 +15,7 @@ from idempo._base import LedgerBase, Rows, Statement
 from idempo.canonical import fingerprint
 from idempo.errors import from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
+from idempo.step import Step
 
 T = TypeVar("T")
 
@@ -260,3 +261,8 @@ class Ledger(LedgerBase):
     def now_ms(self) -> int:
         """The ledger's clock."""
         return self._do(self._now_ms())
+
+    def step(self, step_id: str, **options: Any) -> Step:
+        """Step middleware for ``step_id``: a decorator (sync or async functions) or a context
+        manager; ``options`` are :class:`idempo.step.Step`'s (docs/python.md)."""
+        return Step(self, step_id, **options)

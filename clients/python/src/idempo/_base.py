@@ -177,6 +177,38 @@ class LedgerBase:
             },
         )
 
+    def _transition_from_dispatching(
+        self,
+        key: str,
+        token: int,
+        to: str,
+        *,
+        result: Any,
+        receipt: Any,
+        error_class: str | None,
+        error_detail: str | None,
+        retry_delay_ms: int | None,
+        retention_ms: int | None,
+        detail: str | None,
+    ) -> Statement[Operation]:
+        return self._transition(
+            "transition",
+            _calls.transition_args(
+                self.namespace,
+                key,
+                token,
+                result=result,
+                receipt=receipt,
+                error_class=error_class,
+                error_detail=error_detail,
+                retry_delay_ms=retry_delay_ms,
+                retention_ms=retention_ms,
+                actor=self.owner,
+                detail=detail,
+                to=to,
+            ),
+        )
+
     def _heartbeat(self, key: str, token: int, lease_ms: int | None) -> Statement[Operation]:
         return self._transition(
             "heartbeat",

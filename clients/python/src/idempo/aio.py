@@ -15,6 +15,7 @@ from idempo._base import LedgerBase, Rows, Statement
 from idempo.canonical import fingerprint
 from idempo.errors import LedgerUnavailable, from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
+from idempo.step import AsyncStep
 
 T = TypeVar("T")
 
@@ -169,6 +170,38 @@ class AsyncLedger(LedgerBase):
             self._fail(key, token, error_class, detail, retry_after_ms, retention_ms)
         )
 
+    async def transition(
+        self,
+        key: str,
+        token: int,
+        to: str,
+        *,
+        result: Any = None,
+        receipt: Any = None,
+        error_class: str | None = None,
+        error_detail: str | None = None,
+        retry_delay_ms: int | None = None,
+        retention_ms: int | None = None,
+        detail: str | None = None,
+    ) -> Operation:
+        """Moves the operation from ``dispatching`` under the lease ``token`` to ``to``, as the
+        ledger's transition table allows (``idempo.transition``); ``retry_delay_ms`` places a
+        ``failed_retryable`` attempt itself instead of the default retry policy of ``fail``."""
+        return await self._do(
+            self._transition_from_dispatching(
+                key,
+                token,
+                to,
+                result=result,
+                receipt=receipt,
+                error_class=error_class,
+                error_detail=error_detail,
+                retry_delay_ms=retry_delay_ms,
+                retention_ms=retention_ms,
+                detail=detail,
+            )
+        )
+
     async def heartbeat(self, key: str, token: int, *, lease_ms: int | None = None) -> Operation:
         """Extends the lease ``token`` holds."""
         return await self._do(self._heartbeat(key, token, lease_ms))
@@ -280,3 +313,8 @@ class AsyncLedger(LedgerBase):
     async def now_ms(self) -> int:
         """The ledger's clock."""
         return await self._do(self._now_ms())
+
+    def step(self, step_id: str, **options: Any) -> AsyncStep:
+        """Step middleware for ``step_id`` on asyncio: a decorator of ``async def`` functions or an
+        ``async with`` block; ``options`` are :class:`idempo.step.Step`'s (docs/python.md)."""
+        return AsyncStep(self, step_id, **options)

@@ -152,6 +152,38 @@ class Ledger(LedgerBase):
         """Records a failed attempt; the ledger's retry policy places it."""
         return self._do(self._fail(key, token, error_class, detail, retry_after_ms, retention_ms))
 
+    def transition(
+        self,
+        key: str,
+        token: int,
+        to: str,
+        *,
+        result: Any = None,
+        receipt: Any = None,
+        error_class: str | None = None,
+        error_detail: str | None = None,
+        retry_delay_ms: int | None = None,
+        retention_ms: int | None = None,
+        detail: str | None = None,
+    ) -> Operation:
+        """Moves the operation from ``dispatching`` under the lease ``token`` to ``to``, as the
+        ledger's transition table allows (``idempo.transition``); ``retry_delay_ms`` places a
+        ``failed_retryable`` attempt itself instead of the default retry policy of ``fail``."""
+        return self._do(
+            self._transition_from_dispatching(
+                key,
+                token,
+                to,
+                result=result,
+                receipt=receipt,
+                error_class=error_class,
+                error_detail=error_detail,
+                retry_delay_ms=retry_delay_ms,
+                retention_ms=retention_ms,
+                detail=detail,
+            )
+        )
+
     def heartbeat(self, key: str, token: int, *, lease_ms: int | None = None) -> Operation:
         """Extends the lease ``token`` holds."""
         return self._do(self._heartbeat(key, token, lease_ms))

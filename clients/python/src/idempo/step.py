@@ -9,11 +9,12 @@ only turns the answers into a call, a replay, an exception or a pending marker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
@@ -33,10 +34,12 @@ from idempo.outcomes import (
 )
 
 if TYPE_CHECKING:
+    from idempo.aio import AsyncLedger
     from idempo.ledger import Ledger
 
 __all__ = [
     "DEFAULT_ERRORS",
+    "AsyncStep",
     "Classified",
     "ErrorMap",
     "OnPending",
@@ -44,6 +47,7 @@ __all__ = [
     "Step",
     "StepConflict",
     "StepFailed",
+    "StepHandle",
     "StepPending",
 ]
 
@@ -173,12 +177,11 @@ def _detail(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:4000]
 
 
-class Step:
-    """One step of a run, bound to a ``Ledger``: a decorator or a context manager."""
+class _Options:
+    """A step's options and how a call names its key and payload: what both twins share."""
 
     def __init__(
         self,
-        ledger: Ledger,
         step_id: str,
         *,
         run_id: str | None = None,
@@ -195,7 +198,6 @@ class Step:
         deadline_s: float = 30.0,
         errors: ErrorMap = DEFAULT_ERRORS,
     ) -> None:
-        self._ledger = ledger
         self.step_id = step_id
         self._run_id = run_id
         self._target = target
@@ -210,8 +212,6 @@ class Step:
         self._on_pending = on_pending
         self._deadline_s = deadline_s
         self._errors = errors
-        self._run: _Run | None = None
-        self._beat: _Heartbeat | None = None
         self._handle = StepHandle("", False, None)
 
     # --- the decorator ---------------------------------------------------------------------
@@ -231,6 +231,41 @@ class Step:
             key = f"{run_id}:{self.step_id}" + (f":{target}" if target else "")
         payload = self._payload_of(*args, **kwargs) if self._payload_of else values
         return key, run_id, payload
+
+    def _block_identity(self) -> tuple[str, str, Any]:
+        """The key, run and payload of a ``with`` block."""
+        if self._run_id is None:
+            raise TypeError("a step used with 'with' needs run_id=")
+        key = f"{self._run_id}:{self.step_id}" + (f":{self._target}" if self._target else "")
+        return key, self._run_id, self._payload
+
+    def _settle(self, key: str, outcome: ClaimOutcome, left: float) -> Any:
+        """What a claim's answer means for the call: ``_RUN``, the value it answers instead, or a
+        ``_Wait``; raises for a recorded error, a conflict or a pending answer under RAISE."""
+        if isinstance(outcome, Claimed):
+            return _RUN
+        if isinstance(outcome, Replayed):
+            if outcome.error is not None:
+                raise StepFailed(key, outcome.error.error_class, outcome.error.detail)
+            return outcome.result
+        if isinstance(outcome, PayloadMismatch | ProjectionMismatch):
+            raise StepConflict(key, outcome)
+        assert isinstance(outcome, InProgress | RetryLater | ReconcileRequired | BudgetExhausted)
+        if self._on_pending is OnPending.RETURN:
+            return Pending(key, outcome)
+        if self._on_pending is OnPending.RAISE or left <= 0:
+            raise StepPending(key, outcome)
+        return _Wait(outcome.at if isinstance(outcome, RetryLater) else None)
+
+
+class Step(_Options):
+    """One step of a run, bound to a ``Ledger``: a decorator or a context manager."""
+
+    def __init__(self, ledger: Ledger, step_id: str, **options: Any) -> None:
+        super().__init__(step_id, **options)
+        self._ledger = ledger
+        self._run: _Run | None = None
+        self._beat: _Heartbeat | None = None
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         if inspect.iscoroutinefunction(fn):
@@ -274,10 +309,8 @@ class Step:
     # --- the context manager ---------------------------------------------------------------
 
     def __enter__(self) -> StepHandle:
-        if self._run_id is None:
-            raise TypeError("a step used with 'with' needs run_id=")
-        key = f"{self._run_id}:{self.step_id}" + (f":{self._target}" if self._target else "")
-        run = _Run(self, key, self._run_id, self._payload)
+        key, run_id, payload = self._block_identity()
+        run = _Run(self, key, run_id, payload)
         began = run.begin()
         handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
         if handle.should_run:
@@ -321,6 +354,35 @@ class _Running:
 _RUN = _Running()
 
 
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    """Claim again later: at ``until_ms`` on the ledger's clock (RetryLater), or after a backoff."""
+
+    until_ms: int | None
+
+
+class _Backoff:
+    """The pending policy's waits until the deadline: a RetryLater's time, else 50 ms to 1 s."""
+
+    def __init__(self, deadline_s: float) -> None:
+        self._deadline = time.monotonic() + deadline_s
+        self._pause = 0.05
+
+    def left(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def pause(self, wait: _Wait, now_ms: int) -> float:
+        left = self.left()
+        if wait.until_ms is not None:
+            return min(max((wait.until_ms - now_ms) / 1000, 0.01), left)
+        pause, self._pause = self._pause, min(self._pause * 2, 1.0)
+        return min(pause, left)
+
+
+def _note_unrecorded(error: BaseException, refused: IdempoError) -> None:
+    error.add_note(f"idempo: the failure was not recorded: {refused.code}: {refused}")
+
+
 class _Run:
     """One delivery of a step: claim, then record what the body did."""
 
@@ -346,34 +408,16 @@ class _Run:
 
     def begin(self) -> Any:
         """``_RUN`` when the body is to run; otherwise what the call answers instead."""
-        deadline = time.monotonic() + self.step._deadline_s
-        pause = 0.05
+        backoff = _Backoff(self.step._deadline_s)
         while True:
             outcome = self._claim()
-            if isinstance(outcome, Claimed):
-                self.token = outcome.token
-                return _RUN
-            if isinstance(outcome, Replayed):
-                if outcome.error is not None:
-                    raise StepFailed(self.key, outcome.error.error_class, outcome.error.detail)
-                return outcome.result
-            if isinstance(outcome, PayloadMismatch | ProjectionMismatch):
-                raise StepConflict(self.key, outcome)
-            assert isinstance(
-                outcome, InProgress | RetryLater | ReconcileRequired | BudgetExhausted
-            )
-            policy = self.step._on_pending
-            if policy is OnPending.RETURN:
-                return Pending(self.key, outcome)
-            left = deadline - time.monotonic()
-            if policy is OnPending.RAISE or left <= 0:
-                raise StepPending(self.key, outcome)
-            if isinstance(outcome, RetryLater):
-                wait = (outcome.at - self.step._ledger.now_ms()) / 1000
-                time.sleep(min(max(wait, 0.01), left))
-            else:
-                time.sleep(min(pause, left))
-                pause = min(pause * 2, 1.0)
+            answer = self.step._settle(self.key, outcome, backoff.left())
+            if not isinstance(answer, _Wait):
+                if isinstance(outcome, Claimed):
+                    self.token = outcome.token
+                return answer
+            now_ms = self.step._ledger.now_ms() if answer.until_ms is not None else 0
+            time.sleep(backoff.pause(answer, now_ms))
 
     def heartbeat(self) -> _Heartbeat:
         return _Heartbeat(self)
@@ -399,7 +443,7 @@ class _Run:
                 retry_after_ms=found.retry_after_ms,
             )
         except IdempoError as refused:
-            error.add_note(f"idempo: the failure was not recorded: {refused.code}: {refused}")
+            _note_unrecorded(error, refused)
 
 
 class _Heartbeat:
@@ -432,3 +476,162 @@ class _Heartbeat:
     ) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class AsyncStep(_Options):
+    """One step of a run, bound to an ``AsyncLedger``: a decorator of ``async def`` functions or
+    an ``async with`` block; the same options and answers as :class:`Step`."""
+
+    def __init__(self, ledger: AsyncLedger, step_id: str, **options: Any) -> None:
+        super().__init__(step_id, **options)
+        self._ledger = ledger
+        self._run: _AsyncRun | None = None
+        self._beat: _AsyncHeartbeat | None = None
+
+    def __call__(
+        self, fn: Callable[P, Coroutine[Any, Any, R]]
+    ) -> Callable[P, Coroutine[Any, Any, R]]:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError("AsyncLedger.step decorates async functions; Ledger.step the others")
+
+        @functools.wraps(fn)
+        async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            key, run_id, payload = self._call_identity(fn, args, kwargs)
+            step_run = _AsyncRun(self, key, run_id, payload)
+            began = await step_run.begin()
+            if began is not _RUN:
+                return cast(R, began)
+            async with step_run.heartbeat():
+                try:
+                    value = await fn(*args, **kwargs)
+                except BaseException as error:
+                    await step_run.failed(error)
+                    raise
+            await step_run.succeeded(value)
+            return value
+
+        return run
+
+    async def __aenter__(self) -> StepHandle:
+        key, run_id, payload = self._block_identity()
+        step_run = _AsyncRun(self, key, run_id, payload)
+        began = await step_run.begin()
+        handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
+        if handle.should_run:
+            self._run = step_run
+            self._beat = step_run.heartbeat()
+            await self._beat.__aenter__()
+        self._handle = handle
+        return handle
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        step_run, self._run = self._run, None
+        if step_run is None:
+            return
+        if self._beat is not None:
+            await self._beat.__aexit__(kind, error, tb)
+        if error is not None:
+            await step_run.failed(error)
+        else:
+            await step_run.succeeded(self._handle.result)
+
+
+class _AsyncRun:
+    """One delivery of a step on the asyncio ledger: claim, then record what the body did."""
+
+    def __init__(self, step: AsyncStep, key: str, run_id: str, payload: Any) -> None:
+        self.step = step
+        self.key = key
+        self.run_id = run_id
+        self.payload = payload
+        self.token = 0
+        self.lost: IdempoError | None = None
+
+    async def begin(self) -> Any:
+        """``_RUN`` when the body is to run; otherwise what the call answers instead."""
+        s = self.step
+        backoff = _Backoff(s._deadline_s)
+        while True:
+            outcome = await s._ledger.claim(
+                self.key,
+                self.payload,
+                fingerprint_fields=s._fields,
+                tool_kind=s.tool_kind,
+                run_id=self.run_id,
+                step_id=s.step_id,
+                lease_ms=s._lease_ms,
+            )
+            answer = s._settle(self.key, outcome, backoff.left())
+            if not isinstance(answer, _Wait):
+                if isinstance(outcome, Claimed):
+                    self.token = outcome.token
+                return answer
+            now_ms = await s._ledger.now_ms() if answer.until_ms is not None else 0
+            await asyncio.sleep(backoff.pause(answer, now_ms))
+
+    def heartbeat(self) -> _AsyncHeartbeat:
+        return _AsyncHeartbeat(self)
+
+    async def succeeded(self, value: Any) -> None:
+        try:
+            await self.step._ledger.complete(self.key, self.token, value)
+        except IdempoError as error:
+            if error.code == "invalid_json":
+                # The effect happened but its result cannot be recorded: never run it blindly again.
+                await self.step._ledger.fail(self.key, self.token, "unknown_outcome", str(error))
+            raise
+
+    async def failed(self, error: BaseException) -> None:
+        """Records the body's exception; the caller re-raises it, noted if it went unrecorded."""
+        found = self.step._errors.classify(error, self.step.tool_kind)
+        try:
+            await self.step._ledger.fail(
+                self.key,
+                self.token,
+                found.error_class,
+                _detail(error),
+                retry_after_ms=found.retry_after_ms,
+            )
+        except IdempoError as refused:
+            _note_unrecorded(error, refused)
+
+
+class _AsyncHeartbeat:
+    """Extends the lease every third of it while the body runs: a task on the same event loop,
+    so a body that blocks the loop (instead of awaiting) starves it, and the lease may lapse."""
+
+    def __init__(self, run: _AsyncRun) -> None:
+        self._run = run
+        self._task: asyncio.Task[None] | None = None
+
+    async def _beat(self) -> None:
+        step = self._run.step
+        while True:
+            await asyncio.sleep(step._lease_ms / 3000)
+            run = self._run
+            try:
+                await step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
+            except IdempoError as error:
+                # A lost lease ends the beat; the record after the body is refused as stale.
+                self._run.lost = error
+                return
+
+    async def __aenter__(self) -> _AsyncHeartbeat:
+        self._task = asyncio.create_task(self._beat(), name=f"heartbeat {self._run.key}")
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

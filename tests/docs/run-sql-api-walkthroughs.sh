@@ -3,8 +3,8 @@
 # Runs the walk-throughs of docs/sql-api.md (the ```sql walkthrough and ```python walkthrough
 # blocks) against $IDEMPO_TEST_POSTGRES_URL, set by tests/pg/with-postgres.sh:
 #   run-sql-api-walkthroughs.sh IDEMPO_BINARY DOC
-# The ledger is made by `idempo init` first. The Python block needs psycopg 3 (Debian:
-# python3-psycopg); without it the script exits 77, CTest's skip code.
+# The ledger is made by `idempo init` first. The Python block runs in the Python client's venv,
+# made by tests/python/python-venv.sh (the same cached venv as the python_client test).
 set -euo pipefail
 idempo=$1
 doc=$2
@@ -20,11 +20,6 @@ awk '/^```python walkthrough$/ {on = 1; next} /^```$/ {on = 0} on' "$doc" >"$tmp
 psql -X -q -v ON_ERROR_STOP=1 -d "$url" -f "$tmp/walk.sql"
 echo "psql walk-through: ok"
 
-for python in python3 /usr/bin/python3; do
-    if command -v "$python" >/dev/null && "$python" -c 'import psycopg' 2>/dev/null; then
-        IDEMPO_URL=$url "$python" "$tmp/walk.py"
-        exit 0
-    fi
-done
-echo "psycopg 3 is not installed (Debian: apt install python3-psycopg): Python walk-through skipped" >&2
-exit 77
+# The Python block runs in the Python client's venv (psycopg 3 and the package's canonicaliser).
+venv=$(bash "$(dirname "$0")/../python/python-venv.sh")
+IDEMPO_URL=$url PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$tmp/walk.py"

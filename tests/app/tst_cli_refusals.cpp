@@ -644,7 +644,7 @@ private Q_SLOTS:
                  0);
 
         const CliRun intact = verifyAgainstLedger(pack);
-        QCOMPARE(intact.exitCode, 0);
+        QVERIFY2(intact.exitCode == 0, QByteArray(intact.out + intact.err).constData());
         const QJsonObject ledger = intact.json.value(S("ledger")).toObject();
         QCOMPARE(ledger.value(S("operation_version")).toInt(), version + 2);
         QVERIFY2(ledger.value(S("uncompared")).toArray().contains(S("result")),

@@ -200,6 +200,7 @@ int exitFor(ErrorCode code)
     case ErrorCode::SchemaMismatch:
         return ExitUnavailable;
     case ErrorCode::LedgerBusy:
+    case ErrorCode::InProgress:
         return ExitTempFail;
     case ErrorCode::Internal:
         return ExitInternal;

@@ -39,8 +39,9 @@ const Entry kExitCodes[] = {
            "file; a newer schema, or an older one opened read-only)"},
     {"70", "internal error"},
     {"75", "do not execute now: in_progress, retry_later, reconcile_required, budget_exhausted\n"
-           "(the run is halted until a person resumes it); or ledger_busy (locked, nothing\n"
-           "written): try again"},
+           "(the run is halted until a person resumes it); in_progress also for a DLQ replay\n"
+           "whose dead letters another open replay holds (named, with who and since when);\n"
+           "or ledger_busy (locked, nothing written): try again"},
 };
 
 const char *const kGuardedExits =

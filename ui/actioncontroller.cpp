@@ -17,6 +17,7 @@
 #include "approvecommand.h"
 #include "displayformat.h"
 #include "dlqreplaycommand.h"
+#include "error.h"
 #include "guardedactiondialog.h"
 #include "journallookup.h"
 #include "ledgerconnection.h"
@@ -57,6 +58,14 @@ template <typename Command> Answer validateAndExecute(Command &action)
             return a;
         }
         a.outcome = QString::fromStdString(action.execute().text());
+    } catch (const Error &e) {
+        a.ok = false;
+        // Another holder does this work now (an open replay of the same dead letters): say that
+        // nothing happened, before the store's words on who holds it and since when.
+        a.error = e.code() == ErrorCode::InProgress
+                      ? QObject::tr("Not started, nothing was written: %1")
+                            .arg(QString::fromStdString(e.what()))
+                      : QString::fromStdString(e.what());
     } catch (const std::exception &e) {
         a.ok = false;
         a.error = QString::fromStdString(e.what());

@@ -56,6 +56,13 @@ std::string_view replayClassName(ReplayClass c)
     return "unreadable";
 }
 
+std::int64_t DlqReplayCommand::idleLimitMs(double ratePerSecond)
+{
+    const double gapMs = 1000.0 / ratePerSecond;
+    return static_cast<std::int64_t>(std::clamp(4 * gapMs, static_cast<double>(MinIdleLimitMs),
+                                                static_cast<double>(MaxIdleLimitMs)));
+}
+
 DlqReplayCommand::DlqReplayCommand(LedgerStore &store, MessageQueue &queue, ActorIdentity actor,
                                    Request request, Options options)
     : m_store(store), m_queue(queue), m_actor(std::move(actor)), m_request(std::move(request)),
@@ -368,10 +375,13 @@ ReplayOutcome DlqReplayCommand::execute()
                          })
             .audit->seq;
     };
-    const std::int64_t startSeq = audit("dlq_replay", {{"ids", m_request.ids},
-                                                       {"count", count},
-                                                       {"by_class", preview.details.at("by_class")},
-                                                       {"rate_per_s", m_request.ratePerSecond}});
+    // Refused (InProgress) while another live replay of the queue holds one of the ids.
+    const std::int64_t startSeq =
+        audit("dlq_replay", {{"ids", m_request.ids},
+                             {"count", count},
+                             {"by_class", preview.details.at("by_class")},
+                             {"rate_per_s", m_request.ratePerSecond},
+                             {"idle_limit_ms", idleLimitMs(m_request.ratePerSecond)}});
 
     PacedRun run(m_request.ratePerSecond, count,
                  {m_options.sleep, m_options.progress, m_options.cancelled});
@@ -393,6 +403,7 @@ ReplayOutcome DlqReplayCommand::execute()
                 headers.contains("dlq") ? headers["dlq"] : nlohmann::json();
             headers.erase("dlq");
             headers["replay"] = {{"replay_id", m_request.replayId},
+                                 {"begun_seq", startSeq},
                                  {"of_msg_id", item.msgId},
                                  {"generation", item.generation + 1},
                                  {"dead_letter", provenance}};
@@ -402,7 +413,8 @@ ReplayOutcome DlqReplayCommand::execute()
         run.done();
     }
     const bool cancelled = run.cancelled();
-    const std::int64_t endSeq = audit("dlq_replay_finished", {{"requeued", requeued},
+    const std::int64_t endSeq = audit("dlq_replay_finished", {{"begun_seq", startSeq},
+                                                              {"requeued", requeued},
                                                               {"taken_by_other_replay", taken},
                                                               {"not_replayed", notReplayed},
                                                               {"cancelled", cancelled}});

@@ -58,13 +58,28 @@ struct ReplayItem
 /// answers true, and closes with a `dlq_replay_finished` record with the counts. Each requeued
 /// message carries the header "replay": {"replay_id", "of_msg_id", "generation"}; should it
 /// fail again, its new dead letter keeps that header, has a new msg_id outside the frozen set,
-/// and is never picked up by the same replay. MessageQueue::requeueDeadLetter() takes each dead
-/// letter exclusively, so two replays of the same set at once requeue each message once.
+/// and is never picked up by the same replay.
+///
+/// A dead letter is in at most one open replay: the store refuses the `dlq_replay` record with
+/// Error(InProgress), naming the replay, who runs it and since when, while another live replay
+/// of the queue holds one of the ids or has this replay id; nothing is written then. A replay is
+/// live while it requeues: each requeue stamps it on the ledger's clock, and one that requeued
+/// nothing for idleLimitMs() of its rate is abandoned, taken over by the next replay (whose
+/// `dlq_replay` record names it under "took_over") and fenced off: every requeue and the finish
+/// name their run by the seq of its `dlq_replay` record (the header's and the finish record's
+/// "begun_seq"), and a run that was taken over is refused (Error(Refused)).
 class DlqReplayCommand final : public GuardedAction
 {
 public:
     /// The fastest replay rate, messages per second.
     static constexpr double MaxRatePerSecond = 10'000;
+    /// The bounds of idleLimitMs(): five minutes, seven days.
+    static constexpr std::int64_t MinIdleLimitMs = 300'000;
+    static constexpr std::int64_t MaxIdleLimitMs = 604'800'000;
+
+    /// How long a replay at `ratePerSecond` may requeue nothing before it counts as abandoned:
+    /// four gaps between messages, within [MinIdleLimitMs, MaxIdleLimitMs].
+    static std::int64_t idleLimitMs(double ratePerSecond);
 
     struct Request
     {

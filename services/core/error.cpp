@@ -30,6 +30,8 @@ const char *errorCodeName(ErrorCode code)
         return "refused";
     case ErrorCode::ProjectionMismatch:
         return "projection_mismatch";
+    case ErrorCode::InProgress:
+        return "in_progress";
     case ErrorCode::Internal:
         return "internal";
     }

@@ -25,6 +25,8 @@ enum class ErrorCode
     Refused, ///< a guarded action's rule said no (role, four-eyes, reason, reused approval id)
     ProjectionMismatch, ///< a claim names another fingerprint projection than the operation's
                         ///< record
+    InProgress,         ///< another holder is doing this work now (an open DLQ replay of the
+                        ///< same dead letters): nothing was written; do not execute now
     Internal,           ///< a storage failure that is none of the above
 };
 

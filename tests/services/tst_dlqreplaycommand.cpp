@@ -5,6 +5,7 @@
 #include <barrier>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <QtTest>
@@ -45,7 +46,8 @@ private Q_SLOTS:
 
     /// 1,000 dead letters of which 900 are already completed: the replay requeues them with
     /// their keys, the consumer's claims execute exactly 100 and suppress 900, and no provider
-    /// effect happens twice. Two replays of the same set run at once.
+    /// effect happens twice. Two replays of the same set start at once: one requeues every
+    /// message, the other is refused up front (InProgress) and writes nothing.
     void replayOfAThousandDeadLettersExecutesOnlyTheMissingHundred()
     {
         LedgerFixture f;
@@ -112,6 +114,7 @@ private Q_SLOTS:
                                                   LedgerFixture::openQueue(stores[1])};
         std::barrier start(2);
         std::int64_t requeued[2] = {0, 0};
+        std::optional<Error> refusals[2];
         std::vector<std::thread> replays;
         for (int i = 0; i < 2; ++i)
             replays.emplace_back([&, i] {
@@ -120,11 +123,22 @@ private Q_SLOTS:
                                         request(), options);
                 replay.describe();
                 start.arrive_and_wait();
-                requeued[i] = replay.execute().requeued;
+                try {
+                    requeued[i] = replay.execute().requeued;
+                } catch (const Error &e) {
+                    refusals[i] = e;
+                }
             });
         for (auto &t : replays)
             t.join();
         QCOMPARE(requeued[0] + requeued[1], std::int64_t(1000));
+        QCOMPARE(int(bool(refusals[0])) + int(bool(refusals[1])), 1);
+        const Error &refused = refusals[0] ? *refusals[0] : *refusals[1];
+        QCOMPARE(refused.code(), ErrorCode::InProgress);
+        // Named: the holder, the one that was not refused.
+        QVERIFY2(std::string(refused.what()).find(refusals[0] ? "otto" : "oliver") !=
+                     std::string::npos,
+                 refused.what());
         QCOMPARE(queue->metrics(q).length, std::int64_t(1000));
         QVERIFY(queue->deadLetters(q, 0, 10).empty());
         for (const auto &gap : sleeps)
@@ -164,7 +178,7 @@ private Q_SLOTS:
                 replayed += count;
         QCOMPARE(replayed, std::int64_t(900));
         const auto audit = f.store().auditLog(0, 100);
-        QCOMPARE(audit.size(), std::size_t(4)); // start and finish of each replay
+        QCOMPARE(audit.size(), std::size_t(2)); // start and finish of the one replay
         QVERIFY(AuditVerify(f.store()).run().ok);
     }
 
@@ -232,6 +246,69 @@ private Q_SLOTS:
             DlqReplayCommand(f.store(), *queue, kOliver, request, options).execute().toJson();
         QCOMPARE(rest.at("requeued").get<int>(), 2);
         QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(4));
+    }
+
+    /// A replay whose runner died after its first requeue (no finish) holds the rest of its set
+    /// until its idle limit has passed on the ledger's clock; then the next replay takes it over,
+    /// its record names the abandoned run, and the dead run's late requeue is refused.
+    void abandonedReplayIsTakenOver()
+    {
+        LedgerFixture f;
+        auto queue = LedgerFixture::openQueue(f.sharedStore());
+        const std::string q = "hooks_" + std::string(LedgerFixture::storeName());
+        queue->createQueue(q, {.maxReads = 1});
+        const std::int64_t now = f.store().nowMs();
+        for (int i = 0; i < 3; ++i)
+            queue->send(q, envelope("run-h" + std::to_string(i) + ":hook", now), "", 0);
+        for (int round = 0; round < 2; ++round)
+            queue->read(q, 0, 100);
+        DlqReplayCommand::Request request;
+        request.ns = kNs;
+        request.queue = q;
+        request.ids = DlqReplayCommand::resolveFilter(*queue, q, "all");
+        request.reason = "hooks endpoint fixed";
+        request.confirmCount = 3;
+        request.ratePerSecond = 1;
+        DlqReplayCommand::Options options;
+        options.sleep = [](std::chrono::milliseconds) {};
+        DlqReplayCommand::Options dies = options;
+        dies.progress = [](std::int64_t, std::int64_t) { throw std::runtime_error("killed"); };
+        QVERIFY_THROWS_EXCEPTION(
+            std::runtime_error,
+            DlqReplayCommand(f.store(), *queue, kOliver, request, dies).execute());
+        QCOMPARE(queue->deadLetters(q, 0, 10).size(), std::size_t(2));
+        const AuditRecord begun = f.store().auditLog(0, 10).at(0);
+        QCOMPARE(begun.entry.action, std::string("dlq_replay"));
+
+        const ActorIdentity otto{"otto", "operator"};
+        request.confirmCount = 2;
+        try {
+            DlqReplayCommand(f.store(), *queue, otto, request, options).execute();
+            QFAIL("a replay of a set another live replay holds began");
+        } catch (const Error &held) {
+            QCOMPARE(held.code(), ErrorCode::InProgress);
+            QVERIFY2(std::string(held.what()).find("oliver") != std::string::npos, held.what());
+        }
+        QCOMPARE(f.store().auditLog(0, 10).size(), std::size_t(1));
+
+        f.advanceMs(DlqReplayCommand::idleLimitMs(request.ratePerSecond) + 1);
+        const ReplayOutcome taken =
+            DlqReplayCommand(f.store(), *queue, otto, request, options).execute();
+        QCOMPARE(taken.requeued, std::int64_t(2));
+        const nlohmann::json tookOver =
+            nlohmann::json::parse(f.store().auditLog(begun.seq, 10).at(0).entry.detail)
+                .at("took_over");
+        QCOMPARE(tookOver.size(), std::size_t(1));
+        QCOMPARE(tookOver[0].at("begun_seq").get<std::int64_t>(), begun.seq);
+        QCOMPARE(tookOver[0].at("who").get<std::string>(), std::string("oliver"));
+
+        const nlohmann::json late = {
+            {"replay",
+             {{"replay_id", nlohmann::json::parse(begun.entry.detail).at("replay_id")},
+              {"begun_seq", begun.seq}}}};
+        QCOMPARE(errorOf([&] { queue->requeueDeadLetter(q, request.ids.back(), late.dump()); }),
+                 ErrorCode::Refused);
+        QVERIFY(AuditVerify(f.store()).run().ok);
     }
 };
 

@@ -55,13 +55,14 @@ ErrorCode codeForSqlState(std::string_view state)
     if (state.size() != 5)
         return ErrorCode::Internal;
     if (isLedgerRule(state)) {
-        // ID001 … ID008, as 0006_function_api.sql numbers them.
-        constexpr ErrorCode kRules[] = {ErrorCode::InvalidKey,        ErrorCode::InvalidJson,
-                                        ErrorCode::PayloadTooLarge,   ErrorCode::InvalidArgument,
-                                        ErrorCode::NotFound,          ErrorCode::StaleLease,
-                                        ErrorCode::IllegalTransition, ErrorCode::Refused};
+        // ID001 … ID008, as 0006_function_api.sql numbers them; ID009 since schema 26.
+        constexpr ErrorCode kRules[] = {
+            ErrorCode::InvalidKey,        ErrorCode::InvalidJson, ErrorCode::PayloadTooLarge,
+            ErrorCode::InvalidArgument,   ErrorCode::NotFound,    ErrorCode::StaleLease,
+            ErrorCode::IllegalTransition, ErrorCode::Refused,     ErrorCode::InProgress};
+        constexpr int kCount = sizeof kRules / sizeof kRules[0];
         const int n = (state[2] - '0') * 100 + (state[3] - '0') * 10 + (state[4] - '0');
-        return n >= 1 && n <= 8 ? kRules[n - 1] : ErrorCode::Internal;
+        return n >= 1 && n <= kCount ? kRules[n - 1] : ErrorCode::Internal;
     }
     const std::string_view cls = state.substr(0, 2);
     // Nothing was written and the same request may pass in a moment: 40 serialization failure or

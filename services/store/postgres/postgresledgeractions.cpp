@@ -238,12 +238,13 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
             .text(idArray(detailMember(audit, "ids")))
             .text(audit.reason)
             .text(audit.detail)
+            .integer(detailMember(audit, "idle_limit_ms").get<std::int64_t>())
             .text(audit.who)
             .text(audit.role);
         appendClock(params);
         seq = c.execPrepared("begin replay", "idempo_replay_begin",
-                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, $6, $7, "
-                             "$8::bigint, $9::bigint)",
+                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, "
+                             "$6::bigint, $7, $8, $9::bigint, $10::bigint)",
                              params)
                   .integer(0, 0);
     } else if (audit.action == "dlq_replay_finished") {
@@ -252,15 +253,15 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
             .text(detailMember(audit, "replay_id").get<std::string>())
             .text(audit.reason)
             .text(audit.detail)
+            .integer(detailMember(audit, "begun_seq").get<std::int64_t>())
             .text(audit.who)
             .text(audit.role);
         appendClock(params);
-        seq =
-            c.execPrepared(
-                 "finish replay", "idempo_replay_finish",
-                 "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint)",
-                 params)
-                .integer(0, 0);
+        seq = c.execPrepared("finish replay", "idempo_replay_finish",
+                             "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5::bigint, $6, $7, "
+                             "$8::bigint, $9::bigint)",
+                             params)
+                  .integer(0, 0);
     } else if (audit.action == "setting" && result.plan.setting) {
         PgParams params;
         params.text(result.plan.setting->first)

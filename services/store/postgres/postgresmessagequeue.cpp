@@ -453,24 +453,30 @@ std::optional<std::int64_t> PostgresMessageQueue::requeueDeadLetter(const std::s
                     "'" + queue + "' is a dead-letter queue: replay to its source queue");
     const OutgoingMessage headers = prepareMessage("null", headersJson);
     // A replay's requeue names the replay it belongs to (DlqReplayCommand's "replay" header):
-    // the database lets a login requeue only the dead letters of a replay it opened.
+    // the database lets a login requeue only the dead letters of a replay it opened, and only
+    // while the run named by "begun_seq" still holds it (none took it over as abandoned).
     std::optional<std::string> replayId;
+    std::optional<std::int64_t> begunSeq;
     if (!headers.headers.empty()) {
         const nlohmann::json h = nlohmann::json::parse(headers.headers);
-        if (const auto it = h.find("replay"); it != h.end() && it->is_object() &&
-                                              it->contains("replay_id") &&
-                                              it->at("replay_id").is_string())
-            replayId = it->at("replay_id").get<std::string>();
+        if (const auto it = h.find("replay"); it != h.end() && it->is_object()) {
+            if (it->contains("replay_id") && it->at("replay_id").is_string())
+                replayId = it->at("replay_id").get<std::string>();
+            if (it->contains("begun_seq") && it->at("begun_seq").is_number_integer())
+                begunSeq = it->at("begun_seq").get<std::int64_t>();
+        }
     }
     PgParams params;
     params.text(name.str())
         .integer(msgId)
         .optionalText(optionalHeaders(headers))
-        .optionalText(replayId);
+        .optionalText(replayId)
+        .optionalInteger(begunSeq);
     m_ledger->appendClock(params);
     const PgResult r = c.execPrepared(
         "requeue dead letter", "iq_requeue",
-        "SELECT idempo.queue_requeue_dead_letter($1, $2::bigint, $3, $4, $5::bigint, $6::bigint)",
+        "SELECT idempo.queue_requeue_dead_letter($1, $2::bigint, $3, $4, $5::bigint, "
+        "$6::bigint, $7::bigint)",
         params);
     return r.optionalInteger(0, 0);
 }

@@ -9,6 +9,7 @@
 #include "auditchain.h"
 #include "error.h"
 #include "keyprefix.h"
+#include "sqlitedlqreplays.h"
 #include "sqliteledgerrows.h"
 #include "sqliteledgerstore.h"
 #include "sqliterunbudgets.h"
@@ -237,8 +238,17 @@ ActionResult SqliteLedgerStore::applyAction(const ActionTarget &target, const Ac
 {
     SqliteConnection &db = connection();
     WriteTransaction tx(db);
-    SqliteActionTransaction action(db, m_clock->nowMs());
-    ActionResult result = runAction(action, target, decide);
+    const std::int64_t now = m_clock->nowMs();
+    SqliteActionTransaction action(db, now);
+    // A DLQ replay's records open and close it (sqlitedlqreplays.h), as PostgreSQL's functions do.
+    ActionResult result = runAction(action, target, [&](const ActionState &state) {
+        ActionPlan plan = decide(state);
+        if (plan.audit)
+            sqlitedlqreplays::checkAudit(db, *plan.audit, now);
+        return plan;
+    });
+    if (result.audit)
+        sqlitedlqreplays::recordAudit(db, *result.audit, now);
     tx.commit();
     return result;
 }

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "queuename.h"
 #include "queuerules.h"
+#include "sqlitedlqreplays.h"
 #include "sqliteledgerstore.h"
 #include "sqliteoutbox.h"
 #include "sqlitequeuerows.h"
@@ -475,6 +476,8 @@ std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::str
         throw Error(ErrorCode::InvalidArgument,
                     "'" + queue + "' is a dead-letter queue: replay to its source queue");
     const QueueName dlq(info.deadLetterQueue);
+    const std::int64_t now = m_ledger->nowMs();
+    sqlitedlqreplays::checkRequeue(db, queue, headersJson, now);
     std::string body;
     {
         Statement q =
@@ -482,11 +485,13 @@ std::optional<std::int64_t> SqliteMessageQueue::requeueDeadLetter(const std::str
                 QStringLiteral("SELECT message FROM ") + queueIdentifier(dlq.queueTable()) +
                     QStringLiteral(" WHERE msg_id = ?"),
                 {integer(msgId)}, "read dead letter");
-        if (!q->next())
+        if (!q->next()) {
+            q->finish();
+            tx.commit(); // the replay's stamp
             return std::nullopt;
+        }
         body = q->value(0).toString().toStdString();
     }
-    const std::int64_t now = m_ledger->nowMs();
     run(db,
         QStringLiteral("INSERT INTO ") + queueIdentifier(dlq.archiveTable()) +
             QStringLiteral(

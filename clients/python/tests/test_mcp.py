@@ -124,15 +124,28 @@ def test_concurrent_duplicates_from_two_sessions_make_one_effect(
     args: dict[str, Any] = {"invoice_id": "inv-8", "amount": 990}
     answers: list[CallToolResult] = []
 
-    async def one(session: ClientSession) -> None:
-        answers.append(await session.call_tool("charge", args, meta=meta()))
+    async def one(ready: anyio.Event, go: anyio.Event, done: anyio.Event, again: bool) -> None:
+        # both guards start at once and call once both are up; one calls again after both answered
+        async with rig.session("--delay", "1.0") as session:
+            ready.set()
+            await go.wait()
+            answers.append(await session.call_tool("charge", args, meta=meta()))
+            if again:
+                await done.wait()
+                answers.append(await session.call_tool("charge", args, meta=meta()))
 
     async def scenario() -> None:
-        async with rig.session("--delay", "1.0") as first, rig.session() as second:
-            async with anyio.create_task_group() as group:
-                group.start_soon(one, first)
-                group.start_soon(one, second)
-            await one(second)
+        go, first_done = anyio.Event(), anyio.Event()
+        ready = [anyio.Event(), anyio.Event()]
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, ready[0], go, first_done, False)
+            group.start_soon(one, ready[1], go, first_done, True)
+            for event in ready:
+                await event.wait()
+            go.set()
+            while len(answers) < 2:
+                await anyio.sleep(0.05)
+            first_done.set()
 
     run(scenario)
     assert sorted(status(a) for a in answers[:2]) == ["executed", "in_progress"]

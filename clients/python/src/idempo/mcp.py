@@ -494,7 +494,14 @@ def _answer(name: str, key: str, outcome: ClaimOutcome) -> types.CallToolResult:
     meta = {STATE_META: outcome.operation.state, **_k(key)}
     if isinstance(outcome, Replayed):
         if outcome.error is None:
-            recorded = types.CallToolResult.model_validate(outcome.result)
+            try:
+                recorded = types.CallToolResult.model_validate(outcome.result)
+            except ValueError:  # pydantic's ValidationError: a record not made by a guard
+                return _error(
+                    f"{name}: {key!r} succeeded, but its recorded result is not a tool result",
+                    "failed",
+                    **meta,
+                )
             return _with_meta(recorded, **{STATUS_META: "replayed"}, **meta)
         error = outcome.error
         return _error(

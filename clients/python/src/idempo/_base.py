@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq.abc import PGresult
 
 from idempo import _calls
 from idempo.canonical import Fingerprint, fingerprint
@@ -26,6 +28,12 @@ class Statement(Generic[T]):
     sql: str
     params: Mapping[str, object] | tuple[object, ...]
     read: Callable[[Rows], T]
+
+
+def has_rows(result: PGresult | None) -> bool:
+    """Whether a statement answered rows (what ``cursor.description`` tells, without building
+    a Column per column)."""
+    return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
 
 def _first(rows: Rows) -> dict[str, Any]:
@@ -118,7 +126,11 @@ class LedgerBase:
     ) -> Statement[tuple[ClaimOutcome | None, tuple[str, ...]]]:
         def read(rows: Rows) -> tuple[ClaimOutcome | None, tuple[str, ...]]:
             row = _first(rows)
-            return _calls.claim_outcome(row, requested), Operation.from_row(row).fingerprint_fields
+            outcome = _calls.claim_outcome(row, requested)
+            if outcome is not None:
+                return outcome, ()
+            # Asked again over the record's projection: only then are its fields needed.
+            return None, Operation.from_row(row).fingerprint_fields
 
         sql, params = _calls.claim_call(args, fp)
         return Statement(sql, params, read)

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from idempo._base import LedgerBase, Rows, Statement
+from idempo._base import LedgerBase, Rows, Statement, has_rows
 from idempo.canonical import fingerprint
 from idempo.errors import LedgerUnavailable, from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
@@ -99,7 +99,7 @@ class AsyncLedger(LedgerBase):
     async def _rows(self, sql: str, params: Mapping[str, object] | tuple[object, ...]) -> Rows:
         async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(sql, params)
-            return await cur.fetchall() if cur.description else []
+            return await cur.fetchall() if has_rows(cur.pgresult) else []
 
     async def _do(self, statement: Statement[T]) -> T:
         return statement.read(await self._rows(statement.sql, statement.params))

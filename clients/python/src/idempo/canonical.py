@@ -196,7 +196,7 @@ class Fingerprint:
     @property
     def fields_json(self) -> str:
         """The projection as the C++ store sends it (a JSON array, sorted, each once)."""
-        return canonical_json(list(self.fields))
+        return canonical_json(list(self.fields)) if self.fields else "[]"
 
 
 def fingerprint(

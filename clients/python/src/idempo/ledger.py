@@ -11,7 +11,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from idempo._base import LedgerBase, Rows, Statement
+from idempo._base import LedgerBase, Rows, Statement, has_rows
 from idempo.canonical import fingerprint
 from idempo.errors import from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
@@ -83,7 +83,7 @@ class Ledger(LedgerBase):
     def _rows(self, sql: str, params: Mapping[str, object] | tuple[object, ...]) -> Rows:
         with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(sql, params)
-            return cur.fetchall() if cur.description else []
+            return cur.fetchall() if has_rows(cur.pgresult) else []
 
     def _do(self, statement: Statement[T]) -> T:
         return statement.read(self._rows(statement.sql, statement.params))

@@ -10,7 +10,7 @@ DBOS's background threads never run beside the other columns), with W threads ea
 workflows of K steps back to back: for 1 s unmeasured, then ``--seconds`` measured. A step is:
 
 * ``middleware``: a call of a function decorated with ``Ledger.step`` (claim, the body, complete,
-  through the client's pool of W connections; a heartbeat thread per step, as in use);
+  through the client's pool of W connections; heartbeats from the ledger's scheduler, as in use);
 * ``bare``: ``idempo.claim`` then ``idempo.complete`` with the same arguments, written by hand on
   one psycopg connection per thread (no pool, no client);
 * ``dbos``: a ``@DBOS.step`` inside a ``@DBOS.workflow`` called in the thread (its system database

@@ -204,6 +204,47 @@ def test_heartbeat_keeps_the_lease(worker_url: str, ns: str) -> None:
     with_ledger(worker_url, ns, body)
 
 
+def test_heartbeat_extends_the_lease_of_a_long_step(worker_url: str, ns: str) -> None:
+    seen: list[idempo.ClaimOutcome] = []
+
+    async def body(ledger: AsyncLedger) -> None:
+        async with await AsyncLedger.connect(worker_url, namespace=ns, owner="rival") as rival:
+
+            @ledger.step("long", lease_ms=600, tool_kind="idempotent_write")
+            async def long(run_id: str) -> str:
+                for _ in range(3):
+                    await asyncio.sleep(0.4)  # past the claim's lease at the second round
+                    seen.append(await rival.claim("run-10:long", {"run_id": run_id}, lease_ms=600))
+                return "ok"
+
+            assert await long("run-10") == "ok"
+        assert (await ledger.show("run-10:long")).state == "succeeded"
+
+    with_ledger(worker_url, ns, body)
+    assert [type(o) for o in seen] == [idempo.InProgress] * 3
+
+
+def test_quick_steps_send_no_heartbeat_and_leave_no_task(worker_url: str, ns: str) -> None:
+    async def body(ledger: AsyncLedger) -> None:
+        @ledger.step("quick", lease_ms=3000, tool_kind="idempotent_write")
+        async def quick(run_id: str, n: int) -> int:
+            return n
+
+        def beats() -> list[asyncio.Task[Any]]:
+            return [t for t in asyncio.all_tasks() if t.get_name().startswith("heartbeat")]
+
+        for n in range(200):
+            assert await quick(f"run-11-{n}", n) == n
+        assert beats() == []
+        await asyncio.sleep(1.2)  # past the first beat's time: cancelled timers stay unsent
+        assert beats() == []
+        for n in range(0, 200, 10):
+            history = await ledger.history(f"run-11-{n}:quick")
+            assert [e.detail for e in history].count("heartbeat") == 0
+
+    with_ledger(worker_url, ns, body)
+
+
 def test_sync_function_refused(worker_url: str, ns: str) -> None:
     async def body(ledger: AsyncLedger) -> None:
         def plain(run_id: str) -> None:

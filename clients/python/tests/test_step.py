@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -186,6 +187,55 @@ def test_heartbeat_keeps_the_lease(ledger: Ledger) -> None:
     assert long("run-8") == "ok"
     beats = [e for e in ledger.history("run-8:long") if e.detail == "heartbeat"]
     assert len(beats) >= 3
+
+
+def test_heartbeat_extends_the_lease_of_a_long_step(ledger: Ledger, worker_url: str) -> None:
+    seen: list[idempo.ClaimOutcome] = []
+    with Ledger(worker_url, namespace=ledger.namespace, owner="rival") as rival:
+
+        @ledger.step("long", lease_ms=600, tool_kind="idempotent_write")
+        def long(run_id: str) -> str:
+            for _ in range(3):
+                time.sleep(0.4)  # past the claim's lease at the second round
+                seen.append(rival.claim("run-10:long", {"run_id": run_id}, lease_ms=600))
+            return "ok"
+
+        assert long("run-10") == "ok"
+    assert [type(o) for o in seen] == [idempo.InProgress] * 3
+    assert ledger.show("run-10:long").state == "succeeded"
+
+
+def test_quick_steps_send_no_heartbeat(ledger: Ledger) -> None:
+    @ledger.step("quick", lease_ms=3000, tool_kind="idempotent_write")
+    def quick(run_id: str, n: int) -> int:
+        return n
+
+    for n in range(20):
+        assert quick(f"run-11-{n}", n) == n
+    time.sleep(1.2)  # past the first beat's time: cancelled beats stay unsent
+    for n in range(20):
+        assert [e.detail for e in ledger.history(f"run-11-{n}:quick")].count("heartbeat") == 0
+
+
+def test_one_heartbeat_thread_per_ledger_stopped_by_close(worker_url: str, ns: str) -> None:
+    before = set(threading.enumerate())
+    with Ledger(worker_url, namespace=ns, owner="pytest") as ledger:
+
+        @ledger.step("many", tool_kind="idempotent_write")
+        def many(run_id: str, n: int) -> int:
+            return n
+
+        many("run-12", -1)
+        during = set(threading.enumerate())
+        beats = ledger._heartbeats.thread
+        assert beats is not None and beats in during
+        for n in range(1000):
+            assert many(f"run-12-{n}", n) == n
+        # No thread per step: the same threads as after the first step.
+        assert set(threading.enumerate()) == during
+        assert len(ledger._heartbeats._heap) <= 512
+    assert not beats.is_alive()
+    assert set(threading.enumerate()) <= before
 
 
 def test_async_function(ledger: Ledger) -> None:

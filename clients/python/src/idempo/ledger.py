@@ -12,6 +12,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from idempo._base import LedgerBase, Rows, Statement, has_rows
+from idempo._heartbeat import HeartbeatScheduler
 from idempo.canonical import fingerprint
 from idempo.errors import from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
@@ -40,6 +41,8 @@ class Ledger(LedgerBase):
         timeout: float = 30.0,
     ) -> None:
         super().__init__(conninfo, namespace, owner)
+        # The lease heartbeats of this ledger's running steps: one thread, started by the first.
+        self._heartbeats = HeartbeatScheduler(f"idempo-heartbeat-{self.namespace}")
         # One direct connection first: a wrong password or host fails now, with libpq's reason,
         # instead of a pool timeout.
         try:
@@ -58,7 +61,8 @@ class Ledger(LedgerBase):
         self._pool.open()
 
     def close(self) -> None:
-        """Closes the pool's connections."""
+        """Stops the heartbeat thread, then closes the pool's connections."""
+        self._heartbeats.close()
         self._pool.close()
 
     def __enter__(self) -> Ledger:

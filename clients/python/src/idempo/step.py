@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from idempo._heartbeat import Beat
 from idempo.errors import IdempoError
 from idempo.outcomes import (
     BudgetExhausted,
@@ -217,9 +217,9 @@ class _Options:
     # --- the decorator ---------------------------------------------------------------------
 
     def _call_identity(
-        self, fn: Callable[..., Any], args: Any, kwargs: Any
+        self, signature: inspect.Signature, args: Any, kwargs: Any
     ) -> tuple[str, str, Any]:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
         if self._key_fn is not None:
@@ -268,11 +268,12 @@ class Step(_Options):
         self._beat: _Heartbeat | None = None
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(fn)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
-                key, run_id, payload = self._call_identity(fn, args, kwargs)
+                key, run_id, payload = self._call_identity(signature, args, kwargs)
                 run = _Run(self, key, run_id, payload)
                 began = await asyncio.to_thread(run.begin)
                 if began is not _RUN:
@@ -290,7 +291,7 @@ class Step(_Options):
 
         @functools.wraps(fn)
         def run_sync(*args: P.args, **kwargs: P.kwargs) -> R:
-            key, run_id, payload = self._call_identity(fn, args, kwargs)
+            key, run_id, payload = self._call_identity(signature, args, kwargs)
             run = _Run(self, key, run_id, payload)
             began = run.begin()
             if began is not _RUN:
@@ -447,25 +448,29 @@ class _Run:
 
 
 class _Heartbeat:
-    """Extends the lease every third of it while the body runs (a thread: the body may block)."""
+    """Extends the lease every third of it while the body runs: a beat on the ledger's heartbeat
+    thread (the body may block), sent only once the body outlives a third of the lease."""
+
+    __slots__ = ("_beat", "_run")
 
     def __init__(self, run: _Run) -> None:
         self._run = run
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat {run.key}")
+        self._beat: Beat | None = None
 
-    def _beat(self) -> None:
-        step = self._run.step
-        while not self._stop.wait(step._lease_ms / 3000):
-            try:
-                step._ledger.heartbeat(self._run.key, self._run.token, lease_ms=step._lease_ms)
-            except IdempoError as error:
-                # A lost lease ends the beat; the record after the body is refused as stale.
-                self._run.lost = error
-                return
+    def _send(self) -> bool:
+        run = self._run
+        step = run.step
+        try:
+            step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
+        except IdempoError as error:
+            # A lost lease ends the beat; the record after the body is refused as stale.
+            run.lost = error
+            return False
+        return True
 
     def __enter__(self) -> _Heartbeat:
-        self._thread.start()
+        step = self._run.step
+        self._beat = step._ledger._heartbeats.start(step._lease_ms / 3000, self._send)
         return self
 
     def __exit__(
@@ -474,8 +479,8 @@ class _Heartbeat:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        self._thread.join()
+        if self._beat is not None:
+            self._run.step._ledger._heartbeats.cancel(self._beat)
 
 
 class AsyncStep(_Options):
@@ -493,10 +498,11 @@ class AsyncStep(_Options):
     ) -> Callable[P, Coroutine[Any, Any, R]]:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError("AsyncLedger.step decorates async functions; Ledger.step the others")
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            key, run_id, payload = self._call_identity(fn, args, kwargs)
+            key, run_id, payload = self._call_identity(signature, args, kwargs)
             step_run = _AsyncRun(self, key, run_id, payload)
             began = await step_run.begin()
             if began is not _RUN:
@@ -602,27 +608,43 @@ class _AsyncRun:
 
 
 class _AsyncHeartbeat:
-    """Extends the lease every third of it while the body runs: a task on the same event loop,
+    """Extends the lease every third of it while the body runs: a timer on the event loop's own
+    heap, which starts a beat only once the body outlives a third of the lease. On the same loop,
     so a body that blocks the loop (instead of awaiting) starves it, and the lease may lapse."""
+
+    __slots__ = ("_done", "_run", "_task", "_timer")
 
     def __init__(self, run: _AsyncRun) -> None:
         self._run = run
+        self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
+        self._done = False
+
+    def _schedule(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(
+            self._run.step._lease_ms / 3000, self._due
+        )
+
+    def _due(self) -> None:
+        self._timer = None
+        self._task = asyncio.create_task(self._beat(), name=f"heartbeat {self._run.key}")
 
     async def _beat(self) -> None:
-        step = self._run.step
-        while True:
-            await asyncio.sleep(step._lease_ms / 3000)
-            run = self._run
-            try:
-                await step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
-            except IdempoError as error:
-                # A lost lease ends the beat; the record after the body is refused as stale.
-                self._run.lost = error
-                return
+        run = self._run
+        step = run.step
+        try:
+            await step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
+        except IdempoError as error:
+            # A lost lease ends the beat; the record after the body is refused as stale.
+            run.lost = error
+            return
+        finally:
+            self._task = None
+        if not self._done:
+            self._schedule()
 
     async def __aenter__(self) -> _AsyncHeartbeat:
-        self._task = asyncio.create_task(self._beat(), name=f"heartbeat {self._run.key}")
+        self._schedule()
         return self
 
     async def __aexit__(
@@ -631,7 +653,12 @@ class _AsyncHeartbeat:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task

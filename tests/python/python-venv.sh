@@ -29,7 +29,8 @@ if [[ ! -f $venv/ready ]]; then
     python3 -m venv "$venv" >&2
     "$venv/bin/python" -m pip install -q -c "$src/constraints.txt" \
         flit_core "psycopg[binary]" psycopg-pool rfc8785 "aws-lambda-powertools[aws-sdk]" \
-        langgraph langchain-core langchain mcp pytest ruff mypy >&2
+        langgraph langchain-core langchain mcp pytest \
+        langgraph-checkpoint-postgres ruff mypy >&2
     touch "$venv/ready"
 fi
 cp -r "$src" "$tmp/package"

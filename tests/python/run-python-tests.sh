@@ -20,4 +20,10 @@ cd "$src"
 "$venv/bin/python" -m ruff check --no-cache src tests bench
 "$venv/bin/python" -m ruff format --check --no-cache src tests bench
 "$venv/bin/python" -m mypy --strict src/idempo tests
+# The KYC example, with its own settings (examples/kyc_onboarding/pyproject.toml); its end-to-end
+# run is tests/test_kyc_example.py.
+(cd ../../examples/kyc_onboarding &&
+    "$venv/bin/python" -m ruff check --no-cache . &&
+    "$venv/bin/python" -m ruff format --check --no-cache . &&
+    "$venv/bin/python" -m mypy --strict .)
 "$venv/bin/python" -m pytest -p no:cacheprovider -q --idempo-cli "$idempo" tests

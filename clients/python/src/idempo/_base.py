@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq.abc import PGresult
+from psycopg_pool import PoolTimeout
 
 from idempo import _calls
 from idempo.canonical import Fingerprint, fingerprint
@@ -28,6 +30,43 @@ class Statement(Generic[T]):
     sql: str
     params: Mapping[str, object] | tuple[object, ...]
     read: Callable[[Rows], T]
+    # Whether sending it again after a connection lost mid-call is safe: a read, a claim (by its
+    # key), a write the ledger answers alike when repeated (a delivery's ack, a lease's heartbeat)
+    # or one whose repeat the client recognises (complete, fail).
+    repeat: bool = False
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` says the connection broke (a server restart, a failover, a reset), so
+    that a fresh connection may succeed; a pool timeout is not one (waiting again would double
+    it)."""
+    if isinstance(error, PoolTimeout) or not isinstance(error, psycopg.OperationalError):
+        return False
+    sqlstate = error.sqlstate
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")
+
+
+def same_completion(op: Operation, token: int, result: Any, receipt: Any) -> bool:
+    """Whether ``op`` is the record a ``complete`` of ``token``, ``result`` and ``receipt``
+    leaves: its repeat after a lost answer is refused as stale, and is done (engine.cpp
+    ``Engine::complete``)."""
+    return (
+        op.state == "succeeded"
+        and op.fencing_token == token
+        and (op.result or "") == (_calls.json_arg(result) or "")
+        and (op.receipt or "") == (_calls.json_arg(receipt) or "")
+    )
+
+
+def same_failure(op: Operation, token: int, error_class: str) -> bool:
+    """Whether ``op`` is the record a ``fail`` of ``token`` and ``error_class`` leaves (its
+    attempt no longer dispatching under that token, that class recorded): the repeat of a ``fail``
+    whose answer was lost."""
+    return (
+        op.fencing_token == token
+        and op.state not in ("dispatching", "succeeded")
+        and op.error_class == error_class
+    )
 
 
 def has_rows(result: PGresult | None) -> bool:
@@ -133,7 +172,7 @@ class LedgerBase:
             return None, Operation.from_row(row).fingerprint_fields
 
         sql, params = _calls.claim_call(args, fp)
-        return Statement(sql, params, read)
+        return Statement(sql, params, read, repeat=True)
 
     @staticmethod
     def _refingerprint(payload: Any, recorded: Iterable[str]) -> Fingerprint:
@@ -146,9 +185,11 @@ class LedgerBase:
             f"claim of '{key}' kept meeting records of other projections; try again"
         )
 
-    def _transition(self, function: str, args: Mapping[str, object]) -> Statement[Operation]:
+    def _transition(
+        self, function: str, args: Mapping[str, object], *, repeat: bool = False
+    ) -> Statement[Operation]:
         sql, params = _calls.call(function, args)
-        return Statement(sql, params, _operation)
+        return Statement(sql, params, _operation, repeat=repeat)
 
     def _complete(
         self, key: str, token: int, result: Any, receipt: Any, retention_ms: int | None
@@ -164,6 +205,7 @@ class LedgerBase:
                 "p_actor": self.owner,
                 "p_retention_ms": retention_ms,
             },
+            repeat=True,
         )
 
     def _fail(
@@ -187,6 +229,7 @@ class LedgerBase:
                 "p_actor": self.owner,
                 "p_retention_ms": retention_ms,
             },
+            repeat=True,
         )
 
     def _transition_from_dispatching(
@@ -231,6 +274,7 @@ class LedgerBase:
                 "p_lease_ms": lease_ms,
                 "p_actor": self.owner,
             },
+            repeat=True,
         )
 
     def _transition_and_send(
@@ -303,7 +347,7 @@ class LedgerBase:
         sql, params = _calls.call(
             "queue_ack", {"p_queue": queue, "p_msg_id": msg_id, "p_read_ct": read_ct}
         )
-        return Statement(sql, params, lambda rows: str(_scalar(rows)))
+        return Statement(sql, params, lambda rows: str(_scalar(rows)), repeat=True)
 
     def _nack(
         self,
@@ -329,13 +373,25 @@ class LedgerBase:
             sql,
             params,
             lambda rows: Message.from_row(rows[0]) if rows and rows[0]["msg_id"] else None,
+            repeat=True,
         )
 
     def _archive(self, queue: str, msg_id: int, read_ct: int | None) -> Statement[bool]:
         sql, params = _calls.call(
             "queue_archive", {"p_queue": queue, "p_msg_id": msg_id, "p_read_ct": read_ct}
         )
-        return Statement(sql, params, lambda rows: bool(_scalar(rows)))
+        return Statement(sql, params, lambda rows: bool(_scalar(rows)), repeat=True)
+
+    def _set_vt(self, queue: str, msg_id: int, vt_ms: int) -> Statement[Message | None]:
+        sql, params = _calls.call(
+            "queue_set_vt", {"p_queue": queue, "p_msg_id": msg_id, "p_vt_offset_ms": vt_ms}
+        )
+        return Statement(
+            sql,
+            params,
+            lambda rows: Message.from_row(rows[0]) if rows and rows[0]["msg_id"] else None,
+            repeat=True,
+        )
 
     def _show(self, key: str) -> Statement[Operation]:
         def read(rows: Rows) -> Operation:
@@ -343,11 +399,14 @@ class LedgerBase:
                 raise NotFound(f"no operation '{key}' in namespace '{self.namespace}'")
             return Operation.from_row(rows[0])
 
-        return Statement(_calls.SHOW_SQL, (self.namespace, key), read)
+        return Statement(_calls.SHOW_SQL, (self.namespace, key), read, repeat=True)
 
     def _history(self, key: str) -> Statement[list[Event]]:
         return Statement(
-            _calls.HISTORY_SQL, (self.namespace, key), lambda rows: [_calls.event(r) for r in rows]
+            _calls.HISTORY_SQL,
+            (self.namespace, key),
+            lambda rows: [_calls.event(r) for r in rows],
+            repeat=True,
         )
 
     def _run(self, run_id: str) -> Statement[RunStatus | None]:
@@ -355,6 +414,7 @@ class LedgerBase:
             _calls.RUN_SQL,
             (self.namespace, run_id),
             lambda rows: _calls.run_status(rows[0]) if rows else None,
+            repeat=True,
         )
 
     def _run_action(
@@ -391,7 +451,10 @@ class LedgerBase:
             "SELECT login, role FROM idempo.whoami()",
             (),
             lambda rows: (str(_first(rows)["login"]), str(_first(rows)["role"])),
+            repeat=True,
         )
 
     def _now_ms(self) -> Statement[int]:
-        return Statement("SELECT idempo.now_ms() AS now_ms", (), lambda rows: int(_scalar(rows)))
+        return Statement(
+            "SELECT idempo.now_ms() AS now_ms", (), lambda rows: int(_scalar(rows)), repeat=True
+        )

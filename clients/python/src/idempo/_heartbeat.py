@@ -23,11 +23,12 @@ _COMPACT_AFTER = 256
 
 class Beat:
     """One step's registration: ``send`` runs every ``interval`` seconds until it answers False
-    or the beat is cancelled."""
+    or the beat is cancelled; a number it answers is the delay to the next try instead (a beat
+    that could not reach the ledger tries again sooner)."""
 
     __slots__ = ("cancelled", "due", "interval", "queued", "send")
 
-    def __init__(self, due: float, interval: float, send: Callable[[], bool]) -> None:
+    def __init__(self, due: float, interval: float, send: Callable[[], bool | float]) -> None:
         self.due = due
         self.interval = interval
         self.send = send
@@ -55,7 +56,7 @@ class HeartbeatScheduler:
         """The sending thread, once a beat was registered (for tests and diagnostics)."""
         return self._thread
 
-    def start(self, interval: float, send: Callable[[], bool]) -> Beat:
+    def start(self, interval: float, send: Callable[[], bool | float]) -> Beat:
         """Registers a beat, first due ``interval`` seconds from now."""
         beat = Beat(time.monotonic() + interval, interval, send)
         with self._cond:
@@ -123,13 +124,14 @@ class HeartbeatScheduler:
                     self._cond.acquire()
                     self._sending = None
                     self._cond.notify_all()
-                if again and not beat.cancelled and not self._closed:
-                    beat.due = time.monotonic() + beat.interval
+                if again is not False and not beat.cancelled and not self._closed:
+                    delay = beat.interval if again is True else float(again)
+                    beat.due = time.monotonic() + delay
                     beat.queued = True
                     heapq.heappush(self._heap, beat)
 
     @staticmethod
-    def _send(beat: Beat) -> bool:
+    def _send(beat: Beat) -> bool | float:
         try:
             return beat.send()
         except Exception as error:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -11,9 +10,17 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from idempo._base import LedgerBase, Rows, Statement, has_rows
+from idempo._base import (
+    LedgerBase,
+    Rows,
+    Statement,
+    connection_lost,
+    has_rows,
+    same_completion,
+    same_failure,
+)
 from idempo.canonical import fingerprint
-from idempo.errors import LedgerUnavailable, from_psycopg
+from idempo.errors import IllegalTransition, LedgerUnavailable, StaleLease, from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
 from idempo.step import AsyncStep
 
@@ -64,6 +71,8 @@ class AsyncLedger(LedgerBase):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # A connection broken while it sat in the pool is replaced before it is handed out.
+            check=AsyncConnectionPool.check_connection,
             open=False,
             name=f"idempo-{namespace}",
         )
@@ -86,23 +95,49 @@ class AsyncLedger(LedgerBase):
     ) -> None:
         await self.close()
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _rows(
+        self,
+        sql: str,
+        params: Mapping[str, object] | tuple[object, ...],
+        timeout: float | None = None,
+    ) -> Rows:
         if self._pool is None:
             raise LedgerUnavailable("not connected: use AsyncLedger.connect()")
-        try:
-            async with self._pool.connection() as conn:
-                yield conn
-        except psycopg.Error as error:
-            raise from_psycopg(error, self._secrets) from None
-
-    async def _rows(self, sql: str, params: Mapping[str, object] | tuple[object, ...]) -> Rows:
-        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        async with (
+            self._pool.connection(timeout) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
             await cur.execute(sql, params)
             return await cur.fetchall() if has_rows(cur.pgresult) else []
 
-    async def _do(self, statement: Statement[T]) -> T:
-        return statement.read(await self._rows(statement.sql, statement.params))
+    async def _do(self, statement: Statement[T], timeout: float | None = None) -> T:
+        """Sends ``statement``; once more on a fresh connection when the connection broke under
+        it and the statement is safe to repeat."""
+        again = statement.repeat
+        while True:
+            try:
+                rows = await self._rows(statement.sql, statement.params, timeout)
+            except psycopg.Error as error:
+                if again and connection_lost(error):
+                    again = False
+                    continue
+                raise from_psycopg(error, self._secrets) from None
+            return statement.read(rows)
+
+    async def _direct(self, statement: Statement[T], timeout: float) -> T:
+        """Sends ``statement`` on a connection of its own, outside the pool (whose reconnection
+        backs off for seconds after an outage): a heartbeat that must land before its lease
+        lapses."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, autocommit=True, connect_timeout=max(2, int(timeout))
+            )
+            async with conn, conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(statement.sql, statement.params)
+                rows = await cur.fetchall() if has_rows(cur.pgresult) else []
+        except psycopg.Error as error:
+            raise from_psycopg(error, self._secrets) from None
+        return statement.read(rows)
 
     async def claim(
         self,
@@ -152,8 +187,15 @@ class AsyncLedger(LedgerBase):
         receipt: Any = None,
         retention_ms: int | None = None,
     ) -> Operation:
-        """Records success under the lease ``token``: the result and receipt, as JSON."""
-        return await self._do(self._complete(key, token, result, receipt, retention_ms))
+        """Records success under the lease ``token``: the result and receipt, as JSON. A repeat
+        of a completion already applied (its answer lost) answers the record."""
+        try:
+            return await self._do(self._complete(key, token, result, receipt, retention_ms))
+        except StaleLease:
+            current = await self._do(self._show(key))
+            if same_completion(current, token, result, receipt):
+                return current
+            raise
 
     async def fail(
         self,
@@ -165,10 +207,17 @@ class AsyncLedger(LedgerBase):
         retry_after_ms: int | None = None,
         retention_ms: int | None = None,
     ) -> Operation:
-        """Records a failed attempt; the ledger's retry policy places it."""
-        return await self._do(
-            self._fail(key, token, error_class, detail, retry_after_ms, retention_ms)
-        )
+        """Records a failed attempt; the ledger's retry policy places it. A repeat of a failure
+        already recorded under ``token`` (its answer lost) answers the record."""
+        try:
+            return await self._do(
+                self._fail(key, token, error_class, detail, retry_after_ms, retention_ms)
+            )
+        except (StaleLease, IllegalTransition):
+            current = await self._do(self._show(key))
+            if same_failure(current, token, error_class):
+                return current
+            raise
 
     async def transition(
         self,
@@ -277,6 +326,10 @@ class AsyncLedger(LedgerBase):
         return await self._do(
             self._nack(queue, msg_id, read_ct, error_class, detail, retry_delay_ms)
         )
+
+    async def set_vt(self, queue: str, msg_id: int, vt_ms: int) -> Message | None:
+        """Hides a message for ``vt_ms`` more from now (of whatever delivery); the message."""
+        return await self._do(self._set_vt(queue, msg_id, vt_ms))
 
     async def archive(self, queue: str, msg_id: int, read_ct: int | None = None) -> bool:
         """Moves a message (of that delivery, given ``read_ct``) to the queue's archive."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -11,10 +10,18 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from idempo._base import LedgerBase, Rows, Statement, has_rows
+from idempo._base import (
+    LedgerBase,
+    Rows,
+    Statement,
+    connection_lost,
+    has_rows,
+    same_completion,
+    same_failure,
+)
 from idempo._heartbeat import HeartbeatScheduler
 from idempo.canonical import fingerprint
-from idempo.errors import from_psycopg
+from idempo.errors import IllegalTransition, StaleLease, from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
 from idempo.step import Step
 
@@ -55,9 +62,13 @@ class Ledger(LedgerBase):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # A connection broken while it sat in the pool (a server restart, a failover) is
+            # replaced before it is handed out, instead of failing the call that takes it.
+            check=ConnectionPool.check_connection,
             open=False,
             name=f"idempo-{self.namespace}",
         )
+        self._conninfo = conninfo
         self._pool.open()
 
     def close(self) -> None:
@@ -76,21 +87,49 @@ class Ledger(LedgerBase):
     ) -> None:
         self.close()
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except psycopg.Error as error:
-            raise from_psycopg(error, self._secrets) from None
-
-    def _rows(self, sql: str, params: Mapping[str, object] | tuple[object, ...]) -> Rows:
-        with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+    def _rows(
+        self,
+        sql: str,
+        params: Mapping[str, object] | tuple[object, ...],
+        timeout: float | None = None,
+    ) -> Rows:
+        with (
+            self._pool.connection(timeout) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
             cur.execute(sql, params)
             return cur.fetchall() if has_rows(cur.pgresult) else []
 
-    def _do(self, statement: Statement[T]) -> T:
-        return statement.read(self._rows(statement.sql, statement.params))
+    def _do(self, statement: Statement[T], timeout: float | None = None) -> T:
+        """Sends ``statement``; once more on a fresh connection when the connection broke under
+        it and the statement is safe to repeat."""
+        again = statement.repeat
+        while True:
+            try:
+                rows = self._rows(statement.sql, statement.params, timeout)
+            except psycopg.Error as error:
+                if again and connection_lost(error):
+                    again = False
+                    continue
+                raise from_psycopg(error, self._secrets) from None
+            return statement.read(rows)
+
+    def _direct(self, statement: Statement[T], timeout: float) -> T:
+        """Sends ``statement`` on a connection of its own, outside the pool (whose reconnection
+        backs off for seconds after an outage): a heartbeat that must land before its lease
+        lapses."""
+        try:
+            with (
+                psycopg.connect(
+                    self._conninfo, autocommit=True, connect_timeout=max(2, int(timeout))
+                ) as conn,
+                conn.cursor(row_factory=dict_row) as cur,
+            ):
+                cur.execute(statement.sql, statement.params)
+                rows = cur.fetchall() if has_rows(cur.pgresult) else []
+        except psycopg.Error as error:
+            raise from_psycopg(error, self._secrets) from None
+        return statement.read(rows)
 
     def claim(
         self,
@@ -140,8 +179,15 @@ class Ledger(LedgerBase):
         receipt: Any = None,
         retention_ms: int | None = None,
     ) -> Operation:
-        """Records success under the lease ``token``: the result and receipt, as JSON."""
-        return self._do(self._complete(key, token, result, receipt, retention_ms))
+        """Records success under the lease ``token``: the result and receipt, as JSON. A repeat
+        of a completion already applied (its answer lost) answers the record."""
+        try:
+            return self._do(self._complete(key, token, result, receipt, retention_ms))
+        except StaleLease:
+            current = self._do(self._show(key))
+            if same_completion(current, token, result, receipt):
+                return current
+            raise
 
     def fail(
         self,
@@ -153,8 +199,17 @@ class Ledger(LedgerBase):
         retry_after_ms: int | None = None,
         retention_ms: int | None = None,
     ) -> Operation:
-        """Records a failed attempt; the ledger's retry policy places it."""
-        return self._do(self._fail(key, token, error_class, detail, retry_after_ms, retention_ms))
+        """Records a failed attempt; the ledger's retry policy places it. A repeat of a failure
+        already recorded under ``token`` (its answer lost) answers the record."""
+        try:
+            return self._do(
+                self._fail(key, token, error_class, detail, retry_after_ms, retention_ms)
+            )
+        except (StaleLease, IllegalTransition):
+            current = self._do(self._show(key))
+            if same_failure(current, token, error_class):
+                return current
+            raise
 
     def transition(
         self,
@@ -261,6 +316,10 @@ class Ledger(LedgerBase):
     ) -> Message | None:
         """Gives a delivery back with its error, visible again after the delay."""
         return self._do(self._nack(queue, msg_id, read_ct, error_class, detail, retry_delay_ms))
+
+    def set_vt(self, queue: str, msg_id: int, vt_ms: int) -> Message | None:
+        """Hides a message for ``vt_ms`` more from now (of whatever delivery); the message."""
+        return self._do(self._set_vt(queue, msg_id, vt_ms))
 
     def archive(self, queue: str, msg_id: int, read_ct: int | None = None) -> bool:
         """Moves a message (of that delivery, given ``read_ct``) to the queue's archive."""

@@ -20,12 +20,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from idempo._heartbeat import Beat
-from idempo.errors import IdempoError
+from idempo.errors import IdempoError, LedgerUnavailable
 from idempo.outcomes import (
     BudgetExhausted,
     Claimed,
     ClaimOutcome,
     InProgress,
+    Operation,
     PayloadMismatch,
     ProjectionMismatch,
     ReconcileRequired,
@@ -394,6 +395,7 @@ class _Run:
         self.payload = payload
         self.token = 0
         self.lost: IdempoError | None = None
+        self.unreachable: IdempoError | None = None
 
     def _claim(self) -> ClaimOutcome:
         s = self.step
@@ -427,16 +429,18 @@ class _Run:
         try:
             self.step._ledger.complete(self.key, self.token, value)
         except IdempoError as error:
+            _note_lost(error, self.lost)
             if error.code == "invalid_json":
                 # The effect happened but its result cannot be recorded: never run it blindly again.
                 self.step._ledger.fail(self.key, self.token, "unknown_outcome", str(error))
             raise
 
-    def failed(self, error: BaseException) -> None:
-        """Records the body's exception; the caller re-raises it, noted if it went unrecorded."""
+    def failed(self, error: BaseException) -> Operation | None:
+        """Records the body's exception; the caller re-raises it, noted if it went unrecorded.
+        The record, or None when the ledger refused it."""
         found = self.step._errors.classify(error, self.step.tool_kind)
         try:
-            self.step._ledger.fail(
+            return self.step._ledger.fail(
                 self.key,
                 self.token,
                 found.error_class,
@@ -444,7 +448,22 @@ class _Run:
                 retry_after_ms=found.retry_after_ms,
             )
         except IdempoError as refused:
+            _note_lost(refused, self.lost)
             _note_unrecorded(error, refused)
+            return None
+
+
+# How soon a heartbeat that could not reach the ledger tries again.
+_RETRY_UNREACHABLE_S = 0.25
+
+
+def _note_lost(refused: IdempoError, lost: IdempoError | None) -> None:
+    """Says why a record after the body was refused when the heartbeat lost the lease."""
+    if lost is not None and refused.code in ("stale_lease", "illegal_transition"):
+        refused.add_note(
+            f"idempo: the step's lease was lost while its body ran (heartbeat refused: "
+            f"{lost.code}: {lost}); the body's result was not recorded"
+        )
 
 
 class _Heartbeat:
@@ -457,15 +476,32 @@ class _Heartbeat:
         self._run = run
         self._beat: Beat | None = None
 
-    def _send(self) -> bool:
+    def _send(self) -> bool | float:
         run = self._run
         step = run.step
+        ledger = step._ledger
+        interval = step._lease_ms / 3000
+        statement = ledger._heartbeat(run.key, run.token, step._lease_ms)
         try:
-            step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
+            try:
+                # The pool's wait is bounded: a connection it cannot hand out soon is not waited
+                # for while the lease runs out.
+                ledger._do(statement, timeout=interval / 2)
+            except LedgerUnavailable:
+                # The pool reconnects with a backoff of seconds after an outage: one connection
+                # of its own, at once.
+                ledger._direct(statement, interval)
+        except LedgerUnavailable as error:
+            # The ledger is out of reach, not the lease lost: try again soon, until the ledger
+            # answers (a beat, or the refusal of a lease really lost).
+            run.unreachable = error
+            return min(interval, _RETRY_UNREACHABLE_S)
         except IdempoError as error:
-            # A lost lease ends the beat; the record after the body is refused as stale.
+            # A lost lease (StaleLease, IllegalTransition) ends the beat; the record after the
+            # body is refused as stale, and says why.
             run.lost = error
             return False
+        run.unreachable = None
         return True
 
     def __enter__(self) -> _Heartbeat:
@@ -557,6 +593,7 @@ class _AsyncRun:
         self.payload = payload
         self.token = 0
         self.lost: IdempoError | None = None
+        self.unreachable: IdempoError | None = None
 
     async def begin(self) -> Any:
         """``_RUN`` when the body is to run; otherwise what the call answers instead."""
@@ -587,6 +624,7 @@ class _AsyncRun:
         try:
             await self.step._ledger.complete(self.key, self.token, value)
         except IdempoError as error:
+            _note_lost(error, self.lost)
             if error.code == "invalid_json":
                 # The effect happened but its result cannot be recorded: never run it blindly again.
                 await self.step._ledger.fail(self.key, self.token, "unknown_outcome", str(error))
@@ -632,8 +670,20 @@ class _AsyncHeartbeat:
     async def _beat(self) -> None:
         run = self._run
         step = run.step
+        ledger = step._ledger
+        interval = step._lease_ms / 3000
+        statement = ledger._heartbeat(run.key, run.token, step._lease_ms)
+        delay = interval
         try:
-            await step._ledger.heartbeat(run.key, run.token, lease_ms=step._lease_ms)
+            try:
+                await ledger._do(statement, timeout=interval / 2)
+            except LedgerUnavailable:
+                await ledger._direct(statement, interval)
+            run.unreachable = None
+        except LedgerUnavailable as error:
+            # Out of reach, not lost: try again soon, until the ledger answers.
+            run.unreachable = error
+            delay = min(interval, _RETRY_UNREACHABLE_S)
         except IdempoError as error:
             # A lost lease ends the beat; the record after the body is refused as stale.
             run.lost = error
@@ -641,7 +691,7 @@ class _AsyncHeartbeat:
         finally:
             self._task = None
         if not self._done:
-            self._schedule()
+            self._timer = asyncio.get_running_loop().call_later(delay, self._due)
 
     async def __aenter__(self) -> _AsyncHeartbeat:
         self._schedule()

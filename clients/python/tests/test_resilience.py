@@ -212,3 +212,73 @@ def test_a_lost_lease_is_said_when_the_record_is_refused(ledger: Ledger) -> None
     with pytest.raises(IdempoError) as refused:
         taken("run-taken")
     assert any("lease was lost" in note for note in getattr(refused.value, "__notes__", []))
+
+
+# --- 5, 6: the consumer keeps its delivery and never dies on a handler's answer ---------------
+
+
+def test_consumer_keeps_its_delivery_hidden_while_the_handler_runs(
+    ledger: Ledger, queue: str
+) -> None:
+    seen: list[int] = []
+
+    def handler(env: Envelope) -> Any:
+        time.sleep(2.5)
+        seen.append(len(ledger.read(queue, 30_000, 10)))
+        return "ok"
+
+    ledger.send(queue, envelope("run-vt:s"))
+    assert Consumer(ledger, queue, handler, vt_ms=1500).process_one()
+    assert seen == [0]  # nobody else could read it meanwhile
+    assert ledger.show("run-vt:s").state == "succeeded"
+
+
+def test_a_refused_final_ack_does_not_end_the_consumer(ledger: Ledger, queue: str) -> None:
+    def read_again(point: str) -> None:
+        if point == "before_ack":
+            with ledger._pool.connection() as conn:
+                conn.execute("SELECT FROM idempo.queue_set_vt(%s, %s, 0)", (queue, msg_id))
+            assert ledger.read(queue, 30_000, 1)  # another consumer's delivery now
+
+    msg_id = ledger.send(queue, envelope("run-ack:s"))
+    consumer = Consumer(ledger, queue, lambda env: "ok", checkpoint=read_again)
+    assert consumer.process_one()
+    assert ledger.show("run-ack:s").state == "succeeded"
+
+
+@pytest.mark.parametrize("answer", ["missing queue", "not json"])
+def test_a_bad_handler_answer_is_recorded_not_raised(
+    ledger: Ledger, queue: str, answer: str
+) -> None:
+    from idempo.consumer import Next
+
+    def handler(env: Envelope) -> Any:
+        if answer == "missing queue":
+            following = Envelope.from_message(envelope("run-b:next"))
+            assert following is not None
+            return Next({"r": 1}, "no_such_queue_" + uuid.uuid4().hex[:6], following)
+        return object()
+
+    ledger.send(queue, envelope("run-b:s"))
+    assert Consumer(ledger, queue, handler).process_one()
+    op = ledger.show("run-b:s")
+    assert (op.state, op.error_class) == ("unknown_outcome", "unknown_outcome")
+
+
+def test_a_halted_run_gives_its_delivery_back_with_the_reason(
+    ledger: Ledger, owner: Ledger, queue: str
+) -> None:
+    assert isinstance(ledger.claim("run-h:a", {}, run_id="run-h", tokens=5), Claimed)
+    owner.run_action(
+        "run-h", "rr-" + uuid.uuid4().hex[:8], "budget", "cap tokens", limits={"tokens": 6}
+    )
+    ledger.claim("run-h:b", {}, run_id="run-h", tokens=5)  # halts the run
+    calls: list[str] = []
+    ledger.send(queue, envelope("run-h:c"))
+    consumer = Consumer(ledger, queue, lambda env: calls.append("ran"), vt_ms=200)
+    for _ in range(4):
+        consumer.process_one()
+        time.sleep(0.3)
+    assert calls == []
+    dead = ledger.read(f"{queue}_dlq", 0, 10)
+    assert len(dead) == 1 and "policy_denied" in str(dead[0].headers), dead

@@ -282,3 +282,38 @@ def test_a_halted_run_gives_its_delivery_back_with_the_reason(
     assert calls == []
     dead = ledger.read(f"{queue}_dlq", 0, 10)
     assert len(dead) == 1 and "policy_denied" in str(dead[0].headers), dead
+
+
+# --- 4: no password in a refusal, its context or its cause ------------------------------------
+
+
+def _chain(error: BaseException | None) -> str:
+    text = ""
+    while error is not None:
+        text += f"{type(error).__name__}: {error} {getattr(error, '__notes__', '')}\n"
+        error = error.__cause__ or error.__context__
+    return text
+
+
+@pytest.mark.parametrize("password", ["50%off!Secret", "pl%41in-Secret", "a@b:c-Secret"])
+def test_no_password_in_an_unparsable_address(owner_url: str, password: str) -> None:
+    rest = owner_url.split("@", 1)[1]
+    url = f"postgresql://w1:{password}@{rest}"
+    with pytest.raises(IdempoError) as refused:
+        Ledger(url, timeout=2).close()
+    assert "Secret" not in _chain(refused.value)
+    assert "Secret" not in repr(refused.value)
+
+    async def main() -> None:
+        await AsyncLedger.connect(url, timeout=2)
+
+    with pytest.raises(IdempoError) as refused_async:
+        asyncio.run(main())
+    assert "Secret" not in _chain(refused_async.value)
+
+
+def test_a_malformed_address_is_a_usage_error(owner_url: str) -> None:
+    rest = owner_url.split("@", 1)[1]
+    with pytest.raises(IdempoError) as refused:
+        Ledger(f"postgresql://w1:50%off@{rest}", timeout=2)
+    assert refused.value.code == "invalid_argument"

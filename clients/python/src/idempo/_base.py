@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import pq
@@ -95,12 +97,22 @@ def _messages(rows: Rows) -> list[Message]:
 
 def secrets_of(conninfo: str) -> tuple[str, ...]:
     """The password a connection string carries, to be kept out of every message."""
+    found: list[str] = []
+    # A URI's password as written and decoded, also when libpq cannot parse the URI (a '%' that
+    # is no escape): its refusal quotes the password.
+    userinfo = re.match(r"^[a-z]+://([^/?#]*)@", conninfo, re.IGNORECASE)
+    if userinfo and ":" in userinfo.group(1):
+        written = userinfo.group(1).split(":", 1)[1]
+        found += [written, unquote(written)]
     try:
         password = conninfo_to_dict(conninfo).get("password")
     except Exception:
         # An unparsable string is refused by libpq later; keep it whole out of messages then.
-        return (conninfo,) if conninfo else ()
-    return (str(password),) if password else ()
+        found.append(conninfo)
+        password = None
+    if password:
+        found.append(str(password))
+    return tuple(s for s in dict.fromkeys(found) if s)
 
 
 def describe(conninfo: str) -> str:

@@ -20,7 +20,13 @@ from idempo._base import (
     same_failure,
 )
 from idempo.canonical import fingerprint
-from idempo.errors import IllegalTransition, LedgerUnavailable, StaleLease, from_psycopg
+from idempo.errors import (
+    IdempoError,
+    IllegalTransition,
+    LedgerUnavailable,
+    StaleLease,
+    from_psycopg,
+)
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
 from idempo.step import AsyncStep
 
@@ -58,13 +64,17 @@ class AsyncLedger(LedgerBase):
         ledger = cls(conninfo, namespace=namespace, owner=owner)
         # One direct connection first: a wrong password or host fails now, with libpq's reason,
         # instead of a pool timeout.
+        refused: IdempoError | None = None
         try:
             first = await psycopg.AsyncConnection.connect(
                 conninfo, connect_timeout=max(1, int(timeout))
             )
             await first.close()
         except psycopg.Error as error:
-            raise from_psycopg(error, ledger._secrets) from None
+            refused = from_psycopg(error, ledger._secrets)
+        if refused is not None:
+            # Raised outside the handler: the driver's error is neither its context nor cause.
+            raise refused
         ledger._pool = AsyncConnectionPool(
             conninfo,
             min_size=min_size,

@@ -156,8 +156,8 @@ def from_psycopg(error: psycopg.Error, secrets: Iterable[str] = ()) -> IdempoErr
     message = error.diag.message_primary if sqlstate else None
     message = redact(message or str(error).strip() or type(error).__name__, secrets)
     if sqlstate is None:
-        if isinstance(error, psycopg.DataError):
-            # Raised before anything is sent, e.g. text holding a NUL byte.
+        if isinstance(error, psycopg.DataError | psycopg.ProgrammingError):
+            # Raised before anything is sent: text holding a NUL byte, a malformed address.
             return InvalidArgument(message)
         if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
             return LedgerUnavailable(message)

@@ -21,7 +21,7 @@ from idempo._base import (
 )
 from idempo._heartbeat import HeartbeatScheduler
 from idempo.canonical import fingerprint
-from idempo.errors import IllegalTransition, StaleLease, from_psycopg
+from idempo.errors import IdempoError, IllegalTransition, StaleLease, from_psycopg
 from idempo.outcomes import ClaimOutcome, Event, Message, Operation, RunStatus
 from idempo.step import Step
 
@@ -52,10 +52,16 @@ class Ledger(LedgerBase):
         self._heartbeats = HeartbeatScheduler(f"idempo-heartbeat-{self.namespace}")
         # One direct connection first: a wrong password or host fails now, with libpq's reason,
         # instead of a pool timeout.
+        refused: IdempoError | None = None
         try:
             psycopg.connect(conninfo, connect_timeout=max(1, int(timeout))).close()
         except psycopg.Error as error:
-            raise from_psycopg(error, self._secrets) from None
+            refused = from_psycopg(error, self._secrets)
+        if refused is not None:
+            # Raised outside the handler: the driver's error, which may quote the connection
+            # string, is neither its context nor its cause.
+            self._heartbeats.close()
+            raise refused
         self._pool = ConnectionPool(
             conninfo,
             min_size=min_size,

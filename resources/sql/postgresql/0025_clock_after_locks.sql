@@ -264,7 +264,8 @@ BEGIN
 END
 $$;
 
--- As in schema 24; a send with a delay that waited for the queue's table delays from then.
+-- As in schema 24; a send with a delay that waited for the queue's table is sent, and delayed,
+-- from then.
 CREATE OR REPLACE FUNCTION idempo.queue_send(p_queue text, p_message text, p_headers text DEFAULT NULL,
                                              p_delay_ms bigint DEFAULT 0, p_clock_pinned_ms bigint DEFAULT NULL,
                                              p_clock_offset_ms bigint DEFAULT 0)
@@ -306,7 +307,8 @@ BEGIN
     IF p_delay_ms > 0 THEN
         waited := idempo.now_ms(p_clock_pinned_ms, p_clock_offset_ms) - now_ms;
         IF waited > 1 THEN
-            EXECUTE format('UPDATE pgmq.%I SET vt = vt + $1 WHERE msg_id = $2', 'q_' || p_queue)
+            EXECUTE format('UPDATE pgmq.%I SET vt = vt + $1, enqueued_at = enqueued_at + $1 WHERE msg_id = $2',
+                           'q_' || p_queue)
                 USING waited * interval '1 millisecond', id;
         END IF;
     END IF;
@@ -315,8 +317,9 @@ END
 $$;
 
 -- As in schema 24; the messages a read delivers stay invisible for p_vt_ms from the clock once
--- the read holds its locks (the acks', the queue's, the dead-letter queue's), so they are
--- returned after the read's last write.
+-- the read holds its locks (the acks', the queue's, the dead-letter queue's): a read that waited
+-- moves their read time and visibility timeout on by the wait, so they are returned after the
+-- read's last write.
 CREATE OR REPLACE FUNCTION idempo.queue_read(p_queue text, p_vt_ms bigint, p_quantity integer DEFAULT 1, p_ack text DEFAULT NULL,
                                   p_clock_pinned_ms bigint DEFAULT NULL, p_clock_offset_ms bigint DEFAULT 0)
     RETURNS SETOF idempo.queue_message LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -411,9 +414,11 @@ BEGIN
     END LOOP;
     waited := idempo.now_ms(p_clock_pinned_ms, p_clock_offset_ms) - now_ms;
     IF waited > 1 AND p_vt_ms > 0 AND cardinality(got) > 0 THEN
-        EXECUTE format('UPDATE pgmq.%I SET vt = vt + $1 WHERE msg_id = ANY ($2)', 'q_' || p_queue)
+        EXECUTE format('UPDATE pgmq.%I SET vt = vt + $1, last_read_at = last_read_at + $1 WHERE msg_id = ANY ($2)',
+                       'q_' || p_queue)
             USING waited * interval '1 millisecond', ARRAY(SELECT g.msg_id FROM unnest(got) AS g);
-        RETURN QUERY SELECT g.msg_id, g.read_ct, g.enqueued_at_ms, g.last_read_at_ms, g.vt_ms + waited, g.message, g.headers
+        RETURN QUERY SELECT g.msg_id, g.read_ct, g.enqueued_at_ms, g.last_read_at_ms + waited, g.vt_ms + waited,
+                            g.message, g.headers
                      FROM unnest(got) AS g;
     ELSE
         RETURN QUERY SELECT * FROM unnest(got);

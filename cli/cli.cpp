@@ -22,6 +22,7 @@ std::map<QString, Command> commands()
 {
     std::map<QString, Command> table;
     addOperationCommands(table);
+    addMetricsCommands(table);
     addQueueCommands(table);
     addGuardedCommands(table);
     addSandboxCommands(table);

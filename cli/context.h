@@ -128,8 +128,10 @@ void requireValid(const std::vector<std::string> &problems);
 
 // Each command group adds its rows to the command table.
 
-/// init, claim, complete, fail, heartbeat, show, history, list, purge, metrics.
+/// init, claim, complete, fail, heartbeat, show, history, list, purge.
 void addOperationCommands(std::map<QString, Command> &table);
+/// metrics (and metrics serve).
+void addMetricsCommands(std::map<QString, Command> &table);
 /// queue and dlq.
 void addQueueCommands(std::map<QString, Command> &table);
 /// approve, reject, reconcile, audit, four-eyes.

@@ -215,19 +215,6 @@ int cmdPurge(Context &c)
     return ExitOk;
 }
 
-int cmdMetrics(Context &c)
-{
-    LedgerStore &store = c.engine().store();
-    const nlohmann::json m = metricsJson(store.metrics(c.ns), store.nowMs());
-    std::string human;
-    for (const auto &[state, count] : m["operations_by_state"].items())
-        human += state + ": " + count.dump() + '\n';
-    human += "suppressions: " + m["suppressions_total"].dump() +
-             "  leases live/lapsed: " + m["leases_live"].dump() + "/" + m["leases_lapsed"].dump();
-    c.print(m, human);
-    return ExitOk;
-}
-
 } // namespace
 
 void addOperationCommands(std::map<QString, Command> &table)
@@ -309,8 +296,6 @@ void addOperationCommands(std::map<QString, Command> &table)
           cmdList}},
         {QStringLiteral("purge"),
          {0, "purge", "Remove operations whose retention expired.", {}, cmdPurge}},
-        {QStringLiteral("metrics"),
-         {0, "metrics", "Counts by state, suppressions, leases.", {}, cmdMetrics}},
     });
 }
 

@@ -24,10 +24,6 @@ public:
     bool hasSnapshot() const { return m_hasSnapshot; }
     /// Suppressions per minute over the last hour (index 59 = the current minute).
     std::array<int, OverviewSnapshot::Minutes> suppressionsPerMinute() const;
-    std::int64_t suppressionsLastHour() const
-    {
-        return static_cast<std::int64_t>(m_recentSuppressions.size());
-    }
     /// (seconds since epoch, backlog age in minutes) samples taken while the console ran.
     const QList<QPointF> &backlogSamples() const { return m_backlog; }
 

@@ -21,28 +21,14 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
                                         std::int64_t suppressionCursor)
 {
     OverviewSnapshot s;
-    s.nowMs = store.nowMs();
-    const LedgerMetrics m = store.metrics({});
-    s.leasesLive = m.leasesLive;
-    s.leasesLapsed = m.leasesLapsed;
-    for (const auto &[state, count] : m.byState) {
-        s.operations += count;
-        if (state == OperationState::ConfirmationRequired)
-            s.confirmations = count;
-        else if (state == OperationState::AwaitingApproval)
-            s.awaitingApproval = count;
-        else if (state == OperationState::UnknownOutcome)
-            s.unknownOutcome = count;
-    }
-    if (m.oldestPendingConfirmationMs)
-        s.oldestConfirmationAgeMs = s.nowMs - *m.oldestPendingConfirmationMs;
+    s.figures = LedgerFigures::read(store, {});
+    s.nowMs = s.figures.metrics.nowMs;
 
     RunFilter halted;
     halted.state = RunState::Halted;
     halted.limit = HaltedLimit + 1;
     s.haltedRuns = store.listRuns(halted);
-    s.haltedMore = s.haltedRuns.size() > static_cast<std::size_t>(HaltedLimit);
-    if (s.haltedMore)
+    if (s.haltedRuns.size() > static_cast<std::size_t>(HaltedLimit))
         s.haltedRuns.pop_back();
     std::stable_sort(s.haltedRuns.begin(), s.haltedRuns.end(),
                      [](const RunRecord &a, const RunRecord &b) {
@@ -93,17 +79,6 @@ OverviewSnapshot OverviewSnapshot::read(LedgerStore &store, MessageQueue *queues
             const std::int64_t age = s.nowMs - oldest.front().createdAtMs;
             s.backlogAgeMs = std::max(s.backlogAgeMs.value_or(0), age);
         }
-    }
-
-    ListFilter done;
-    done.state = OperationState::Succeeded;
-    done.limit = SampleLimit;
-    for (const Operation &op : store.list(done)) {
-        const std::int64_t took = op.updatedAtMs - op.createdAtMs;
-        const auto bucket = std::upper_bound(FinalBucketsMs.begin(), FinalBucketsMs.end(), took) -
-                            FinalBucketsMs.begin();
-        ++s.timeToFinal[static_cast<std::size_t>(bucket)];
-        ++s.timeToFinalSampled;
     }
 
     s.suppressionCursor = suppressionCursor;

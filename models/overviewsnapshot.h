@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ledgerfigures.h"
 #include "ledgerstore.h"
 #include "messagequeue.h"
 
@@ -16,23 +17,14 @@ namespace idempo {
 struct OverviewSnapshot
 {
     static constexpr int Minutes = 60;
-    /// Upper bounds (ms) of the time-to-final buckets; the last bucket is open-ended.
-    static constexpr std::array<std::int64_t, 7> FinalBucketsMs{
-        1'000, 5'000, 30'000, 60'000, 300'000, 1'800'000, 3'600'000};
 
     std::int64_t nowMs = 0;
-    std::int64_t operations = 0; ///< in every state
-    std::int64_t leasesLive = 0;
-    std::int64_t leasesLapsed = 0;
-    std::int64_t confirmations = 0;
-    std::int64_t awaitingApproval = 0;
-    std::int64_t unknownOutcome = 0;
-    std::optional<std::int64_t> oldestConfirmationAgeMs;
+    /// The figures `idempo metrics` reports too (ledgerfigures.h), of every namespace.
+    LedgerFigures figures;
     std::int64_t dlqDepth = 0;
     bool hasQueues = false;
-    /// Halted runs (at most HaltedLimit read), the latest halt first.
+    /// Halted runs (at most HaltedLimit read; figures counts them all), the latest halt first.
     std::vector<RunRecord> haltedRuns;
-    bool haltedMore = false; ///< more than HaltedLimit are halted
     static constexpr int HaltedLimit = 500;
     /// Operations waiting for a person (confirmation_required, awaiting_approval,
     /// unknown_outcome) that carry a value (money.h operationValue), highest declared value
@@ -47,14 +39,12 @@ struct OverviewSnapshot
     /// (index Minutes - 1 is the current minute).
     std::array<int, Minutes> retriesPerMinute{};
     std::optional<std::int64_t> backlogAgeMs; ///< age of the oldest record not yet final
-    std::array<int, FinalBucketsMs.size() + 1> timeToFinal{};
-    int timeToFinalSampled = 0;
     /// Suppressions read since the previous snapshot (their times) and the cursor after them.
     std::vector<std::int64_t> newSuppressionsAtMs;
     std::int64_t suppressionCursor = 0;
 
     /// True for a ledger that holds nothing yet: no operation, no dead letter.
-    bool isEmpty() const { return operations == 0 && dlqDepth == 0; }
+    bool isEmpty() const { return figures.operations == 0 && dlqDepth == 0; }
 
     /// Reads everything once. `suppressionCursor` continues an earlier scan.
     static OverviewSnapshot read(LedgerStore &store, MessageQueue *queues,

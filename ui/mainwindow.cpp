@@ -390,11 +390,15 @@ void MainWindow::updateTabCounts()
     const auto label = [](const QString &name, std::int64_t n) {
         return n > 0 ? QStringLiteral("%1 (%2)").arg(name).arg(n) : name;
     };
-    m_tabs->setTabText(1, label(tr("&Leases"), s.leasesLive + s.leasesLapsed));
-    m_tabs->setTabText(
-        2, label(tr("&Confirmations"), s.confirmations + s.awaitingApproval + s.unknownOutcome));
-    m_tabs->setTabText(4, s.haltedRuns.empty() ? tr("&Runs")
-                                               : tr("&Runs (%1 halted)").arg(s.haltedRuns.size()));
+    const LedgerFigures &f = s.figures;
+    m_tabs->setTabText(1, label(tr("&Leases"), f.metrics.leasesLive + f.metrics.leasesLapsed));
+    m_tabs->setTabText(2,
+                       label(tr("&Confirmations"), f.count(OperationState::ConfirmationRequired) +
+                                                       f.count(OperationState::AwaitingApproval) +
+                                                       f.count(OperationState::UnknownOutcome)));
+    m_tabs->setTabText(4, f.metrics.runsHalted == 0
+                              ? tr("&Runs")
+                              : tr("&Runs (%1 halted)").arg(f.metrics.runsHalted));
     m_tabs->setTabText(5, label(tr("&Dead letters"), s.dlqDepth));
 }
 

@@ -110,7 +110,8 @@ void Notifier::compare()
                          .arg(displayText(run.runId), displayText(run.ns),
                               displayText(run.haltDetail));
     }
-    const std::int64_t confirmations = s.confirmations + s.unknownOutcome;
+    const std::int64_t confirmations = s.figures.count(OperationState::ConfirmationRequired) +
+                                       s.figures.count(OperationState::UnknownOutcome);
     if (m_hasBaseline) {
         if (fresh.size() > MaxHaltsTold)
             tell(Kind::HaltedRun, tr("Runs halted"),

@@ -63,8 +63,7 @@ OverviewCharts::OverviewCharts(QWidget *parent)
     m_backlog->attachAxis(m_backlogY);
     backlog->legend()->hide();
 
-    QChart *finals =
-        addChart(tr("Time to final confirmation (sample of succeeded records)"))->chart();
+    QChart *finals = addChart(tr("Time to final state (succeeded or failed, last hour)"))->chart();
     auto *bars = new QBarSeries;
     m_finals->setParent(nullptr);
     bars->append(m_finals);
@@ -177,7 +176,7 @@ void OverviewCharts::showSnapshot(
 
     m_finals->remove(0, m_finals->count());
     int topFinal = 5;
-    for (int n : snapshot.timeToFinal) {
+    for (int n : snapshot.figures.timeToFinalBuckets) {
         *m_finals << n;
         topFinal = std::max(topFinal, n);
     }

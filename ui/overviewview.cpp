@@ -105,43 +105,44 @@ void OverviewView::render()
         m_charts->clear();
         return;
     }
+    const LedgerFigures &f = s.figures;
+    const std::int64_t lapsed = f.metrics.leasesLapsed;
     tile(QStringLiteral("leases"))
-        ->setValue(QString::number(s.leasesLive + s.leasesLapsed),
-                   s.leasesLapsed > 0
-                       ? tr("%1 lapsed: next claim fences them off").arg(s.leasesLapsed)
-                       : tr("all leases live"),
-                   s.leasesLapsed > 0);
+        ->setValue(QString::number(f.metrics.leasesLive + lapsed),
+                   lapsed > 0 ? tr("%1 lapsed: next claim fences them off").arg(lapsed)
+                              : tr("all leases live"),
+                   lapsed > 0);
+    const std::int64_t confirmations = f.count(OperationState::ConfirmationRequired);
+    const std::int64_t unknown = f.count(OperationState::UnknownOutcome);
     tile(QStringLiteral("confirmations"))
-        ->setValue(QString::number(s.confirmations + s.unknownOutcome),
-                   s.oldestConfirmationAgeMs ? tr("oldest waiting %1; %2 unknown outcome")
-                                                   .arg(durationText(*s.oldestConfirmationAgeMs))
-                                                   .arg(s.unknownOutcome)
-                                             : tr("%1 unknown outcome").arg(s.unknownOutcome),
-                   s.confirmations + s.unknownOutcome > 0);
+        ->setValue(QString::number(confirmations + unknown),
+                   f.oldestConfirmationAgeMs ? tr("oldest waiting %1; %2 unknown outcome")
+                                                   .arg(durationText(*f.oldestConfirmationAgeMs))
+                                                   .arg(unknown)
+                                             : tr("%1 unknown outcome").arg(unknown),
+                   confirmations + unknown > 0);
     tile(QStringLiteral("approvals"))
-        ->setValue(QString::number(s.awaitingApproval), tr("gated before dispatch"), false);
-    const auto perMinute = m_model->suppressionsPerMinute();
-    int recent = 0;
-    for (std::size_t i = perMinute.size() - 5; i < perMinute.size(); ++i)
-        recent += perMinute[i];
+        ->setValue(QString::number(f.count(OperationState::AwaitingApproval)),
+                   tr("gated before dispatch"), false);
     tile(QStringLiteral("suppressions"))
         ->setValue(
-            QString::number(m_model->suppressionsLastHour()),
-            tr("%1 / min over the last 5 min").arg(static_cast<double>(recent) / 5.0, 0, 'f', 1),
+            QString::number(f.metrics.suppressionsInWindow),
+            tr("%1 / min over the last 5 min").arg(f.suppressionRatePerSecond * 60.0, 0, 'f', 1),
             false);
     tile(QStringLiteral("dlq"))
         ->setValue(s.hasQueues ? QString::number(s.dlqDepth) : tr("n/a"),
                    s.hasQueues ? tr("replay from Dead letters") : tr("no queues in this ledger"),
                    s.dlqDepth > 0);
-    const auto halted = static_cast<qint64>(s.haltedRuns.size());
+    const auto halted = static_cast<qint64>(f.metrics.runsHalted);
     tile(QStringLiteral("halted"))
-        ->setValue(s.haltedMore ? tr("%1+").arg(halted) : QString::number(halted),
-                   halted == 0 ? tr("no run out of budget")
-                               : tr("latest %1: %2")
-                                     .arg(displayText(s.haltedRuns.front().runId),
-                                          s.haltedRuns.front().haltBudget
-                                              ? budgetText(*s.haltedRuns.front().haltBudget)
-                                              : tr("halted")),
+        ->setValue(QString::number(halted),
+                   s.haltedRuns.empty()
+                       ? tr("no run out of budget")
+                       : tr("latest %1: %2")
+                             .arg(displayText(s.haltedRuns.front().runId),
+                                  s.haltedRuns.front().haltBudget
+                                      ? budgetText(*s.haltedRuns.front().haltBudget)
+                                      : tr("halted")),
                    halted > 0);
     QStringList failures;
     std::int64_t total = 0;
@@ -154,7 +155,7 @@ void OverviewView::render()
     tile(QStringLiteral("failures"))
         ->setValue(QString::number(total),
                    failures.isEmpty() ? tr("none") : failures.join(QStringLiteral(" · ")), false);
-    m_charts->showSnapshot(s, perMinute, m_model->backlogSamples());
+    m_charts->showSnapshot(s, m_model->suppressionsPerMinute(), m_model->backlogSamples());
 }
 
 } // namespace idempo

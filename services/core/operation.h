@@ -185,15 +185,39 @@ struct ListFilter
     std::optional<std::string> afterKey;
 };
 
-/// Ledger totals for `idempo metrics` and the console's tiles.
+/// Ledger totals of one namespace (or all), as each store reads them in SQL: the raw figures
+/// LedgerFigures (ledgerfigures.h) turns into what `idempo metrics` and the console's Overview
+/// show. Times are on the store's clock, read once as `nowMs`.
 struct LedgerMetrics
 {
+    /// How far back the windowed figures look: suppressions and operations that reached a final
+    /// state (succeeded, failed_terminal) within the last hour.
+    static constexpr std::int64_t WindowMs = 3'600'000;
+    /// The recent window of the suppression rate: the last five minutes.
+    static constexpr std::int64_t RecentWindowMs = 300'000;
+    /// At most this many of the window's final operations are read for the time to final.
+    static constexpr int FinalSampleLimit = 10'000;
+
+    std::int64_t nowMs = 0; ///< the store's clock when the figures were read
     std::vector<std::pair<OperationState, std::int64_t>> byState;
     std::vector<std::pair<ClaimOutcome, std::int64_t>> suppressionsByOutcome;
     std::int64_t leasesLive = 0;
     std::int64_t leasesLapsed = 0;
-    std::optional<std::int64_t>
-        oldestPendingConfirmationMs; ///< created time of the oldest confirmation_required
+    /// The last change of the oldest confirmation_required / unknown_outcome record: the moment
+    /// it entered the state, since a record waiting there changes only by leaving it.
+    std::optional<std::int64_t> oldestConfirmationMs;
+    std::optional<std::int64_t> oldestUnknownOutcomeMs;
+    /// Operations waiting to be tried again (failed_retryable, or received with a next attempt
+    /// time) and the last change of the oldest of them.
+    std::int64_t retriesWaiting = 0;
+    std::optional<std::int64_t> oldestRetryMs;
+    std::int64_t suppressionsInWindow = 0; ///< recorded within WindowMs
+    std::int64_t suppressionsRecent = 0;   ///< recorded within RecentWindowMs
+    std::int64_t finalsInWindow = 0;       ///< operations that reached a final state in WindowMs
+    /// Creation to final state of the window's latest finals (at most FinalSampleLimit), latest
+    /// first.
+    std::vector<std::int64_t> finalDurationsMs;
+    std::int64_t runsHalted = 0;
     std::int64_t events = 0;
 };
 

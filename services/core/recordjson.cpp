@@ -147,31 +147,4 @@ nlohmann::json runJson(const RunRecord &run)
     };
 }
 
-nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs)
-{
-    nlohmann::json states = nlohmann::json::object();
-    for (int i = 0; i < OperationStateCount; ++i)
-        states[std::string(stateName(static_cast<OperationState>(i)))] = 0;
-    for (const auto &[state, count] : metrics.byState)
-        states[std::string(stateName(state))] = count;
-    nlohmann::json suppressions = nlohmann::json::object();
-    std::int64_t suppressed = 0;
-    for (const auto &[outcome, count] : metrics.suppressionsByOutcome) {
-        suppressions[std::string(claimOutcomeName(outcome))] = count;
-        suppressed += count;
-    }
-    return {
-        {"operations_by_state", states},
-        {"suppressions_by_outcome", suppressions},
-        {"suppressions_total", suppressed},
-        {"leases_live", metrics.leasesLive},
-        {"leases_lapsed", metrics.leasesLapsed},
-        {"oldest_confirmation_age_s",
-         metrics.oldestPendingConfirmationMs
-             ? nlohmann::json((nowMs - *metrics.oldestPendingConfirmationMs) / 1000)
-             : nlohmann::json()},
-        {"events", metrics.events},
-    };
-}
-
 } // namespace idempo

@@ -31,6 +31,4 @@ nlohmann::json exhaustionJson(const BudgetExhaustion &e);
 /// are amounts as text ("100.00 EUR"); no progress in seconds.
 nlohmann::json runJson(const RunRecord &run);
 
-nlohmann::json metricsJson(const LedgerMetrics &metrics, std::int64_t nowMs);
-
 } // namespace idempo

@@ -79,6 +79,10 @@ public:
     /// Totals of namespace `ns` (empty = every namespace).
     virtual LedgerMetrics metrics(const std::string &ns) = 0;
 
+    /// The namespaces that hold an operation or a run, in byte order: one index probe each, so
+    /// a scrape of every namespace costs the same on a ledger of any size.
+    virtual std::vector<std::string> namespaces() = 0;
+
     /// The store's clock in milliseconds since the Unix epoch: the one every expiry is judged on.
     virtual std::int64_t nowMs() = 0;
 

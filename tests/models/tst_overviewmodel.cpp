@@ -31,15 +31,17 @@ void TestOverviewModel::figures()
     m.refresh();
     QVERIFY(updated.wait());
     const OverviewSnapshot &s = m.snapshot();
-    QCOMPARE(s.leasesLive, 2);
-    QCOMPARE(s.leasesLapsed, 1);
-    QCOMPARE(s.confirmations, 1);
-    QCOMPARE(s.awaitingApproval, 1);
-    QCOMPARE(s.unknownOutcome, 1);
-    QVERIFY(s.oldestConfirmationAgeMs && *s.oldestConfirmationAgeMs > 60'000);
+    const LedgerFigures &figures = s.figures;
+    QCOMPARE(figures.metrics.leasesLive, 2);
+    QCOMPARE(figures.metrics.leasesLapsed, 1);
+    QCOMPARE(figures.count(OperationState::ConfirmationRequired), 1);
+    QCOMPARE(figures.count(OperationState::AwaitingApproval), 1);
+    QCOMPARE(figures.count(OperationState::UnknownOutcome), 1);
+    QVERIFY(figures.oldestConfirmationAgeMs && *figures.oldestConfirmationAgeMs > 60'000);
     QCOMPARE(s.dlqDepth, 1);
-    QCOMPARE(m.suppressionsLastHour(), test::ConsoleFixture::Suppressions);
-    QCOMPARE(s.timeToFinalSampled, 39);
+    QCOMPARE(figures.metrics.suppressionsInWindow, test::ConsoleFixture::Suppressions);
+    // The window's finals: 39 succeeded records and run-7008's refusal, all within the hour.
+    QCOMPARE(figures.metrics.finalDurationsMs.size(), std::size_t(40));
     QVERIFY(s.backlogAgeMs && *s.backlogAgeMs > 0);
     std::int64_t failures = 0;
     for (const auto &[cls, n] : s.failuresByClass)
@@ -48,7 +50,7 @@ void TestOverviewModel::figures()
 
     f.claimNew("run-7400:pay", "run-7400");
     m.refresh();
-    QTRY_COMPARE(m.snapshot().leasesLive, 3);
+    QTRY_COMPARE(m.snapshot().figures.metrics.leasesLive, 3);
 }
 
 QTEST_MAIN(TestOverviewModel)

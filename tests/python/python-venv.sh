@@ -6,7 +6,8 @@
 # pyproject.toml (pip installs from the package registry, every version pinned by
 # clients/python/constraints.txt), and made once even when two runs start together. The package is
 # installed anew (not editable) on every call, under the same lock, so callers import what pip
-# installed. Used by run-python-tests.sh and tests/docs/run-sql-api-walkthroughs.sh.
+# installed. Used by run-python-tests.sh, tests/docs/run-sql-api-walkthroughs.sh and
+# tests/app/metrics/parse.sh (prometheus_client's exposition parsers).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../../clients/python" && pwd)
 python3 -c 'import venv, ensurepip' 2>/dev/null || {
@@ -30,7 +31,7 @@ if [[ ! -f $venv/ready ]]; then
     "$venv/bin/python" -m pip install -q -c "$src/constraints.txt" \
         flit_core "psycopg[binary]" psycopg-pool rfc8785 "aws-lambda-powertools[aws-sdk]" \
         langgraph langchain-core langchain mcp pytest \
-        langgraph-checkpoint-postgres ruff mypy >&2
+        langgraph-checkpoint-postgres prometheus-client ruff mypy >&2
     touch "$venv/ready"
 fi
 cp -r "$src" "$tmp/package"

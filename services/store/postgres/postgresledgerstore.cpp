@@ -48,17 +48,59 @@ const std::string kSuppressionsInNamespaceSql =
 
 constexpr const char *kNowSql = "SELECT idempo.now_ms($1::bigint, $2::bigint)";
 
-constexpr const char *kLeaseMetricsSql = R"SQL(
-SELECT count(*) FILTER (WHERE o.lease_expires_at_ms > n.now_ms),
-       count(*) FILTER (WHERE o.lease_expires_at_ms <= n.now_ms),
-       (SELECT min(c.created_at_ms) FROM idempo.operation_listing AS l JOIN idempo.operations AS c ON c.id = l.id
-         WHERE l.state = 'confirmation_required' AND c.state = 'confirmation_required'
-           AND ($3::text = '' OR l.namespace = $3::text)),
+// The figures of LedgerMetrics beyond the counts ($1 namespace or '' for all, $2 the store's
+// clock, $3 the window's start, $4 the recent window's start). Operations by state are found on
+// the listing's (state, ...) indexes and checked against the operations, which a write since the
+// listing's refresh may have moved.
+constexpr const char *kLedgerMetricsSql = R"SQL(
+SELECT (SELECT count(*) FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id
+         WHERE l.state = 'dispatching' AND o.state = 'dispatching' AND o.lease_expires_at_ms > $2::bigint
+           AND ($1::text = '' OR l.namespace = $1::text)),
+       (SELECT count(*) FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id
+         WHERE l.state = 'dispatching' AND o.state = 'dispatching' AND o.lease_expires_at_ms <= $2::bigint
+           AND ($1::text = '' OR l.namespace = $1::text)),
        (SELECT count(*) FROM idempo.operation_events AS e JOIN idempo.operations AS eo ON eo.id = e.operation_id
-         WHERE $3::text = '' OR eo.namespace = $3::text)
-FROM (SELECT idempo.now_ms($1::bigint, $2::bigint) AS now_ms) AS n
-LEFT JOIN (idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id AND o.state = 'dispatching')
-    ON l.state = 'dispatching' AND ($3::text = '' OR l.namespace = $3::text)
+         WHERE $1::text = '' OR eo.namespace = $1::text),
+       (SELECT min(o.updated_at_ms) FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id
+         WHERE l.state = 'confirmation_required' AND o.state = 'confirmation_required'
+           AND ($1::text = '' OR l.namespace = $1::text)),
+       (SELECT min(o.updated_at_ms) FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id
+         WHERE l.state = 'unknown_outcome' AND o.state = 'unknown_outcome'
+           AND ($1::text = '' OR l.namespace = $1::text)),
+       r.waiting, r.oldest,
+       (SELECT count(*) FROM idempo.suppressions
+         WHERE at_ms >= $3::bigint AND ($1::text = '' OR namespace = $1::text)),
+       (SELECT count(*) FROM idempo.suppressions
+         WHERE at_ms >= $4::bigint AND ($1::text = '' OR namespace = $1::text)),
+       (SELECT count(*) FROM idempo.operation_listing AS l
+         WHERE l.state IN ('succeeded', 'failed_terminal') AND l.updated_at_ms >= $3::bigint
+           AND ($1::text = '' OR l.namespace = $1::text)),
+       (SELECT count(*) FROM idempo.runs WHERE state = 'halted' AND ($1::text = '' OR namespace = $1::text))
+FROM (SELECT count(*) AS waiting, min(o.updated_at_ms) AS oldest
+      FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id
+      WHERE l.state IN ('failed_retryable', 'received') AND ($1::text = '' OR l.namespace = $1::text)
+        AND (o.state = 'failed_retryable' OR (o.state = 'received' AND o.next_attempt_at_ms IS NOT NULL))) AS r
+)SQL";
+
+// A loose index scan over the (namespace, key) and (namespace, run id) keys: one probe per
+// namespace instead of a read of every record.
+constexpr const char *kNamespacesSql = R"SQL(
+WITH RECURSIVE o(ns) AS (
+    SELECT min(namespace) FROM idempo.operations
+    UNION ALL SELECT (SELECT min(namespace) FROM idempo.operations WHERE namespace > o.ns) FROM o WHERE o.ns IS NOT NULL),
+r(ns) AS (
+    SELECT min(namespace) FROM idempo.runs
+    UNION ALL SELECT (SELECT min(namespace) FROM idempo.runs WHERE namespace > r.ns) FROM r WHERE r.ns IS NOT NULL)
+SELECT ns FROM (SELECT ns FROM o UNION SELECT ns FROM r) AS u WHERE ns IS NOT NULL ORDER BY ns COLLATE "C"
+)SQL";
+
+// Creation to final state of the window's latest finals ($1 namespace, $2 window start, $3 limit).
+constexpr const char *kFinalDurationsSql = R"SQL(
+SELECT o.updated_at_ms - o.created_at_ms
+FROM idempo.operation_listing AS l JOIN idempo.operations AS o ON o.id = l.id AND o.state = l.state
+WHERE l.state IN ('succeeded', 'failed_terminal') AND l.updated_at_ms >= $2::bigint
+  AND ($1::text = '' OR l.namespace = $1::text)
+ORDER BY l.updated_at_ms DESC LIMIT $3::integer
 )SQL";
 
 std::string sha256Hex(const std::string &text)
@@ -552,13 +594,42 @@ LedgerMetrics PostgresLedgerStore::metrics(const std::string &ns)
     for (int row = 0; row < outcomes.rows(); ++row)
         if (const auto o = parseClaimOutcome(outcomes.text(row, 0)))
             m.suppressionsByOutcome.emplace_back(*o, outcomes.integer(row, 1));
-    const PgResult leases = c.execPrepared("metrics", "idempo_metrics_leases", kLeaseMetricsSql,
-                                           clockParams().text(ns));
-    m.leasesLive = leases.integer(0, 0);
-    m.leasesLapsed = leases.integer(0, 1);
-    m.oldestPendingConfirmationMs = leases.optionalInteger(0, 2);
-    m.events = leases.integer(0, 3);
+    m.nowMs = nowMs();
+    const std::int64_t windowStart = m.nowMs - LedgerMetrics::WindowMs;
+    const PgResult r = c.execPrepared("metrics", "idempo_metrics_figures", kLedgerMetricsSql,
+                                      PgParams()
+                                          .text(ns)
+                                          .integer(m.nowMs)
+                                          .integer(windowStart)
+                                          .integer(m.nowMs - LedgerMetrics::RecentWindowMs));
+    m.leasesLive = r.integer(0, 0);
+    m.leasesLapsed = r.integer(0, 1);
+    m.events = r.integer(0, 2);
+    m.oldestConfirmationMs = r.optionalInteger(0, 3);
+    m.oldestUnknownOutcomeMs = r.optionalInteger(0, 4);
+    m.retriesWaiting = r.integer(0, 5);
+    m.oldestRetryMs = r.optionalInteger(0, 6);
+    m.suppressionsInWindow = r.integer(0, 7);
+    m.suppressionsRecent = r.integer(0, 8);
+    m.finalsInWindow = r.integer(0, 9);
+    m.runsHalted = r.integer(0, 10);
+    const PgResult finals = c.execPrepared(
+        "metrics", "idempo_metrics_finals", kFinalDurationsSql,
+        PgParams().text(ns).integer(windowStart).integer(LedgerMetrics::FinalSampleLimit));
+    for (int row = 0; row < finals.rows(); ++row)
+        m.finalDurationsMs.push_back(finals.integer(row, 0));
     return m;
+}
+
+std::vector<std::string> PostgresLedgerStore::namespaces()
+{
+    requireSchema();
+    const PgResult r = connection().execPrepared("list namespaces", "idempo_namespaces",
+                                                 kNamespacesSql, PgParams());
+    std::vector<std::string> names;
+    for (int row = 0; row < r.rows(); ++row)
+        names.push_back(r.text(row, 0));
+    return names;
 }
 
 std::unique_ptr<PgChangeFeed> PostgresLedgerStore::listen() const

@@ -73,6 +73,7 @@ public:
                                           int limit) override;
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
+    std::vector<std::string> namespaces() override;
     std::int64_t nowMs() override;
     /// The outbox in one transaction, to a queue of this ledger (idempo.transition_and_send).
     OutboxWrite transitionAndSend(const TransitionRequest &request, const std::string &queue,

@@ -50,6 +50,7 @@ public:
                                           int limit) override;
     std::int64_t purgeExpired(const std::string &ns) override;
     LedgerMetrics metrics(const std::string &ns) override;
+    std::vector<std::string> namespaces() override;
     std::int64_t nowMs() override;
 
     /// The outbox in one BEGIN IMMEDIATE transaction, to a queue of this file (sqliteoutbox.h).

@@ -14,6 +14,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
@@ -213,7 +214,6 @@ class _Options:
         self._on_pending = on_pending
         self._deadline_s = deadline_s
         self._errors = errors
-        self._handle = StepHandle("", False, None)
 
     # --- the decorator ---------------------------------------------------------------------
 
@@ -265,8 +265,11 @@ class Step(_Options):
     def __init__(self, ledger: Ledger, step_id: str, **options: Any) -> None:
         super().__init__(step_id, **options)
         self._ledger = ledger
-        self._run: _Run | None = None
-        self._beat: _Heartbeat | None = None
+        # The blocks open on this object, innermost last: per thread and per asyncio task (a
+        # context variable), so that two of them sharing the object never mix their records.
+        self._open: ContextVar[tuple[tuple[_Run | None, _Heartbeat | None, StepHandle], ...]] = (
+            ContextVar(f"idempo-step-{step_id}", default=())
+        )
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(fn)
@@ -315,11 +318,11 @@ class Step(_Options):
         run = _Run(self, key, run_id, payload)
         began = run.begin()
         handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
+        beat: _Heartbeat | None = None
         if handle.should_run:
-            self._run = run
-            self._beat = run.heartbeat()
-            self._beat.__enter__()
-        self._handle = handle
+            beat = run.heartbeat()
+            beat.__enter__()
+        self._open.set((*self._open.get(), (run if handle.should_run else None, beat, handle)))
         return handle
 
     def __exit__(
@@ -328,15 +331,19 @@ class Step(_Options):
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        run, self._run = self._run, None
+        opened = self._open.get()
+        if not opened:
+            return
+        (run, beat, handle), rest = opened[-1], opened[:-1]
+        self._open.set(rest)
         if run is None:
             return
-        if self._beat is not None:
-            self._beat.__exit__(kind, error, tb)
+        if beat is not None:
+            beat.__exit__(kind, error, tb)
         if error is not None:
             run.failed(error)
         else:
-            run.succeeded(self._handle.result)
+            run.succeeded(handle.result)
 
 
 @dataclass(slots=True)
@@ -526,8 +533,10 @@ class AsyncStep(_Options):
     def __init__(self, ledger: AsyncLedger, step_id: str, **options: Any) -> None:
         super().__init__(step_id, **options)
         self._ledger = ledger
-        self._run: _AsyncRun | None = None
-        self._beat: _AsyncHeartbeat | None = None
+        # The blocks open on this object, innermost last, per asyncio task (see Step).
+        self._open: ContextVar[
+            tuple[tuple[_AsyncRun | None, _AsyncHeartbeat | None, StepHandle], ...]
+        ] = ContextVar(f"idempo-async-step-{step_id}", default=())
 
     def __call__(
         self, fn: Callable[P, Coroutine[Any, Any, R]]
@@ -559,11 +568,12 @@ class AsyncStep(_Options):
         step_run = _AsyncRun(self, key, run_id, payload)
         began = await step_run.begin()
         handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
+        beat: _AsyncHeartbeat | None = None
         if handle.should_run:
-            self._run = step_run
-            self._beat = step_run.heartbeat()
-            await self._beat.__aenter__()
-        self._handle = handle
+            beat = step_run.heartbeat()
+            await beat.__aenter__()
+        entry = (step_run if handle.should_run else None, beat, handle)
+        self._open.set((*self._open.get(), entry))
         return handle
 
     async def __aexit__(
@@ -572,15 +582,19 @@ class AsyncStep(_Options):
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        step_run, self._run = self._run, None
+        opened = self._open.get()
+        if not opened:
+            return
+        (step_run, beat, handle), rest = opened[-1], opened[:-1]
+        self._open.set(rest)
         if step_run is None:
             return
-        if self._beat is not None:
-            await self._beat.__aexit__(kind, error, tb)
+        if beat is not None:
+            await beat.__aexit__(kind, error, tb)
         if error is not None:
             await step_run.failed(error)
         else:
-            await step_run.succeeded(self._handle.result)
+            await step_run.succeeded(handle.result)
 
 
 class _AsyncRun:

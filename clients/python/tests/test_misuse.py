@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
+import pytest
+
+import idempo
 from idempo import AsyncLedger, Ledger, OnPending
 
 # --- 7: a Step object's blocks keep their own state --------------------------------------------
@@ -65,3 +69,49 @@ def test_an_async_step_object_shared_by_two_tasks_records_each_block_itself(
             assert (op.state, op.result_value()) == ("succeeded", {"sent": 1})
 
     asyncio.run(main())
+
+
+# --- 8: wrong argument types are refused up front, naming the argument --------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda led: led.claim(None, {}), "key"),
+        (lambda led: led.claim(5, {}), "key"),
+        (lambda led: led.claim(b"abc", {}), "key"),
+        (lambda led: led.claim("k", {}, lease_ms=1.5), "lease_ms"),
+        (lambda led: led.claim("k", {}, lease_ms="100"), "lease_ms"),
+        (lambda led: led.claim("k", {}, tool_kind=None), "tool_kind"),
+        (lambda led: led.claim("k", {}, run_id=None), "run_id"),
+        (lambda led: led.claim("k", {}, fingerprint_fields="/a"), "fingerprint_fields"),
+        (lambda led: led.complete("k", None), "token"),
+        (lambda led: led.complete("k", "1"), "token"),
+        (lambda led: led.fail("k", 1, None), "error_class"),
+        (lambda led: led.read("q", 1000, ack=[("a", 1)]), "ack"),
+        (lambda led: led.show(None), "key"),
+    ],
+)
+def test_wrong_types_are_invalid_arguments_naming_the_argument(
+    ledger: Ledger, call: Any, named: str
+) -> None:
+    with pytest.raises(idempo.InvalidArgument, match=named):
+        call(ledger)
+
+
+def test_a_ledger_refuses_a_conninfo_or_namespace_of_another_type(worker_url: str) -> None:
+    with pytest.raises(idempo.InvalidArgument, match="conninfo"):
+        Ledger(None)  # type: ignore[arg-type]
+    with pytest.raises(idempo.InvalidArgument, match="namespace"):
+        Ledger(worker_url, namespace=None)  # type: ignore[arg-type]
+
+
+def test_a_step_refuses_a_none_run_id(ledger: Ledger) -> None:
+    @ledger.step("charge")
+    def charge(run_id: str | None) -> int:
+        return 1
+
+    with pytest.raises(idempo.InvalidArgument, match="run_id"):
+        charge(None)
+    with pytest.raises(idempo.NotFound):
+        ledger.show("None:charge")

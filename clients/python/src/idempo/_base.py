@@ -25,6 +25,41 @@ Rows = list[dict[str, Any]]
 TOOL_KINDS = ("read", "idempotent_write", "protected_write")
 
 
+def text_arg(name: str, value: object) -> str:
+    """``value`` when it is a ``str``; otherwise InvalidArgument naming the argument (the ledger
+    would answer a wrong type as a missing function, and bytes would be claimed as their hex)."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def int_arg(name: str, value: object, *, optional: bool = False) -> int | None:
+    """``value`` when it is an ``int`` (not a bool; None too when ``optional``); otherwise
+    InvalidArgument naming the argument."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        wanted = "an int or None" if optional else "an int"
+        raise InvalidArgument(f"{name} must be {wanted}, not {type(value).__name__}")
+    return value
+
+
+def bool_arg(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _texts(**values: object) -> None:
+    for name, value in values.items():
+        text_arg(name, value)
+
+
+def _ints(optional: bool = False, **values: object) -> None:
+    for name, value in values.items():
+        int_arg(name, value, optional=optional)
+
+
 @dataclass(frozen=True, slots=True)
 class Statement(Generic[T]):
     """One round trip: the SQL, its parameters and how its rows are read."""
@@ -132,6 +167,9 @@ class LedgerBase:
     """The statements of every ledger call, bound to one namespace and one lease owner."""
 
     def __init__(self, conninfo: str, namespace: str, owner: str | None) -> None:
+        _texts(conninfo=conninfo, namespace=namespace)
+        if owner is not None:
+            text_arg("owner", owner)
         self.namespace = namespace
         self.owner = owner or _calls.default_owner()
         self._secrets = secrets_of(conninfo)
@@ -155,6 +193,10 @@ class LedgerBase:
         cost: tuple[int, str] | None,
         tokens: int,
     ) -> _calls.ClaimArgs:
+        _texts(key=key, tool_kind=tool_kind, run_id=run_id, step_id=step_id, target=target)
+        _ints(True, lease_ms=lease_ms, max_attempts=max_attempts)
+        int_arg("tokens", tokens)
+        bool_arg("requires_approval", requires_approval)
         return _calls.ClaimArgs(
             self.namespace,
             key,
@@ -206,6 +248,9 @@ class LedgerBase:
     def _complete(
         self, key: str, token: int, result: Any, receipt: Any, retention_ms: int | None
     ) -> Statement[Operation]:
+        text_arg("key", key)
+        int_arg("token", token)
+        int_arg("retention_ms", retention_ms, optional=True)
         return self._transition(
             "complete",
             {
@@ -229,6 +274,9 @@ class LedgerBase:
         retry_after_ms: int | None,
         retention_ms: int | None,
     ) -> Statement[Operation]:
+        _texts(key=key, error_class=error_class, detail=detail)
+        int_arg("token", token)
+        _ints(True, retry_after_ms=retry_after_ms, retention_ms=retention_ms)
         return self._transition(
             "fail",
             {
@@ -258,6 +306,9 @@ class LedgerBase:
         retention_ms: int | None,
         detail: str | None,
     ) -> Statement[Operation]:
+        _texts(key=key, to=to)
+        int_arg("token", token)
+        _ints(True, retry_delay_ms=retry_delay_ms, retention_ms=retention_ms)
         return self._transition(
             "transition",
             _calls.transition_args(
@@ -277,6 +328,9 @@ class LedgerBase:
         )
 
     def _heartbeat(self, key: str, token: int, lease_ms: int | None) -> Statement[Operation]:
+        text_arg("key", key)
+        int_arg("token", token)
+        int_arg("lease_ms", lease_ms, optional=True)
         return self._transition(
             "heartbeat",
             {
@@ -305,6 +359,8 @@ class LedgerBase:
         retry_delay_ms: int | None,
         retention_ms: int | None,
     ) -> Statement[tuple[Operation, int]]:
+        _texts(key=key, queue=queue, to=to)
+        int_arg("token", token)
         args = _calls.transition_args(
             self.namespace,
             key,
@@ -330,6 +386,8 @@ class LedgerBase:
         return Statement(sql, params, read)
 
     def _send(self, queue: str, message: Any, headers: Any, delay_ms: int | None) -> Statement[int]:
+        text_arg("queue", queue)
+        int_arg("delay_ms", delay_ms, optional=True)
         sql, params = _calls.call(
             "queue_send",
             {
@@ -344,6 +402,8 @@ class LedgerBase:
     def _read(
         self, queue: str, vt_ms: int, quantity: int, ack: Iterable[tuple[int, int]] | None
     ) -> Statement[list[Message]]:
+        text_arg("queue", queue)
+        _ints(vt_ms=vt_ms, quantity=quantity)
         sql, params = _calls.call(
             "queue_read",
             {
@@ -356,6 +416,8 @@ class LedgerBase:
         return Statement(sql, params, _messages)
 
     def _ack(self, queue: str, msg_id: int, read_ct: int) -> Statement[str]:
+        text_arg("queue", queue)
+        _ints(msg_id=msg_id, read_ct=read_ct)
         sql, params = _calls.call(
             "queue_ack", {"p_queue": queue, "p_msg_id": msg_id, "p_read_ct": read_ct}
         )
@@ -370,6 +432,8 @@ class LedgerBase:
         detail: str,
         retry_delay_ms: int,
     ) -> Statement[Message | None]:
+        _texts(queue=queue, error_class=error_class, detail=detail)
+        _ints(msg_id=msg_id, read_ct=read_ct, retry_delay_ms=retry_delay_ms)
         sql, params = _calls.call(
             "queue_nack",
             {
@@ -389,12 +453,17 @@ class LedgerBase:
         )
 
     def _archive(self, queue: str, msg_id: int, read_ct: int | None) -> Statement[bool]:
+        text_arg("queue", queue)
+        int_arg("msg_id", msg_id)
+        int_arg("read_ct", read_ct, optional=True)
         sql, params = _calls.call(
             "queue_archive", {"p_queue": queue, "p_msg_id": msg_id, "p_read_ct": read_ct}
         )
         return Statement(sql, params, lambda rows: bool(_scalar(rows)), repeat=True)
 
     def _set_vt(self, queue: str, msg_id: int, vt_ms: int) -> Statement[Message | None]:
+        text_arg("queue", queue)
+        _ints(msg_id=msg_id, vt_ms=vt_ms)
         sql, params = _calls.call(
             "queue_set_vt", {"p_queue": queue, "p_msg_id": msg_id, "p_vt_offset_ms": vt_ms}
         )
@@ -406,6 +475,8 @@ class LedgerBase:
         )
 
     def _show(self, key: str) -> Statement[Operation]:
+        text_arg("key", key)
+
         def read(rows: Rows) -> Operation:
             if not rows:
                 raise NotFound(f"no operation '{key}' in namespace '{self.namespace}'")
@@ -414,6 +485,7 @@ class LedgerBase:
         return Statement(_calls.SHOW_SQL, (self.namespace, key), read, repeat=True)
 
     def _history(self, key: str) -> Statement[list[Event]]:
+        text_arg("key", key)
         return Statement(
             _calls.HISTORY_SQL,
             (self.namespace, key),
@@ -422,6 +494,7 @@ class LedgerBase:
         )
 
     def _run(self, run_id: str) -> Statement[RunStatus | None]:
+        text_arg("run_id", run_id)
         return Statement(
             _calls.RUN_SQL,
             (self.namespace, run_id),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from idempo.canonical import Fingerprint, canonical_json
-from idempo.errors import Internal
+from idempo.errors import Internal, InvalidArgument
 from idempo.outcomes import (
     BudgetExhausted,
     Claimed,
@@ -251,4 +251,13 @@ def acks_arg(acks: Iterable[tuple[int, int]] | None) -> str | None:
     """``queue_read``'s ``p_ack``: the deliveries to acknowledge first, as JSON pairs."""
     if acks is None:
         return None
-    return json.dumps([[int(m), int(r)] for m, r in acks])
+    pairs: list[list[int]] = []
+    for pair in acks:
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or any(not isinstance(n, int) or isinstance(n, bool) for n in pair)
+        ):
+            raise InvalidArgument(f"ack must hold (msg_id, read_ct) pairs of ints, not {pair!r}")
+        pairs.append([pair[0], pair[1]])
+    return json.dumps(pairs)

@@ -206,6 +206,11 @@ def fingerprint(
 
     ``must_select=False`` is for a record's own projection, which the engine applies as it is.
     """
+    if isinstance(fields, str | bytes):
+        # A lone string would be read as its characters ("/a" as "/" and "a").
+        raise InvalidArgument(
+            f"fingerprint_fields must be a list of JSON pointers, not a single string {fields!r}"
+        )
     value = _as_value(payload)
     text = canonical_json(value)
     chosen = projection_set(fields)

@@ -20,8 +20,9 @@ from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from idempo._base import int_arg, text_arg
 from idempo._heartbeat import Beat
-from idempo.errors import IdempoError, LedgerUnavailable
+from idempo.errors import IdempoError, InvalidArgument, LedgerUnavailable
 from idempo.outcomes import (
     BudgetExhausted,
     Claimed,
@@ -200,6 +201,17 @@ class _Options:
         deadline_s: float = 30.0,
         errors: ErrorMap = DEFAULT_ERRORS,
     ) -> None:
+        text_arg("step_id", step_id)
+        text_arg("tool_kind", tool_kind)
+        int_arg("lease_ms", lease_ms)
+        for name, value in (("run_id", run_id), ("target", target)):
+            if value is not None:
+                text_arg(name, value)
+        if isinstance(fingerprint_fields, str | bytes):
+            raise InvalidArgument(
+                "fingerprint_fields must be a tuple of JSON pointers, not a single string "
+                f"{fingerprint_fields!r}"
+            )
         self.step_id = step_id
         self._run_id = run_id
         self._target = target
@@ -227,7 +239,14 @@ class _Options:
             key = self._key_fn(*args, **kwargs)
             run_id = key.split(":", 1)[0]
         else:
-            run_id = self._run_id or str(values[self._run_id_arg])
+            given = values[self._run_id_arg]
+            if given is None and not self._run_id:
+                # "None" would be one run shared by every caller that passes None.
+                raise InvalidArgument(
+                    f"step '{self.step_id}': the argument {self._run_id_arg!r} is None; "
+                    "a step needs the run's id"
+                )
+            run_id = self._run_id or str(given)
             target = self._target or (str(values[self._target_arg]) if self._target_arg else "")
             key = f"{run_id}:{self.step_id}" + (f":{target}" if target else "")
         payload = self._payload_of(*args, **kwargs) if self._payload_of else values

@@ -11,6 +11,7 @@ import pytest
 
 import idempo
 from idempo import AsyncLedger, Ledger, OnPending
+from idempo.step import DEFAULT_ERRORS, MAX_RETRY_AFTER_MS, Classified
 
 # --- 7: a Step object's blocks keep their own state --------------------------------------------
 
@@ -115,3 +116,47 @@ def test_a_step_refuses_a_none_run_id(ledger: Ledger) -> None:
         charge(None)
     with pytest.raises(idempo.NotFound):
         ledger.show("None:charge")
+
+
+# --- 10: a Retry-After of any shape is read safely ---------------------------------------------
+
+
+class Limited(Exception):
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("HTTP 429")
+        self.status_code = 429
+        self.headers = headers
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait_ms"),
+    [
+        ({"Retry-After": "inf"}, MAX_RETRY_AFTER_MS),
+        ({"Retry-After": "1e12"}, MAX_RETRY_AFTER_MS),
+        ({"Retry-After": "1e400"}, MAX_RETRY_AFTER_MS),
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "-3"}, 0),
+        ({"Retry-After": "soon"}, None),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, None),
+        ({"retry-after": "2"}, 2000),
+        ({"RETRY-AFTER": " 1.5 "}, 1500),
+    ],
+)
+def test_retry_after_is_clamped_and_found_in_any_case(
+    headers: dict[str, str], wait_ms: int | None
+) -> None:
+    found = DEFAULT_ERRORS.classify(Limited(headers), "protected_write")
+    assert found == Classified("rate_limited", wait_ms)
+
+
+def test_an_infinite_retry_after_is_recorded(ledger: Ledger) -> None:
+    @ledger.step("call", tool_kind="read")
+    def call(run_id: str) -> None:
+        raise Limited({"retry-after": "inf"})
+
+    with pytest.raises(Limited):
+        call("run-10")
+    op = ledger.show("run-10:call")
+    assert (op.state, op.error_class) == ("failed_retryable", "rate_limited")
+    assert op.next_attempt_at_ms is not None
+    assert op.next_attempt_at_ms - op.updated_at_ms == MAX_RETRY_AFTER_MS

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import math
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from contextvars import ContextVar
@@ -120,16 +121,44 @@ def _http_status(error: BaseException) -> int | None:
     return None
 
 
+# The longest wait the ledger records (ten years, its ceiling of a retry delay).
+MAX_RETRY_AFTER_MS = 315_360_000_000
+
+
+def _header(headers: Any, name: str) -> Any:
+    """A header's value, its name matched without regard to case (botocore's plain dicts are
+    lowercase)."""
+    if not isinstance(headers, Mapping):
+        return None
+    value = headers.get(name)
+    if value is not None:
+        return value
+    wanted = name.lower()
+    for key, found in headers.items():
+        if isinstance(key, str) and key.lower() == wanted:
+            return found
+    return None
+
+
 def _retry_after_ms(error: BaseException) -> int | None:
+    """The wait a Retry-After asks for, in ms, within 0 and the ledger's ceiling; None for what
+    is no number of seconds (an HTTP date, garbage, NaN): the ledger's backoff applies."""
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or getattr(error, "headers", None)
-    value = headers.get("Retry-After") if isinstance(headers, Mapping) else None
+    value = _header(headers, "Retry-After")
     if value is None:
         value = getattr(error, "retry_after", None)
+    if value is None or isinstance(value, bool):
+        return None
     try:
-        return max(0, int(float(value) * 1000)) if value is not None else None
-    except (TypeError, ValueError):
-        return None  # an HTTP date: the ledger's backoff applies
+        seconds = float(value.strip() if isinstance(value, str | bytes) else value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if math.isnan(seconds):
+        return None
+    if seconds * 1000 >= MAX_RETRY_AFTER_MS:
+        return MAX_RETRY_AFTER_MS
+    return max(0, int(seconds * 1000))
 
 
 class ErrorMap:

@@ -11,6 +11,8 @@ import pytest
 
 import idempo
 from idempo import AsyncLedger, Ledger, OnPending
+from idempo.canonical import MAX_DEPTH, JsonText, canonical_json
+from idempo.outcomes import Claimed
 from idempo.step import DEFAULT_ERRORS, MAX_RETRY_AFTER_MS, Classified
 
 # --- 7: a Step object's blocks keep their own state --------------------------------------------
@@ -160,3 +162,36 @@ def test_an_infinite_retry_after_is_recorded(ledger: Ledger) -> None:
     assert (op.state, op.error_class) == ("failed_retryable", "rate_limited")
     assert op.next_attempt_at_ms is not None
     assert op.next_attempt_at_ms - op.updated_at_ms == MAX_RETRY_AFTER_MS
+
+
+# --- 11: nesting as deep as the engine allows, and no deeper, without a RecursionError ---------
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_nesting_up_to_the_engines_limit_is_claimed(ledger: Ledger) -> None:
+    assert MAX_DEPTH == 512  # kMaxDepth in services/core/canonicaljson.cpp
+    text = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert isinstance(ledger.claim("run-11:text", JsonText(text)), Claimed)
+    assert isinstance(ledger.claim("run-11:value", {"a": _nested(MAX_DEPTH - 1)}), Claimed)
+    assert ledger.show("run-11:value").payload == canonical_json({"a": _nested(MAX_DEPTH - 1)})
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        JsonText("[" * 513 + "]" * 513),
+        JsonText("[" * 100_000 + "]" * 100_000),
+        _nested(513),
+        _nested(100_000),
+    ],
+    ids=["text-513", "text-100000", "value-513", "value-100000"],
+)
+def test_deeper_nesting_is_invalid_json_not_a_recursion_error(ledger: Ledger, payload: Any) -> None:
+    with pytest.raises(idempo.InvalidJson, match="nesting deeper than 512 levels"):
+        ledger.claim("run-11:deep", payload)

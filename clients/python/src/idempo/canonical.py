@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,66 @@ def _exact(value: Any, depth: int) -> Any:
     raise _refuse(f"a {type(value).__name__} is not a JSON value")
 
 
+def _too_deep() -> InvalidJson:
+    return _refuse(f"nesting deeper than {MAX_DEPTH} levels")
+
+
+def _text_depth(text: str) -> int:
+    """How deep the arrays and objects of JSON text nest, counted without recursion (brackets
+    inside strings left out); the parser reports anything else wrong."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _too_deep()
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _value_depth(value: Any) -> int:
+    """How deep a Python value's mappings and sequences nest, counted without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, Sequence) and not isinstance(item, str | bytes | bytearray):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+# Python frames the recursive parser, checker and writer take per level of nesting, at most.
+_FRAMES_PER_LEVEL = 4
+
+
+def _room_for(depth: int) -> None:
+    """Raises the interpreter's recursion limit (never lowers it) so that ``depth`` levels, which
+    the engine accepts up to 512, are parsed and written instead of refused as a RecursionError."""
+    needed = depth * _FRAMES_PER_LEVEL + 1000
+    if depth > 32 and sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in pairs:
@@ -103,6 +164,7 @@ def parse_json(text: str | bytes) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
             raise _refuse(f"invalid JSON at byte {error.start}: not UTF-8") from None
+    _room_for(_text_depth(text))
     if "\0" in text:
         raise _refuse(
             f"invalid JSON at byte {len(text[: text.index(chr(0))].encode())}: unescaped NUL byte"
@@ -114,7 +176,7 @@ def parse_json(text: str | bytes) -> Any:
             f"invalid JSON at byte {len(text[: error.pos].encode())}: {error.msg}"
         ) from None
     except RecursionError:
-        raise _refuse(f"nesting deeper than {MAX_DEPTH} levels") from None
+        raise _too_deep() from None
     _exact(value, 0)
     return value
 
@@ -125,12 +187,14 @@ def _as_value(value: Any) -> Any:
 
 def canonical_json(value: Any) -> str:
     """The RFC 8785 text of a JSON value (a Python value or :class:`JsonText`)."""
+    value = _as_value(value)
+    _room_for(_value_depth(value))
     try:
-        return rfc8785.dumps(_exact(_as_value(value), 0)).decode("utf-8")
+        return rfc8785.dumps(_exact(value, 0)).decode("utf-8")
     except rfc8785.CanonicalizationError as error:
         raise _refuse(str(error)) from None
     except RecursionError:
-        raise _refuse(f"nesting deeper than {MAX_DEPTH} levels") from None
+        raise _too_deep() from None
 
 
 def _pointer_tokens(pointer: str) -> list[str]:

@@ -4,6 +4,8 @@ argument types, odd Retry-After values, deep nesting, keys that change between e
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 import idempo
 from idempo import AsyncLedger, Ledger, OnPending
 from idempo.canonical import MAX_DEPTH, JsonText, canonical_json
+from idempo.consumer import Envelope
 from idempo.outcomes import Claimed
 from idempo.step import DEFAULT_ERRORS, MAX_RETRY_AFTER_MS, Classified
 
@@ -195,3 +198,99 @@ def test_nesting_up_to_the_engines_limit_is_claimed(ledger: Ledger) -> None:
 def test_deeper_nesting_is_invalid_json_not_a_recursion_error(ledger: Ledger, payload: Any) -> None:
     with pytest.raises(idempo.InvalidJson, match="nesting deeper than 512 levels"):
         ledger.claim("run-11:deep", payload)
+
+
+# --- 12: the step middleware, envelopes and the pool, as the engine and CLI have them ----------
+
+
+def test_a_step_passes_its_target_to_the_claim(ledger: Ledger) -> None:
+    @ledger.step("charge", target_arg="order_id")
+    def charge(run_id: str, order_id: str) -> int:
+        return 1
+
+    charge("run-12", "o-1")
+    op = ledger.show("run-12:charge:o-1")
+    assert (op.run_id, op.step_id, op.target) == ("run-12", "charge", "o-1")
+    with ledger.step("mail", run_id="run-12", target="c-1", payload={}) as step:
+        step.result = 1
+    assert ledger.show("run-12:mail:c-1").target == "c-1"
+
+
+@pytest.mark.parametrize("produced_at", [-5, -5.0, 1e300, 2.0**63, 2**63, 1.5, "1", True, None])
+def test_envelopes_follow_the_engines_rules_for_produced_at(produced_at: Any) -> None:
+    message = Envelope("r", "s", "a", "b", {}, 1, "r:s").as_message()
+    assert Envelope.from_message(message) is not None
+    assert Envelope.from_message({**message, "produced_at": 1e3}) is not None
+    assert Envelope.from_message({**message, "produced_at": 2**63 - 1}) is not None
+    assert Envelope.from_message({**message, "produced_at": produced_at}) is None
+    with pytest.raises(idempo.InvalidArgument, match="produced_at"):
+        Envelope("r", "s", "a", "b", {}, produced_at, "r:s")
+    with pytest.raises(idempo.InvalidArgument, match="run_id"):
+        Envelope("", "s", "a", "b", {}, 1, "r:s")
+
+
+def test_a_step_refuses_at_decoration_what_its_calls_could_not_key(ledger: Ledger) -> None:
+    with pytest.raises(idempo.InvalidArgument, match="run_id"):
+
+        @ledger.step("a")
+        def no_run(order_id: str) -> None: ...
+
+    with pytest.raises(idempo.InvalidArgument, match="order"):
+
+        @ledger.step("b", target_arg="order")
+        def no_target(run_id: str) -> None: ...
+
+    with pytest.raises(idempo.InvalidArgument, match="payload_of"):
+
+        class Svc:
+            @ledger.step("c")
+            def call(self, run_id: str) -> None: ...
+
+    class Svc2:
+        @ledger.step("d", payload_of=lambda self, run_id: {"run": run_id})
+        def call(self, run_id: str) -> int:
+            return 4
+
+    assert Svc2().call("run-12") == 4
+
+
+def test_a_key_function_must_return_a_str(ledger: Ledger) -> None:
+    @ledger.step("e", key=lambda run_id: 5)
+    def call(run_id: str) -> None: ...
+
+    with pytest.raises(idempo.InvalidArgument, match="key function returned a int"):
+        call("run-12")
+
+
+def test_a_colon_in_a_run_or_step_id_is_refused_as_ambiguous(ledger: Ledger) -> None:
+    # "r:s" + step "x" and "r" + step "s:x" would share the key "r:s:x".
+    @ledger.step("x")
+    def call(run_id: str) -> None: ...
+
+    with pytest.raises(idempo.InvalidArgument, match="':'"):
+        call("r:s")
+    with pytest.raises(idempo.InvalidArgument, match="':'"):
+        ledger.step("s:x")
+    with ledger.step("y", run_id="r", target="a:b", payload={}) as step:
+        step.result = 1  # after a step id without ':', a target may hold one
+    assert ledger.show("r:y:a:b").target == "a:b"
+
+
+def test_an_unclosed_ledger_and_the_pool_say_nothing_on_stderr(worker_url: str, ns: str) -> None:
+    script = (
+        "import gc, logging, sys\n"
+        "from idempo import Ledger\n"
+        "led = Ledger(sys.argv[1], namespace=sys.argv[2])\n"
+        "led.claim('run-12:noise', {})\n"
+        "logging.getLogger('psycopg.pool').warning('a pool warning')\n"
+        "del led\n"
+        "gc.collect()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, worker_url, ns],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")

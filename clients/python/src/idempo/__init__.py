@@ -1,5 +1,7 @@
 """Idempo's Python client: claims, leases, step middleware and queues over the ledger's SQL API."""
 
+import logging
+
 from idempo.aio import AsyncLedger
 from idempo.canonical import (
     Fingerprint,
@@ -49,6 +51,10 @@ from idempo.step import (
     StepFailed,
     StepPending,
 )
+
+# The pool's warnings (a connection lost, a reconnection) reach the application's logging when it
+# has set it up, and are never printed to stderr by Python's last-resort handler otherwise.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 __all__ = [
     "AsyncLedger",

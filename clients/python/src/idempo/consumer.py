@@ -9,6 +9,7 @@ back and is answered from the ledger, so the handler's effect never happens twic
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,6 +46,19 @@ _log = logging.getLogger("idempo.consumer")
 CRASH_POINTS = ("before_claim", "after_effect", "after_record", "before_ack")
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _produced_at(value: Any) -> int | None:
+    """produced_at as the engine reads it: an integer, or a number with no fractional part, from
+    0 to 2^63 - 1; None for anything else."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if 0 <= value <= _INT64_MAX else None
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """One step of a run carried by a message (docs/envelope.md)."""
@@ -68,10 +82,8 @@ class Envelope:
         texts = ("run_id", "step_id", "source_agent", "target_agent", "idempotency_key")
         if any(not isinstance(message.get(name), str) for name in texts):
             return None
-        produced = message.get("produced_at")
-        if isinstance(produced, float) and produced.is_integer():
-            produced = int(produced)
-        if not isinstance(produced, int) or isinstance(produced, bool) or "payload" not in message:
+        produced = _produced_at(message.get("produced_at"))
+        if produced is None or "payload" not in message:
             return None
         if not message["run_id"] or not message["step_id"]:
             return None
@@ -84,6 +96,27 @@ class Envelope:
             produced,
             message["idempotency_key"],
         )
+
+    def __post_init__(self) -> None:
+        # The engine's rules (services/core/queueenvelope.cpp): a Next never sends an envelope
+        # its consumers would refuse.
+        texts = ("run_id", "step_id", "source_agent", "target_agent", "idempotency_key")
+        for name in texts:
+            if not isinstance(getattr(self, name), str):
+                raise InvalidArgument(f"envelope {name} must be a string")
+        if not self.run_id:
+            raise InvalidArgument("envelope run_id is empty")
+        if not self.step_id:
+            raise InvalidArgument("envelope step_id is empty")
+        produced = self.produced_at
+        if isinstance(produced, bool) or not isinstance(produced, int):
+            raise InvalidArgument(
+                "envelope produced_at must be an integer (milliseconds since the epoch)"
+            )
+        if produced < 0:
+            raise InvalidArgument("envelope produced_at is negative")
+        if produced > _INT64_MAX:
+            raise InvalidArgument("envelope produced_at is beyond the largest time it can hold")
 
     def as_message(self) -> dict[str, Any]:
         return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -28,6 +29,15 @@ from idempo.step import Step
 T = TypeVar("T")
 
 __all__ = ["Ledger"]
+
+
+class _Pool(ConnectionPool):
+    """The pool, quiet when an unclosed ledger is collected: the collection may run on one of the
+    pool's own threads, which cannot join itself (the others are stopped all the same)."""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            super().__del__()
 
 
 class Ledger(LedgerBase):
@@ -62,7 +72,7 @@ class Ledger(LedgerBase):
             # string, is neither its context nor its cause.
             self._heartbeats.close()
             raise refused
-        self._pool = ConnectionPool(
+        self._pool = _Pool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
@@ -70,7 +80,7 @@ class Ledger(LedgerBase):
             kwargs={"autocommit": True},
             # A connection broken while it sat in the pool (a server restart, a failover) is
             # replaced before it is handed out, instead of failing the call that takes it.
-            check=ConnectionPool.check_connection,
+            check=_Pool.check_connection,
             open=False,
             name=f"idempo-{self.namespace}",
         )

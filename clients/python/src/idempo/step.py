@@ -241,6 +241,11 @@ class _Options:
                 "fingerprint_fields must be a tuple of JSON pointers, not a single string "
                 f"{fingerprint_fields!r}"
             )
+        if ":" in step_id:
+            raise InvalidArgument(
+                f"step id {step_id!r} contains ':', which separates the parts of a key "
+                "(run_id:step_id[:target])"
+            )
         self.step_id = step_id
         self._run_id = run_id
         self._target = target
@@ -258,17 +263,49 @@ class _Options:
 
     # --- the decorator ---------------------------------------------------------------------
 
+    def _check_signature(self, signature: inspect.Signature) -> None:
+        """Refuses, at decoration, a function whose calls could not name their key or payload."""
+        if self._key_fn is not None:
+            return
+        names = signature.parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in names.values())
+        wanted = [(self._run_id_arg, "run_id_arg")] if self._run_id is None else []
+        if self._target_arg is not None and self._target is None:
+            wanted.append((self._target_arg, "target_arg"))
+        for name, option in wanted:
+            if name not in names and not takes_any:
+                raise InvalidArgument(
+                    f"step '{self.step_id}': the function has no argument {name!r} ({option}); "
+                    "name the run's argument with run_id_arg=, or give run_id= or key="
+                )
+        first = next(iter(names), None)
+        if first in ("self", "cls") and self._payload_of is None:
+            raise InvalidArgument(
+                f"step '{self.step_id}' decorates a method: its payload would hold {first!r}, "
+                "which is no JSON value; pass payload_of= (the arguments that make the payload)"
+            )
+
     def _call_identity(
         self, signature: inspect.Signature, args: Any, kwargs: Any
-    ) -> tuple[str, str, Any]:
+    ) -> tuple[str, str, str, Any]:
+        """The call's key, run, target and payload."""
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
+        named = dict(values)  # with what **kwargs took
+        for name, parameter in signature.parameters.items():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                named.update(values.get(name, {}))
         if self._key_fn is not None:
             key = self._key_fn(*args, **kwargs)
-            run_id = key.split(":", 1)[0]
+            if not isinstance(key, str):
+                raise InvalidArgument(
+                    f"step '{self.step_id}': the key function returned a "
+                    f"{type(key).__name__}, not a str"
+                )
+            run_id, target = key.split(":", 1)[0], ""
         else:
-            given = values[self._run_id_arg]
+            given = named.get(self._run_id_arg)
             if given is None and not self._run_id:
                 # "None" would be one run shared by every caller that passes None.
                 raise InvalidArgument(
@@ -276,17 +313,34 @@ class _Options:
                     "a step needs the run's id"
                 )
             run_id = self._run_id or str(given)
-            target = self._target or (str(values[self._target_arg]) if self._target_arg else "")
-            key = f"{run_id}:{self.step_id}" + (f":{target}" if target else "")
+            target = self._target or ""
+            if not target and self._target_arg:
+                if named.get(self._target_arg) is None:
+                    raise InvalidArgument(
+                        f"step '{self.step_id}': the argument {self._target_arg!r} (target_arg) "
+                        "is missing or None"
+                    )
+                target = str(named[self._target_arg])
+            key = self._key_of(run_id, target)
         payload = self._payload_of(*args, **kwargs) if self._payload_of else values
-        return key, run_id, payload
+        return key, run_id, target, payload
 
-    def _block_identity(self) -> tuple[str, str, Any]:
-        """The key, run and payload of a ``with`` block."""
+    def _key_of(self, run_id: str, target: str) -> str:
+        """``run_id:step_id[:target]``; a run id with ':' is refused, as two calls could share a
+        key (the run is what a key holds before its first ':'; step ids hold none)."""
+        if ":" in run_id:
+            raise InvalidArgument(
+                f"step '{self.step_id}': run id {run_id!r} contains ':', which separates the "
+                "parts of a key (run_id:step_id[:target]); use another character or key="
+            )
+        return f"{run_id}:{self.step_id}" + (f":{target}" if target else "")
+
+    def _block_identity(self) -> tuple[str, str, str, Any]:
+        """The key, run, target and payload of a ``with`` block."""
         if self._run_id is None:
-            raise TypeError("a step used with 'with' needs run_id=")
-        key = f"{self._run_id}:{self.step_id}" + (f":{self._target}" if self._target else "")
-        return key, self._run_id, self._payload
+            raise InvalidArgument("a step used with 'with' needs run_id=")
+        target = self._target or ""
+        return self._key_of(self._run_id, target), self._run_id, target, self._payload
 
     def _settle(self, key: str, outcome: ClaimOutcome, left: float) -> Any:
         """What a claim's answer means for the call: ``_RUN``, the value it answers instead, or a
@@ -321,12 +375,13 @@ class Step(_Options):
 
     def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(fn)
+        self._check_signature(signature)
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
-                key, run_id, payload = self._call_identity(signature, args, kwargs)
-                run = _Run(self, key, run_id, payload)
+                key, run_id, target, payload = self._call_identity(signature, args, kwargs)
+                run = _Run(self, key, run_id, payload, target)
                 began = await asyncio.to_thread(run.begin)
                 if began is not _RUN:
                     return began
@@ -343,8 +398,8 @@ class Step(_Options):
 
         @functools.wraps(fn)
         def run_sync(*args: P.args, **kwargs: P.kwargs) -> R:
-            key, run_id, payload = self._call_identity(signature, args, kwargs)
-            run = _Run(self, key, run_id, payload)
+            key, run_id, target, payload = self._call_identity(signature, args, kwargs)
+            run = _Run(self, key, run_id, payload, target)
             began = run.begin()
             if began is not _RUN:
                 return cast(R, began)
@@ -362,8 +417,8 @@ class Step(_Options):
     # --- the context manager ---------------------------------------------------------------
 
     def __enter__(self) -> StepHandle:
-        key, run_id, payload = self._block_identity()
-        run = _Run(self, key, run_id, payload)
+        key, run_id, target, payload = self._block_identity()
+        run = _Run(self, key, run_id, payload, target)
         began = run.begin()
         handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
         beat: _Heartbeat | None = None
@@ -443,11 +498,12 @@ def _note_unrecorded(error: BaseException, refused: IdempoError) -> None:
 class _Run:
     """One delivery of a step: claim, then record what the body did."""
 
-    def __init__(self, step: Step, key: str, run_id: str, payload: Any) -> None:
+    def __init__(self, step: Step, key: str, run_id: str, payload: Any, target: str = "") -> None:
         self.step = step
         self.key = key
         self.run_id = run_id
         self.payload = payload
+        self.target = target
         self.token = 0
         self.lost: IdempoError | None = None
         self.unreachable: IdempoError | None = None
@@ -461,6 +517,7 @@ class _Run:
             tool_kind=s.tool_kind,
             run_id=self.run_id,
             step_id=s.step_id,
+            target=self.target,
             lease_ms=s._lease_ms,
         )
 
@@ -592,11 +649,12 @@ class AsyncStep(_Options):
         if not inspect.iscoroutinefunction(fn):
             raise TypeError("AsyncLedger.step decorates async functions; Ledger.step the others")
         signature = inspect.signature(fn)
+        self._check_signature(signature)
 
         @functools.wraps(fn)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            key, run_id, payload = self._call_identity(signature, args, kwargs)
-            step_run = _AsyncRun(self, key, run_id, payload)
+            key, run_id, target, payload = self._call_identity(signature, args, kwargs)
+            step_run = _AsyncRun(self, key, run_id, payload, target)
             began = await step_run.begin()
             if began is not _RUN:
                 return cast(R, began)
@@ -612,8 +670,8 @@ class AsyncStep(_Options):
         return run
 
     async def __aenter__(self) -> StepHandle:
-        key, run_id, payload = self._block_identity()
-        step_run = _AsyncRun(self, key, run_id, payload)
+        key, run_id, target, payload = self._block_identity()
+        step_run = _AsyncRun(self, key, run_id, payload, target)
         began = await step_run.begin()
         handle = StepHandle(key, began is _RUN, None if began is _RUN else began)
         beat: _AsyncHeartbeat | None = None
@@ -648,11 +706,14 @@ class AsyncStep(_Options):
 class _AsyncRun:
     """One delivery of a step on the asyncio ledger: claim, then record what the body did."""
 
-    def __init__(self, step: AsyncStep, key: str, run_id: str, payload: Any) -> None:
+    def __init__(
+        self, step: AsyncStep, key: str, run_id: str, payload: Any, target: str = ""
+    ) -> None:
         self.step = step
         self.key = key
         self.run_id = run_id
         self.payload = payload
+        self.target = target
         self.token = 0
         self.lost: IdempoError | None = None
         self.unreachable: IdempoError | None = None
@@ -669,6 +730,7 @@ class _AsyncRun:
                 tool_kind=s.tool_kind,
                 run_id=self.run_id,
                 step_id=s.step_id,
+                target=self.target,
                 lease_ms=s._lease_ms,
             )
             answer = s._settle(self.key, outcome, backoff.left())

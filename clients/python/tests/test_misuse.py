@@ -7,6 +7,8 @@ import asyncio
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from typing import Any
 
 import pytest
@@ -294,3 +296,43 @@ def test_an_unclosed_ledger_and_the_pool_say_nothing_on_stderr(worker_url: str, 
         check=False,
     )
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# --- 9: a key function that changes between evaluations is refused ------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        lambda run_id: f"{run_id}:uu:{uuid.uuid4()}",
+        lambda run_id: f"{run_id}:t:{time.time_ns()}",
+    ],
+    ids=["uuid4", "time_ns"],
+)
+def test_a_key_function_giving_another_key_for_the_same_arguments_is_refused(
+    ledger: Ledger, key: Any
+) -> None:
+    calls: list[str] = []
+
+    @ledger.step("k", key=key)
+    def call(run_id: str) -> None:
+        calls.append(run_id)
+
+    with pytest.raises(idempo.InvalidArgument, match="never of a clock or a fresh UUID"):
+        call("run-9")
+    assert calls == []
+
+
+def test_a_key_function_of_the_arguments_is_evaluated_twice_and_accepted(ledger: Ledger) -> None:
+    evaluated: list[str] = []
+
+    def key(run_id: str) -> str:
+        evaluated.append(run_id)
+        return f"{run_id}:k"
+
+    @ledger.step("k", key=key)
+    def call(run_id: str) -> int:
+        return 9
+
+    assert call("run-9") == 9
+    assert evaluated == ["run-9", "run-9"]

@@ -303,6 +303,16 @@ class _Options:
                     f"step '{self.step_id}': the key function returned a "
                     f"{type(key).__name__}, not a str"
                 )
+            # Evaluated twice: a key made from a clock or a fresh UUID differs between the two,
+            # and would make every delivery a new operation. A value that changes more slowly
+            # (a time rounded to the second, a counter kept elsewhere) is not caught here.
+            again = self._key_fn(*args, **kwargs)
+            if again != key:
+                raise InvalidArgument(
+                    f"step '{self.step_id}': the key function gave {key!r}, then {again!r} for "
+                    "the same arguments; a key must be a function of the arguments only, never "
+                    "of a clock or a fresh UUID"
+                )
             run_id, target = key.split(":", 1)[0], ""
         else:
             given = named.get(self._run_id_arg)

@@ -54,7 +54,8 @@ struct BarrierCase
     std::string resolve; ///< read by the owner after the setup: `{id}` in the call (a token, an id)
     std::string barrier; ///< run by the owner in the barrier's transaction
     std::string release = "COMMIT";   ///< how the barrier's transaction ends
-    std::string login = "clk_worker"; ///< who makes the call
+    std::string login = "clk_worker"; ///< who makes the call; the owner when empty
+    std::string session;              ///< run by the caller's session before the call
     std::string call;   ///< one row; its first column, when not NULL, is the expiry it answered
     std::string stored; ///< the expiry the ledger holds afterwards
     std::int64_t minimum = 0; ///< how far past the release that expiry must lie
@@ -163,6 +164,25 @@ private Q_SLOTS:
             .again = claimAgain("clk:over2", readKind),
             .expected = "in_progress",
             .againAs = "clk_worker2"};
+        const std::string charged = ", p_run_id => 'clk-charged', p_tokens => 5";
+        QTest::newRow("claim that charges its run, behind a lock on the runs table")
+            << BarrierCase{.barrier = "LOCK TABLE idempo.runs IN SHARE ROW EXCLUSIVE MODE",
+                           .call = "SELECT lease_expires_at_ms FROM " +
+                                   claimSql("clk:charged", "w1", charged + lease),
+                           .stored = column("lease_expires_at_ms", "clk:charged"),
+                           .minimum = kDurationMs,
+                           .again = claimAgain("clk:charged", charged),
+                           .expected = "in_progress",
+                           .againAs = "clk_worker2"};
+        QTest::newRow("claim by a worker that marks its session as a test clock") << BarrierCase{
+            .barrier = operationsLock,
+            .session = "SET idempo.test_clock = 'on'",
+            .call = "SELECT lease_expires_at_ms FROM " + claimSql("clk:marked", "w1", lease),
+            .stored = column("lease_expires_at_ms", "clk:marked"),
+            .minimum = kDurationMs,
+            .again = claimAgain("clk:marked", ""),
+            .expected = "in_progress",
+            .againAs = "clk_worker2"};
         QTest::newRow("heartbeat, behind a table lock") << BarrierCase{
             .setup = "SELECT * FROM " + claimSql("clk:beat", "w1", ""),
             .resolve = tokenOf("clk:beat"),
@@ -181,15 +201,18 @@ private Q_SLOTS:
                 ms + ")",
             .stored = column("lease_expires_at_ms", "clk:beat2"),
             .minimum = kDurationMs};
+        // A retention of a second, which only the owner may give: a worker's hour has a tolerance
+        // (1 %) longer than the barrier.
         QTest::newRow("complete, its retention behind a table lock") << BarrierCase{
             .setup = "SELECT * FROM " + claimSql("clk:done", "w1", ""),
             .resolve = tokenOf("clk:done"),
             .barrier = operationsLock,
+            .login = "",
             .call =
                 "SELECT retention_expires_at_ms FROM idempo.complete('default', 'clk:done', {id}, "
-                "'{}', '', '', 3600000)",
+                "'{}', '', '', 1000)",
             .stored = column("retention_expires_at_ms", "clk:done"),
-            .minimum = 3600000};
+            .minimum = 1000};
         QTest::newRow("fail with a retry-after, behind a table lock") << BarrierCase{
             .setup = "SELECT * FROM " + claimSql("clk:fail", "w1", ""),
             .resolve = tokenOf("clk:fail"),
@@ -202,9 +225,11 @@ private Q_SLOTS:
             .expected = "retry_later",
             .againAs = "clk_worker2"};
         QTest::newRow("fail in a run, behind the run's lock") << BarrierCase{
-            .setup = "SELECT * FROM " + claimSql("clk:runfail", "w1",
-                                                 ", p_run_id => 'clk-run', p_cost_minor => 1, "
-                                                 "p_cost_currency => 'EUR'"),
+            .setup = "SELECT * FROM " +
+                     claimSql("clk:runfail", "w1",
+                              ", p_run_id => 'clk-run', p_cost_minor => 1, "
+                              "p_cost_currency => 'EUR'") +
+                     "; UPDATE idempo.runs SET no_progress_ms = 10000 WHERE run_id = 'clk-run'",
             .resolve = tokenOf("clk:runfail"),
             .barrier = "SELECT FROM idempo.runs WHERE run_id = 'clk-run' FOR UPDATE",
             .call = "SELECT NULL FROM idempo.fail('default', 'clk:runfail', {id}, 'transient', "
@@ -219,9 +244,9 @@ private Q_SLOTS:
             .login = "clk_operator",
             .call = "SELECT NULL FROM idempo.reconcile('default', 'clk:rec', "
                     "'{\"status\":\"found\",\"reference\":\"R-1\"}', 'found at the provider', "
-                    "NULL, 3600000)",
+                    "NULL, 1000)",
             .stored = column("retention_expires_at_ms", "clk:rec"),
-            .minimum = 3600000};
+            .minimum = 1000};
         QTest::newRow("reconcile, behind another guarded action's hold on the chain")
             << BarrierCase{
                    .setup =
@@ -231,18 +256,19 @@ private Q_SLOTS:
                    .call =
                        "SELECT NULL FROM idempo.reconcile('default', 'clk:rec2', "
                        "'{\"status\":\"found\",\"reference\":\"R-1\"}', 'found at the provider', "
-                       "NULL, 3600000)",
+                       "NULL, 1000)",
                    .stored = column("retention_expires_at_ms", "clk:rec2"),
-                   .minimum = 3600000};
+                   .minimum = 1000};
         QTest::newRow("transition and send, the send behind the queue's lock") << BarrierCase{
             .setup = "SELECT * FROM " + claimSql("clk:outbox", "w1", ""),
             .resolve = tokenOf("clk:outbox"),
             .barrier = "LOCK TABLE pgmq.q_clk_out IN SHARE MODE",
-            .call = "SELECT (operation).retention_expires_at_ms FROM idempo.transition_and_send("
-                    "'default', 'clk:outbox', 'dispatching', {id}, 'succeeded', 'clk_out', '{}', "
-                    "p_retention_ms => 3600000)",
-            .stored = column("retention_expires_at_ms", "clk:outbox"),
-            .minimum = 3600000};
+            .call = "SELECT (operation).next_attempt_at_ms FROM idempo.transition_and_send("
+                    "'default', 'clk:outbox', 'dispatching', {id}, 'failed_retryable', 'clk_out', "
+                    "'{}', p_error_class => 'transient', p_retry_delay_ms => " +
+                    ms + ")",
+            .stored = column("next_attempt_at_ms", "clk:outbox"),
+            .minimum = kDurationMs};
         QTest::newRow("queue read, behind the queue's lock") << BarrierCase{
             .setup = emptyQueue + "SELECT idempo.queue_send('clk_jobs', '{\"n\":\"read\"}')",
             .barrier = queueLock,
@@ -292,7 +318,9 @@ private Q_SLOTS:
         barrier.exec("begin", "BEGIN");
         barrier.execScript("barrier", c.barrier);
 
-        PgConnection caller(urlFor(c.login));
+        PgConnection caller(c.login.empty() ? testUrl() : urlFor(c.login));
+        if (!c.session.empty())
+            caller.exec("session", c.session);
         const std::string callerPid = caller.exec("pid", "SELECT pg_backend_pid()").text(0, 0);
         std::string answered;
         std::string failure;
@@ -330,6 +358,16 @@ private Q_SLOTS:
         QVERIFY2(
             stored >= floor,
             ("stored " + std::to_string(stored) + ", at least " + std::to_string(floor)).c_str());
+        // Every record's stamp is its newest event's time, and its creation its first event's.
+        QCOMPARE(owner
+                     .exec("history", "SELECT count(*) FROM idempo.operations AS o WHERE "
+                                      "o.updated_at_ms <> (SELECT e.at_ms FROM "
+                                      "idempo.operation_events AS e WHERE e.operation_id = o.id "
+                                      "ORDER BY e.id DESC LIMIT 1) OR o.created_at_ms <> (SELECT "
+                                      "e.at_ms FROM idempo.operation_events AS e WHERE "
+                                      "e.operation_id = o.id ORDER BY e.id LIMIT 1)")
+                     .integer(0, 0),
+                 std::int64_t(0));
         if (c.again.empty())
             return;
         std::string again = c.again;

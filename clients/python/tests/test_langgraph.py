@@ -237,6 +237,43 @@ def test_changed_payload_is_a_conflict_the_agent_sees(ledger: Ledger) -> None:
     assert second.content == "charged 5 for inv-2 (#2)"
 
 
+def test_a_key_the_ledger_refuses_is_an_error_the_agent_sees(
+    ledger: Ledger, ledger_ready: str, ns: str
+) -> None:
+    bank = Bank()
+    node = ToolNode(bank.tools(), wrap_tool_call=ToolGuard(ledger, SPECS).wrap_tool_call)
+    plan: Plan = [
+        ("charge", {"invoice_id": "inv\n3", "amount": 10}),
+        ("charge", {"invoice_id": "x" * 300, "amount": 10}),
+        ("charge", {"invoice_id": "inv-3", "amount": 10}),
+    ]
+    config = thread()
+    result = graph(Planner(plan=plan), node).invoke(ask(), config)
+    control, too_long, corrected = tool_messages(result)
+    assert bank.charges == [("inv-3", 10)]
+    for refused in (control, too_long):
+        assert refused.status == "error"
+        assert "refused, nothing was run" in str(refused.content)
+        assert refused.response_metadata["idempo"]["outcome"] == "refused"
+    assert corrected.status == "success"
+    assert count_rows(ledger_ready, ns) == (1, 0)  # the corrected call's record, nothing else
+
+
+def test_key_arguments_that_join_alike_are_two_actions(ledger: Ledger) -> None:
+    bank = Bank()
+    specs = {"charge": GuardedTool("protected_write", key=["invoice_id", "amount"])}
+    node = ToolNode(bank.tools(), wrap_tool_call=ToolGuard(ledger, specs).wrap_tool_call)
+    # Joined with a bare ':' both would be "acme:eu:7"; a '%' is escaped too.
+    plan: Plan = [
+        ("charge", {"invoice_id": "acme:eu", "amount": 7}),
+        ("charge", {"invoice_id": "acme", "amount": 7}),
+        ("charge", {"invoice_id": "acme%3Aeu", "amount": 7}),
+    ]
+    result = graph(Planner(plan=plan), node).invoke(ask(), thread())
+    assert [m.status for m in tool_messages(result)] == ["success"] * 3
+    assert bank.charges == [("acme:eu", 7), ("acme", 7), ("acme%3Aeu", 7)]
+
+
 def test_awrap_tool_call_on_the_async_ledger(worker_url: str, ns: str) -> None:
     bank = Bank()
     plan: Plan = [("charge", {"invoice_id": "inv-1", "amount": 10})] * 2

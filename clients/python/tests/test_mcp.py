@@ -268,7 +268,9 @@ def guard_exit(rig: Rig, *args: str, env: dict[str, str] | None = None) -> tuple
     return done.returncode, done.stderr
 
 
-def test_startup_errors_are_clear(tmp_path: Path, worker_url: str, ns: str) -> None:
+def test_startup_errors_are_clear(
+    tmp_path: Path, worker_url: str, ledger_ready: str, ns: str
+) -> None:
     rig = Rig(tmp_path, worker_url, ns, wire_money={"kind": "protected_write"})
     code, err = guard_exit(rig, *rig.command(), "--ledger", worker_url)
     assert code == 2 and "upstream lacks: wire_money" in err and "charge" in err
@@ -281,6 +283,14 @@ def test_startup_errors_are_clear(tmp_path: Path, worker_url: str, ns: str) -> N
     closed = f"postgresql://py_worker:Sup3r-secret@127.0.0.1:{free_port()}/idempo"
     code, err = guard_exit(rig, *rig.command(), "--ledger", closed)
     assert code == 2 and "the ledger" in err and "Sup3r-secret" not in err
+
+    # A database without the schema: refused at start, not at the first call.
+    with psycopg.connect(ledger_ready, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS py_no_schema")
+        conn.execute("CREATE DATABASE py_no_schema")
+    empty = ledger_ready.rsplit("/", 1)[0] + "/py_no_schema"
+    code, err = guard_exit(rig, *rig.command(), "--ledger", empty)
+    assert code == 2 and "idempo init" in err
 
 
 def free_port() -> int:

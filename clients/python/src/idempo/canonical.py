@@ -287,3 +287,11 @@ def fingerprint(
         # mismatch detection.
         raise InvalidArgument("none of the fingerprint fields selects anything in the payload")
     return Fingerprint(text, _sha256(text), chosen, _sha256(canonical_json(projection)))
+
+
+def key_part(value: Any) -> str:
+    """One part of an operation key joined by ``:``: a string as it is, anything else as its
+    canonical JSON, with ``%`` and ``:`` escaped so that two different lists of parts never join
+    into the same key (``("acme:eu", "7")`` and ``("acme", "eu:7")``)."""
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text.replace("%", "%25").replace(":", "%3A")

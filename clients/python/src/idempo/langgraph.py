@@ -36,8 +36,8 @@ except ImportError as missing:  # pragma: no cover - depends on the environment
 
 from idempo._base import TOOL_KINDS
 from idempo.aio import AsyncLedger
-from idempo.canonical import canonical_json
-from idempo.errors import IdempoError, InvalidArgument
+from idempo.canonical import key_part
+from idempo.errors import IdempoError, InvalidArgument, InvalidJson, InvalidKey, PayloadTooLarge
 from idempo.outcomes import (
     BudgetExhausted,
     Claimed,
@@ -95,14 +95,12 @@ class GuardedTool:
 
     def business_key(self, args: Mapping[str, Any]) -> str:
         """The business key of a call's arguments: the key function's, or the key arguments'
-        values joined by ``:`` (a string as it is, anything else as canonical JSON)."""
+        values joined by ``:``, each escaped by :func:`idempo.canonical.key_part` so that
+        different values never join into one key."""
         if callable(self.key):
             return str(self.key(args))
         parts = (args.get(name) for name in self.key)
-        return ":".join(
-            "" if part is None else part if isinstance(part, str) else canonical_json(part)
-            for part in parts
-        )
+        return ":".join("" if part is None else key_part(part) for part in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +169,11 @@ def _message_of(result: ToolResult, tool_call_id: str) -> ToolMessage | None:
     return None
 
 
+#: Refusals of what a model chose (the business key's values, the arguments): answered as tool
+#: error messages; every other refusal is the application's and raises.
+_MODEL_INPUT_REFUSALS = (InvalidKey, InvalidJson, PayloadTooLarge)
+
+
 class ToolGuard:
     """Runs each declared tool call at most once per action, through ``ledger``.
 
@@ -210,7 +213,7 @@ class ToolGuard:
         run_id = self._run_id(request)
         step = spec.step or tool_call["name"]
         target = spec.business_key(args)
-        key = f"{run_id}:{step}" + (f":{target}" if target else "")
+        key = f"{key_part(run_id)}:{key_part(step)}" + (f":{target}" if target else "")
         claim = {
             "fingerprint_fields": spec.fingerprint_fields,
             "tool_kind": spec.kind,
@@ -224,6 +227,14 @@ class ToolGuard:
         }
         return _Call(
             spec, key, run_id, step, target, args, tool_call["name"], tool_call["id"] or "", claim
+        )
+
+    @classmethod
+    def _refused(cls, call: _Call, refused: IdempoError) -> ToolMessage:
+        """A key or arguments the model chose that the ledger refuses: an error the agent can
+        correct, not an exception that ends the run. Nothing ran and nothing was written."""
+        return cls._message(
+            call, f"refused, nothing was run: {refused.message} (key {call.key!r})", "refused"
         )
 
     @staticmethod
@@ -335,7 +346,10 @@ class ToolGuard:
         ledger = self._sync_ledger()
         backoff = _Backoff(self.wait_s)
         while True:
-            outcome = ledger.claim(call.key, call.args, **call.claim)
+            try:
+                outcome = ledger.claim(call.key, call.args, **call.claim)
+            except _MODEL_INPUT_REFUSALS as refused:
+                return self._refused(call, refused)
             answer = self._answer(call, outcome)
             if answer is _RUN:
                 assert isinstance(outcome, Claimed)
@@ -404,7 +418,10 @@ class ToolGuard:
             return await execute(request)
         backoff = _Backoff(self.wait_s)
         while True:
-            outcome = await self._ledger_call("claim", call.key, call.args, **call.claim)
+            try:
+                outcome = await self._ledger_call("claim", call.key, call.args, **call.claim)
+            except _MODEL_INPUT_REFUSALS as refused:
+                return self._refused(call, refused)
             answer = self._answer(call, outcome)
             if answer is _RUN:
                 assert isinstance(outcome, Claimed)

@@ -45,8 +45,8 @@ except ImportError as missing:  # pragma: no cover - depends on the environment
 
 from idempo._base import TOOL_KINDS
 from idempo.aio import AsyncLedger
-from idempo.canonical import canonical_json
-from idempo.errors import IdempoError, StaleLease
+from idempo.canonical import key_part
+from idempo.errors import IdempoError, SchemaMismatch, StaleLease
 from idempo.outcomes import (
     BudgetExhausted,
     Claimed,
@@ -206,10 +206,6 @@ def kind_of(tool: types.Tool, configured: ToolConfig | None) -> str:
     if hints is not None and hints.idempotent_hint:
         return "idempotent_write"
     return "protected_write"
-
-
-def _key_part(value: Any) -> str:
-    return value if isinstance(value, str) else canonical_json(value)
 
 
 def _error(text: str, status: str, **meta: Any) -> types.CallToolResult:
@@ -399,8 +395,10 @@ class Guard:
                 f"{name}: the key argument(s) {', '.join(lacking)} are missing; nothing was run",
                 "refused",
             )
-        target = ":".join(_key_part(args[a]) for a in configured.key_args)
-        key = f"{run_id}:{step_id}:{name}" + (f":{target}" if target else "")
+        target = ":".join(key_part(args[a]) for a in configured.key_args)
+        key = ":".join(key_part(part) for part in (run_id, step_id, name)) + (
+            f":{target}" if target else ""
+        )
         try:
             outcome = await self.ledger.claim(
                 key,
@@ -555,6 +553,13 @@ async def running(upstream: str, ledger_url: str, config: GuardConfig) -> AsyncI
     """A started guard: the ledger connected, the upstream running and its tools checked."""
     ledger = await AsyncLedger.connect(ledger_url, namespace=config.namespace)
     try:
+        # A ledger without the schema (no `idempo init`) refuses here, before any call is served.
+        try:
+            await ledger.whoami()
+        except SchemaMismatch as missing:
+            raise SchemaMismatch(
+                f"{missing.message}: the ledger has no idempo schema; run `idempo init` on it"
+            ) from None
         async with anyio.create_task_group() as group:
             guard = Guard(ledger, Upstream(upstream, _upstream_env()), config)
             try:

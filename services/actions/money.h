@@ -21,7 +21,7 @@ std::optional<Amount> operationValue(const Operation &op);
 /// Whether `payload` has an /amount that gives no value (a sign, 10^14 and more, more decimals
 /// than its currency has, not a number or decimal string): worth an unknown amount, so approving
 /// it takes two approvers while four-eyes is on, as idempo.operation_value answers on
-/// PostgreSQL (0021_unreadable_amount.sql).
+/// PostgreSQL (functions/operations/operation_value.sql).
 bool payloadAmountUnreadable(const std::string &payload);
 
 /// Parses a non-negative decimal amount in major units without currency ("1250", "1250.5",
@@ -67,7 +67,7 @@ struct ReferenceRates
 /// reference_rates setting, unset or empty for none) the threshold is in the reference
 /// currency, every value is converted at its rate, and a currency without a rate always needs
 /// two approvers; without rates the threshold applies as written in every currency. Exact:
-/// the same comparison as idempo.needs_four_eyes on PostgreSQL (0019_reference_rates.sql).
+/// the same comparison as idempo.needs_four_eyes on PostgreSQL (functions/actions/needs_four_eyes.sql).
 bool needsFourEyes(const Amount &value, const std::optional<std::string> &threshold,
                    const std::optional<std::string> &rates);
 

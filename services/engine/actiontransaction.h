@@ -13,7 +13,7 @@ namespace idempo {
 /// The reads and writes one guarded action makes, inside the write transaction its store holds
 /// open. A store that carries out plans implements these primitives, and runAction() is the one
 /// orchestration over them: read, decide, then write in one order. (PostgreSQL's guarded
-/// actions are functions of the ledger, 0009_guarded_actions.sql, each one transaction.)
+/// actions are functions of the ledger, functions/actions/, each one transaction.)
 class ActionTransaction
 {
 public:

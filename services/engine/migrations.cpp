@@ -3,14 +3,16 @@
 
 #include <algorithm>
 
+#include <QCryptographicHash>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 
 namespace idempo {
 
-std::vector<Migration> migrations(const QString &dialect)
+std::vector<Migration> migrations(const QString &dialect, const QString &root)
 {
-    const QDir dir(QStringLiteral(":/sql/") + dialect);
+    const QDir dir(root + dialect);
     std::vector<Migration> result;
     for (const QString &file : dir.entryList({QStringLiteral("*.sql")}, QDir::Files, QDir::Name)) {
         QFile f(dir.filePath(file));
@@ -42,6 +44,27 @@ int latestSchemaVersion(const QString &dialect)
 {
     const auto all = migrations(dialect);
     return all.empty() ? 0 : all.back().version;
+}
+
+SchemaFunctions schemaFunctions(const QString &dialect)
+{
+    const QString root = QStringLiteral(":/sql/") + dialect + QStringLiteral("/functions/");
+    SchemaFunctions result;
+    QDirIterator it(root, {QStringLiteral("*.sql")}, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext())
+        result.files << it.next().mid(root.size());
+    result.files.sort();
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    for (const QString &file : result.files) {
+        QFile f(root + file);
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray text = f.readAll();
+        hash.addData(QByteArray(file.toUtf8() + '\0' + text + '\0'));
+        result.script += text.toStdString() + '\n';
+    }
+    result.sha256 = hash.result().toHex().toStdString();
+    return result;
 }
 
 } // namespace idempo

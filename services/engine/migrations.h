@@ -16,10 +16,24 @@ struct Migration
     QStringList statements; ///< split at lines ending in ';'
 };
 
-/// The migrations of a dialect ("sqlite" or "postgresql"), oldest first.
-std::vector<Migration> migrations(const QString &dialect);
+/// The migrations of a dialect ("sqlite" or "postgresql"), oldest first. `root` is the resource
+/// folder that holds one folder per dialect (tests read released migrations from another).
+std::vector<Migration> migrations(const QString &dialect,
+                                  const QString &root = QStringLiteral(":/sql/"));
 
 /// The schema version this build writes for `dialect`: the newest migration's.
 int latestSchemaVersion(const QString &dialect);
+
+/// The re-creatable part of a schema: every file under `:/sql/<dialect>/functions/`, one
+/// function (with its triggers and grants) each, in path order. Applied whole after the
+/// migrations; `sha256` names the set (paths and texts), so a ledger knows whether it runs it.
+struct SchemaFunctions
+{
+    QStringList files; ///< paths under functions/, e.g. "operations/claim.sql"
+    std::string script;
+    std::string sha256;
+};
+
+SchemaFunctions schemaFunctions(const QString &dialect);
 
 } // namespace idempo

@@ -51,7 +51,8 @@ void migratePostgresTo(PgConnection &c, int lastVersion)
     c.exec("create schema_migrations",
            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT "
            "NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-    for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
+    for (const Migration &m :
+         migrations(QStringLiteral("postgresql"), QStringLiteral(":/released/"))) {
         if (m.version > lastVersion)
             break;
         c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());

@@ -19,7 +19,8 @@ QString migrateSqliteTo(QSqlQuery &q, int lastVersion);
 /// dropped first if it exists; its URL.
 std::string freshPostgresDatabase(const std::string &name);
 
-/// Brings the empty database of `c` to schema `lastVersion` the same way, in one transaction.
+/// Brings the empty database of `c` to schema `lastVersion` as the released build of that version
+/// left it (at most 26: tests/services/released/), in one transaction.
 void migratePostgresTo(PgConnection &c, int lastVersion);
 
 } // namespace idempo::test

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "error.h"
 #include "migrations.h"
+#include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
@@ -43,19 +44,7 @@ std::string sha256Of(const std::string &text)
 /// What `idempo init` of the schema-5 build did: schema_migrations, then 0001 … 0005.
 void initSchema5(PgConnection &c)
 {
-    PgTransaction tx(c);
-    c.exec("create schema_migrations",
-           "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-           "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-    for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
-        if (m.version > 5)
-            break;
-        c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
-        c.exec("record migration",
-               "INSERT INTO schema_migrations (version, name) VALUES ($1::integer, $2)",
-               PgParams().integer(m.version).text(m.name.toStdString()));
-    }
-    tx.commit();
+    test::migratePostgresTo(c, 5);
 }
 
 constexpr std::int64_t kNow = 1'800'000'000'000;

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "error.h"
 #include "migrations.h"
+#include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
@@ -136,21 +137,7 @@ private Q_SLOTS:
         {
             // `idempo init` of the schema-10 build, then its functions' own queue work.
             PgConnection c(ledgerUrl);
-            c.exec("create schema_migrations",
-                   "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT "
-                   "NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-            for (const Migration &m : migrations(QStringLiteral("postgresql"))) {
-                if (m.version > kPostgresBefore)
-                    break;
-                c.execScript("migrate", m.statements.join(QLatin1Char('\n')).toStdString());
-                c.exec("record migration",
-                       "INSERT INTO " +
-                           c.exec("where", "SELECT coalesce(to_regclass('idempo.schema_"
-                                           "migrations'), to_regclass('schema_migrations'))::text")
-                               .text(0, 0) +
-                           " (version, name) VALUES ($1::integer, $2)",
-                       PgParams().integer(m.version).text(m.name.toStdString()));
-            }
+            test::migratePostgresTo(c, kPostgresBefore);
             c.execScript("queue work", "SELECT * FROM idempo.queue_create('jobs', 5);"
                                        "SELECT idempo.queue_send('jobs', '{}') FROM "
                                        "generate_series(1, 3);"

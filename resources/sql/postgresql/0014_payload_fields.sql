@@ -20,7 +20,10 @@ CREATE TABLE idempo.payload_fields (
     PRIMARY KEY (pointer, value, operation_id)
 );
 
-CREATE FUNCTION idempo.payload_leaves(p_payload text) RETURNS TABLE (pointer text, value text)
+-- Backfill: the operations already in the ledger, their leaves as this schema defined them (the
+-- functions, idempo.payload_leaves among them, are created after the migrations and may change
+-- later; a migration computes with its own copy).
+CREATE FUNCTION pg_temp.payload_leaves_14(p_payload text) RETURNS TABLE (pointer text, value text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH RECURSIVE doc(v) AS MATERIALIZED (SELECT p_payload::jsonb),
     r(pointer, v, depth) AS (
@@ -47,40 +50,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     ) AS l
     WHERE octet_length(l.value) <= 256
 $$;
-
-CREATE FUNCTION idempo.payload_fields_follow() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        DELETE FROM idempo.payload_fields AS f
-        USING idempo.payload_leaves(OLD.payload) AS l
-        WHERE f.pointer = l.pointer AND f.value = l.value AND f.operation_id = OLD.id;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO idempo.payload_fields (pointer, value, operation_id)
-        SELECT l.pointer, l.value, NEW.id FROM idempo.payload_leaves(NEW.payload) AS l
-        ON CONFLICT DO NOTHING;
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER payload_fields_insert AFTER INSERT ON idempo.operations
-    FOR EACH ROW EXECUTE FUNCTION idempo.payload_fields_follow();
-CREATE TRIGGER payload_fields_delete AFTER DELETE ON idempo.operations
-    FOR EACH ROW EXECUTE FUNCTION idempo.payload_fields_follow();
--- A claim on a retention-expired key gives the record a new id and payload in place.
-CREATE TRIGGER payload_fields_replace AFTER UPDATE OF id, payload ON idempo.operations
-    FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.payload IS DISTINCT FROM NEW.payload)
-    EXECUTE FUNCTION idempo.payload_fields_follow();
-
--- Backfill: the operations already in the ledger.
 INSERT INTO idempo.payload_fields (pointer, value, operation_id)
-SELECT l.pointer, l.value, o.id FROM idempo.operations AS o CROSS JOIN LATERAL idempo.payload_leaves(o.payload) AS l
+SELECT l.pointer, l.value, o.id FROM idempo.operations AS o CROSS JOIN LATERAL pg_temp.payload_leaves_14(o.payload) AS l
 ON CONFLICT DO NOTHING;
+DROP FUNCTION pg_temp.payload_leaves_14(text);
 
 REVOKE ALL ON idempo.payload_fields FROM PUBLIC;
-REVOKE ALL ON FUNCTION idempo.payload_leaves(text), idempo.payload_fields_follow() FROM PUBLIC;
 
 DO $$
 DECLARE

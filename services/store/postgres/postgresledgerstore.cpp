@@ -23,7 +23,7 @@
 namespace idempo {
 namespace {
 
-// Every write is one call of a function of schema idempo (0007_ledger_functions.sql), so one
+// Every write is one call of a function of schema idempo (functions/operations/), so one
 // round trip; the clock's two arguments (pinned instant, offset) come last.
 constexpr const char *kClaimSql = "SELECT * FROM idempo.claim($1, $2, $3, $4, $5, $6, $7::bigint, "
                                   "$8::integer, $9::boolean, $10, $11, $12, $13, $14, "
@@ -302,8 +302,28 @@ void PostgresLedgerStore::migrate()
                "INSERT INTO " + migrationsTable(c) + " (version, name) VALUES ($1::integer, $2)",
                PgParams().integer(m.version).text(m.name.toStdString()));
     }
+    applyFunctions(c, current < m_latestSchema);
     tx.commit();
     m_schemaReady = true;
+}
+
+void PostgresLedgerStore::applyFunctions(PgConnection &c, bool versionMoved)
+{
+    const SchemaFunctions functions = schemaFunctions(QStringLiteral("postgresql"));
+    const PgResult applied =
+        c.exec("read functions", "SELECT sha256 FROM idempo.schema_functions WHERE singleton");
+    if (!versionMoved && applied.rows() == 1 && applied.text(0, 0) == functions.sha256)
+        return;
+    // The files are in path order, not call order: bodies are checked when called, as pg_dump's
+    // restores do, and every table and type they name exists by now.
+    c.exec("functions", "SET LOCAL check_function_bodies = off");
+    c.execScript("create functions", functions.script);
+    c.exec(
+        "record functions",
+        "INSERT INTO idempo.schema_functions (sha256, files) VALUES ($1, $2::integer) "
+        "ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, files = excluded.files, "
+        "applied_at = clock_timestamp()",
+        PgParams().text(functions.sha256).integer(functions.files.size()));
 }
 
 PgParams PostgresLedgerStore::claimArguments(const ClaimRequest &request)

@@ -143,6 +143,9 @@ public:
     void refreshListing(PgConnection &c) const;
 
 private:
+    /// Creates every function from the schema's function files when the version moved or the
+    /// ledger runs another set of them (idempo.schema_functions).
+    void applyFunctions(PgConnection &c, bool versionMoved);
     std::string m_conninfo;
     Options m_options;
     std::atomic<std::int64_t> m_clockOffsetMs;

@@ -23,8 +23,7 @@ class PgConnection;
 /// on its name adopts it (keeps its messages, adds the last_read_at and headers columns older
 /// pgmq versions did not have) and gives it a dead-letter queue.
 ///
-/// Every write is one call of a function of schema idempo (0008_queue_functions.sql,
-/// 0011_queue_deliveries.sql): a read
+/// Every write is one call of a function of schema idempo (functions/queue/): a read
 /// picks the oldest visible messages `FOR UPDATE SKIP LOCKED`, hides them for the visibility
 /// timeout and moves those past the queue's max reads to `<name>_dlq` in the same transaction,
 /// with their provenance and last error in the copy's headers (queuerules.h). Roles read the

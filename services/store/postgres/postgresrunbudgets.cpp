@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shared ledger's run budgets: reads of idempo.runs and the no-progress sweep
-// (0012_run_budgets.sql). Claims check and charge budgets inside idempo.claim.
+// (functions/runs/). Claims check and charge budgets inside idempo.claim.
 #include <nlohmann/json.hpp>
 
 #include "postgresledgerrows.h"

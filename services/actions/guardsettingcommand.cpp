@@ -15,26 +15,35 @@ GuardSettingCommand::GuardSettingCommand(LedgerStore &store, ActorIdentity actor
 {
 }
 
+std::vector<GuardSettingCommand::Problem> GuardSettingCommand::problems() const
+{
+    std::vector<Problem> found;
+    if (!roleMay(m_actor.role, Capability::ChangeSettings))
+        found.push_back(
+            {ErrorCode::Refused, roleRefusal(m_actor.role, Capability::ChangeSettings)});
+    std::string value;
+    if (isRunBudgetSetting(m_name))
+        value = runBudgetSettingProblem(m_name, m_value);
+    else if (m_name == ReferenceRatesSetting) {
+        if (!m_value.empty())
+            ReferenceRates::parse(m_value, &value);
+    } else if (m_name != FourEyesSetting)
+        value = "unknown guard setting '" + m_name + "'";
+    else if (!m_value.empty())
+        value = thresholdProblem(m_value);
+    if (!value.empty())
+        found.push_back({ErrorCode::InvalidArgument, std::move(value)});
+    if (m_reason.empty())
+        found.push_back({ErrorCode::Refused, "a reason is required"});
+    return found;
+}
+
 std::vector<std::string> GuardSettingCommand::validate()
 {
-    std::vector<std::string> problems;
-    if (!roleMay(m_actor.role, Capability::ChangeSettings))
-        problems.push_back(roleRefusal(m_actor.role, Capability::ChangeSettings));
-    if (isRunBudgetSetting(m_name)) {
-        if (std::string problem = runBudgetSettingProblem(m_name, m_value); !problem.empty())
-            problems.push_back(std::move(problem));
-    } else if (m_name == ReferenceRatesSetting) {
-        std::string problem;
-        if (!m_value.empty() && !ReferenceRates::parse(m_value, &problem))
-            problems.push_back(std::move(problem));
-    } else if (m_name != FourEyesSetting)
-        problems.push_back("unknown guard setting '" + m_name + "'");
-    else if (!m_value.empty())
-        if (std::string problem = thresholdProblem(m_value); !problem.empty())
-            problems.push_back(std::move(problem));
-    if (m_reason.empty())
-        problems.push_back("a reason is required");
-    return problems;
+    std::vector<std::string> messages;
+    for (Problem &p : problems())
+        messages.push_back(std::move(p.message));
+    return messages;
 }
 
 ActionPreview GuardSettingCommand::describe()
@@ -60,9 +69,8 @@ ActionPreview GuardSettingCommand::describe()
 
 SettingOutcome GuardSettingCommand::execute()
 {
-    const std::vector<std::string> problems = validate();
-    if (!problems.empty())
-        throw Error(ErrorCode::Refused, problems.front());
+    if (const std::vector<Problem> found = problems(); !found.empty())
+        throw Error(found.front().code, found.front().message);
     const std::optional<std::string> previous = m_store.guardSetting(m_name);
     const ActionResult result = m_store.applyAction({}, [&](const ActionState &) {
         ActionPlan plan;

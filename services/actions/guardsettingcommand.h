@@ -4,6 +4,7 @@
 #include <string>
 
 #include "actionoutcome.h"
+#include "error.h"
 #include "guardedaction.h"
 #include "ledgerstore.h"
 
@@ -21,10 +22,19 @@ public:
 
     std::vector<std::string> validate() override;
     ActionPreview describe() override;
-    /// Stores the setting with its audit record. Throws Error(Refused) for what validate() finds.
+    /// Stores the setting with its audit record. Throws what validate() finds first: Refused
+    /// for the role and the reason, InvalidArgument for the name and the value (as
+    /// idempo.set_guard_setting does).
     SettingOutcome execute();
 
 private:
+    struct Problem
+    {
+        ErrorCode code;
+        std::string message;
+    };
+    std::vector<Problem> problems() const;
+
     LedgerStore &m_store;
     ActorIdentity m_actor;
     std::string m_name;

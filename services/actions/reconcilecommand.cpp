@@ -19,6 +19,13 @@ ReconcileCommand::ReconcileCommand(LedgerStore &store, ProviderLookup &lookup, A
 {
 }
 
+std::string ReconcileCommand::notReconcilable(const Operation &op)
+{
+    return "an operation in " + std::string(stateName(op.state)) +
+           " has nothing to reconcile (only unknown_outcome, confirmation_required and protected "
+           "writes whose lease lapsed)";
+}
+
 bool ReconcileCommand::eligible(const Operation &op, std::int64_t nowMs)
 {
     switch (op.state) {
@@ -101,10 +108,7 @@ std::vector<std::string> ReconcileCommand::validate()
             problems.push_back("no operation '" + m_request.key + "' in namespace '" +
                                m_request.ns + "'");
         else if (!eligible(m_operations.front(), m_store.nowMs()))
-            problems.push_back(
-                "an operation in " + std::string(stateName(m_operations.front().state)) +
-                " has nothing to reconcile (only unknown_outcome, confirmation_required and "
-                "protected writes whose lease lapsed)");
+            problems.push_back(notReconcilable(m_operations.front()));
     } else if (m_operations.empty()) {
         problems.push_back("no operation in namespace '" + m_request.ns +
                            "' matches and needs reconciling");
@@ -170,7 +174,7 @@ ReconcileOutcome ReconcileCommand::execute()
                                     "the operation changed after it was looked up");
                     if (!eligible(*state.operation, state.nowMs))
                         throw Error(ErrorCode::IllegalTransition,
-                                    "the operation no longer needs reconciling");
+                                    notReconcilable(*state.operation));
                     ActionPlan plan;
                     for (const OperationState to : moves(*state.operation, evidence)) {
                         TransitionRequest t;

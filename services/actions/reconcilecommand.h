@@ -72,6 +72,8 @@ public:
 
     /// True when reconciliation may act on `op` at `nowMs`.
     static bool eligible(const Operation &op, std::int64_t nowMs);
+    /// The refusal of an `op` that is not eligible, in the words idempo.reconcile uses.
+    static std::string notReconcilable(const Operation &op);
     /// The states `op` moves through for `evidence` (empty: it stays).
     static std::vector<OperationState> moves(const Operation &op, const ProviderEvidence &evidence);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // PostgresLedgerStore's guarded actions: each plan a command object decides is carried out by
-// the function of schema idempo that owns its rules (0009_guarded_actions.sql), which checks
+// the function of schema idempo that owns its rules (functions/actions/), which checks
 // everything again under the operation's row lock and appends the audit record itself.
 #include <nlohmann/json.hpp>
 
@@ -144,8 +144,10 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
         return applyRunAction(target, decide);
     requireSchema();
     PgConnection &c = connection();
-    // The decider sees the ledger as it is now; the function it leads to checks again under
-    // its locks, so a state that moved in between is refused there, not applied.
+    // The decider sees the ledger as it is now and builds the plan. Its refusals are the fast
+    // path of rules the function enforces on its own, under its locks and for every login
+    // (tst_ruleparity calls the functions directly and holds both to the same code and words):
+    // a state that moved in between is refused there, not applied.
     ActionState state;
     state.nowMs = nowMs();
     std::optional<Operation> current;

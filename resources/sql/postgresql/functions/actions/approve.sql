@@ -26,6 +26,7 @@ DECLARE
     bare idempo.operations%ROWTYPE;
     said record;
     four_eyes boolean;
+    touched_as text;
     audit idempo.audit_log%ROWTYPE;
 BEGIN
     PERFORM idempo.check_namespace(p_namespace);
@@ -70,14 +71,18 @@ BEGIN
         PERFORM idempo.raise('ID008', 'an external reference belongs to a confirm decision only');
     END IF;
     -- Four-eyes is by identity: the logins (and labels) of the first and the latest event.
-    IF EXISTS (SELECT FROM (
-                   (SELECT e.login, e.actor FROM idempo.operation_events AS e WHERE e.operation_id = o.id ORDER BY e.id LIMIT 1)
-                   UNION ALL
-                   (SELECT e.login, e.actor FROM idempo.operation_events AS e WHERE e.operation_id = o.id ORDER BY e.id DESC LIMIT 1)
-               ) AS touched
-               WHERE touched.login = me.who OR touched.actor = me.who
-                  OR (touched.login = session_user AND me.who = session_user::text)) THEN
-        PERFORM idempo.raise('ID008', me.who || ' requested or last touched this operation and cannot approve it');
+    SELECT touched.what INTO touched_as FROM (
+               (SELECT 1 AS n, 'requested' AS what, e.login, e.actor FROM idempo.operation_events AS e
+                WHERE e.operation_id = o.id ORDER BY e.id LIMIT 1)
+               UNION ALL
+               (SELECT 2, 'last touched', e.login, e.actor FROM idempo.operation_events AS e
+                WHERE e.operation_id = o.id ORDER BY e.id DESC LIMIT 1)
+           ) AS touched
+    WHERE touched.login = me.who OR touched.actor = me.who
+       OR (touched.login = session_user AND me.who = session_user::text)
+    ORDER BY touched.n LIMIT 1;
+    IF touched_as IS NOT NULL THEN
+        PERFORM idempo.raise('ID008', me.who || ' ' || touched_as || ' this operation and cannot approve it');
     END IF;
 
     proposal_hash := idempo.sha256_hex('{"decision":' || to_json(p_decision)::text || ',"reference":'

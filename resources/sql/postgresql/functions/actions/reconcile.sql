@@ -49,9 +49,8 @@ BEGIN
     END IF;
     IF NOT (o.state IN ('unknown_outcome', 'confirmation_required')
             OR (o.state = 'dispatching' AND o.tool_kind = 'protected_write' AND o.lease_expires_at_ms <= now_ms)) THEN
-        PERFORM idempo.raise('ID007', 'the operation no longer needs reconciling (it is ' || o.state
-                                      || CASE WHEN o.state = 'dispatching' THEN ' under a live lease or not a protected write' ELSE '' END
-                                      || ')');
+        PERFORM idempo.raise('ID007', 'an operation in ' || o.state || ' has nothing to reconcile (only unknown_outcome, '
+                                      'confirmation_required and protected writes whose lease lapsed)');
     END IF;
     moves := CASE WHEN status = 'found' THEN ARRAY['succeeded']
                   WHEN o.state = 'unknown_outcome' THEN ARRAY[CASE WHEN status = 'not_found' THEN 'received' ELSE 'confirmation_required' END]

@@ -189,120 +189,145 @@ AuditFilter auditFilter(const Context &c)
     return f;
 }
 
+/// `audit verify [--expect-head HASH]`: the chain, and that it still holds the expected head.
+int auditVerify(Context &c, LedgerStore &store)
+{
+    const std::string expected = c.parser.value(QStringLiteral("expect-head")).toStdString();
+    if (c.parser.isSet(QStringLiteral("expect-head")) &&
+        (expected.size() != 64 ||
+         expected.find_first_not_of("0123456789abcdef") != std::string::npos))
+        throw UsageError{"--expect-head takes a record hash as `audit head` prints it (64 hex "
+                         "digits), not '" +
+                         expected + "'"};
+    const AuditVerify::Result result = AuditVerify(store).run(expected);
+    c.print(AuditVerify::toJson(result),
+            result.ok ? "audit log intact: " + std::to_string(result.records) +
+                            " record(s), head " + result.lastHash +
+                            (result.anchorSeq
+                                 ? "; expected head is record " + std::to_string(*result.anchorSeq)
+                                 : "")
+            : result.chainIntact ? "audit log does NOT hold the expected head: " + result.problem
+                                 : "audit log BROKEN at record " +
+                                       std::to_string(*result.firstBad) + ": " + result.problem);
+    return result.ok ? ExitOk : ExitRefused;
+}
+
+/// `audit head`: the chain's head, printed only for a chain that verifies: an anchor is worth
+/// keeping only if it is sound.
+int auditHead(Context &c, LedgerStore &store)
+{
+    const AuditVerify::Result result = AuditVerify(store).run();
+    if (!result.ok) {
+        c.print(AuditVerify::toJson(result), "audit log BROKEN at record " +
+                                                 std::to_string(*result.firstBad) + ": " +
+                                                 result.problem + "; no head to keep");
+        return ExitRefused;
+    }
+    const std::int64_t seq = result.head ? result.head->seq : result.records;
+    c.print({{"seq", seq}, {"hash", result.lastHash}},
+            "audit head: record " + std::to_string(seq) + ", hash " + result.lastHash +
+                "\nkeep it outside the ledger; `idempo audit verify --expect-head HASH` checks "
+                "the chain still holds it");
+    return ExitOk;
+}
+
+/// `audit list`: one page of the records the filter options select.
+int auditList(Context &c, LedgerStore &store)
+{
+    const AuditFilter filter = auditFilter(c);
+    const int limit = filter.limit;
+    const auto records = store.auditRecords(filter);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string human;
+    for (const AuditRecord &r : records) {
+        rows.push_back(auditJson(r));
+        human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + escapedText(r.entry.who) +
+                 " (" + escapedText(r.entry.role) + ")  " + r.entry.action + "  " +
+                 escapedText(r.entry.target) + "  " + escapedText(r.entry.reason);
+        if (const std::string change = auditChangeText(r.entry); !change.empty())
+            human += "  " + change;
+        human += "\n";
+    }
+    const bool full = static_cast<int>(records.size()) == limit;
+    if (full)
+        human += "(more: --after " + std::to_string(records.back().seq) + ")\n";
+    if (!human.empty())
+        human.pop_back();
+    c.print({{"records", rows},
+             {"next_after", full ? nlohmann::json(records.back().seq) : nlohmann::json()}},
+            human.empty() ? "no audit records" : human);
+    return ExitOk;
+}
+
+/// One record as a line of `audit export --format csv`: csvField escapes text; the JSON-valued
+/// columns keep their JSON form.
+std::string auditCsvLine(const AuditRecord &r)
+{
+    const std::vector<std::string> fields = {std::to_string(r.seq),
+                                             when(r.atMs),
+                                             r.entry.who,
+                                             r.entry.role,
+                                             r.entry.action,
+                                             r.entry.target,
+                                             r.entry.reason,
+                                             escapedJson(r.entry.beforeState),
+                                             escapedJson(r.entry.afterState),
+                                             r.entry.approvalId,
+                                             escapedJson(r.entry.detail),
+                                             r.prevHash,
+                                             r.targetPrevHash,
+                                             r.hash};
+    std::string line;
+    for (const std::string &f : fields)
+        line += (line.empty() ? "" : ",") + csvField(f);
+    return line;
+}
+
+/// `audit export --format csv|json`: every record of the chain, in seq order.
+int auditExport(Context &c, LedgerStore &store)
+{
+    const QString format = c.parser.value(QStringLiteral("format"));
+    if (format != QLatin1String("csv") && format != QLatin1String("json"))
+        throw UsageError{c.parser.isSet(QStringLiteral("format"))
+                             ? "--format must be csv or json, not " +
+                                   quotedValue(format.toStdString())
+                             : std::string("missing --format csv|json")};
+    if (c.json && format == QLatin1String("csv"))
+        throw UsageError{"--json prints one JSON object: use --format json"};
+    const bool json = format == QLatin1String("json");
+    nlohmann::json rows = nlohmann::json::array();
+    if (!json)
+        printOut("seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_"
+                 "hash,target_prev_hash,hash");
+    for (std::int64_t after = 0;;) {
+        const auto page = store.auditLog(after, 1000);
+        for (const AuditRecord &r : page) {
+            if (json)
+                rows.push_back(auditJson(r));
+            else
+                printOut(auditCsvLine(r));
+        }
+        if (page.size() < 1000)
+            break;
+        after = page.back().seq;
+    }
+    if (json)
+        printJson({{"records", rows}});
+    return ExitOk;
+}
+
 int cmdAudit(Context &c)
 {
     const QString what = c.positional(1, "audit subcommand (list, verify, head or export)");
     LedgerStore &store = c.engine().store();
-    if (what == QLatin1String("verify")) {
-        const std::string expected = c.parser.value(QStringLiteral("expect-head")).toStdString();
-        if (c.parser.isSet(QStringLiteral("expect-head")) &&
-            (expected.size() != 64 ||
-             expected.find_first_not_of("0123456789abcdef") != std::string::npos))
-            throw UsageError{"--expect-head takes a record hash as `audit head` prints it (64 hex "
-                             "digits), not '" +
-                             expected + "'"};
-        const AuditVerify::Result result = AuditVerify(store).run(expected);
-        c.print(AuditVerify::toJson(result),
-                result.ok ? "audit log intact: " + std::to_string(result.records) +
-                                " record(s), head " + result.lastHash +
-                                (result.anchorSeq ? "; expected head is record " +
-                                                        std::to_string(*result.anchorSeq)
-                                                  : "")
-                : result.chainIntact
-                    ? "audit log does NOT hold the expected head: " + result.problem
-                    : "audit log BROKEN at record " + std::to_string(*result.firstBad) + ": " +
-                          result.problem);
-        return result.ok ? ExitOk : ExitRefused;
-    }
-    if (what == QLatin1String("head")) {
-        // Printed only for a chain that verifies: an anchor is worth keeping only if it is sound.
-        const AuditVerify::Result result = AuditVerify(store).run();
-        if (!result.ok) {
-            c.print(AuditVerify::toJson(result), "audit log BROKEN at record " +
-                                                     std::to_string(*result.firstBad) + ": " +
-                                                     result.problem + "; no head to keep");
-            return ExitRefused;
-        }
-        const std::int64_t seq = result.head ? result.head->seq : result.records;
-        c.print({{"seq", seq}, {"hash", result.lastHash}},
-                "audit head: record " + std::to_string(seq) + ", hash " + result.lastHash +
-                    "\nkeep it outside the ledger; `idempo audit verify --expect-head HASH` checks "
-                    "the chain still holds it");
-        return ExitOk;
-    }
-    if (what == QLatin1String("list")) {
-        const AuditFilter filter = auditFilter(c);
-        const int limit = filter.limit;
-        const auto records = store.auditRecords(filter);
-        nlohmann::json rows = nlohmann::json::array();
-        std::string human;
-        for (const AuditRecord &r : records) {
-            rows.push_back(auditJson(r));
-            human += std::to_string(r.seq) + "  " + when(r.atMs) + "  " + escapedText(r.entry.who) +
-                     " (" + escapedText(r.entry.role) + ")  " + r.entry.action + "  " +
-                     escapedText(r.entry.target) + "  " + escapedText(r.entry.reason);
-            if (const std::string change = auditChangeText(r.entry); !change.empty())
-                human += "  " + change;
-            human += "\n";
-        }
-        const bool full = static_cast<int>(records.size()) == limit;
-        if (full)
-            human += "(more: --after " + std::to_string(records.back().seq) + ")\n";
-        if (!human.empty())
-            human.pop_back();
-        c.print({{"records", rows},
-                 {"next_after", full ? nlohmann::json(records.back().seq) : nlohmann::json()}},
-                human.empty() ? "no audit records" : human);
-        return ExitOk;
-    }
-    if (what == QLatin1String("export")) {
-        const QString format = c.parser.value(QStringLiteral("format"));
-        if (format != QLatin1String("csv") && format != QLatin1String("json"))
-            throw UsageError{c.parser.isSet(QStringLiteral("format"))
-                                 ? "--format must be csv or json, not " +
-                                       quotedValue(format.toStdString())
-                                 : std::string("missing --format csv|json")};
-        if (c.json && format == QLatin1String("csv"))
-            throw UsageError{"--json prints one JSON object: use --format json"};
-        nlohmann::json rows = nlohmann::json::array();
-        if (format == QLatin1String("csv"))
-            printOut("seq,at,who,role,action,target,reason,before,after,approval_id,detail,prev_"
-                     "hash,target_prev_hash,hash");
-        for (std::int64_t after = 0;;) {
-            const auto page = store.auditLog(after, 1000);
-            for (const AuditRecord &r : page) {
-                if (format == QLatin1String("json")) {
-                    rows.push_back(auditJson(r));
-                    continue;
-                }
-                // csvField escapes text; the JSON-valued columns keep their JSON form.
-                const std::vector<std::string> fields = {std::to_string(r.seq),
-                                                         when(r.atMs),
-                                                         r.entry.who,
-                                                         r.entry.role,
-                                                         r.entry.action,
-                                                         r.entry.target,
-                                                         r.entry.reason,
-                                                         escapedJson(r.entry.beforeState),
-                                                         escapedJson(r.entry.afterState),
-                                                         r.entry.approvalId,
-                                                         escapedJson(r.entry.detail),
-                                                         r.prevHash,
-                                                         r.targetPrevHash,
-                                                         r.hash};
-                std::string line;
-                for (const std::string &f : fields)
-                    line += (line.empty() ? "" : ",") + csvField(f);
-                printOut(line);
-            }
-            if (page.size() < 1000)
-                break;
-            after = page.back().seq;
-        }
-        if (format == QLatin1String("json"))
-            printJson({{"records", rows}});
-        return ExitOk;
-    }
+    if (what == QLatin1String("verify"))
+        return auditVerify(c, store);
+    if (what == QLatin1String("head"))
+        return auditHead(c, store);
+    if (what == QLatin1String("list"))
+        return auditList(c, store);
+    if (what == QLatin1String("export"))
+        return auditExport(c, store);
     throw UsageError{"unknown subcommand 'audit " + escapedText(what.toStdString()) +
                      "': expected list, verify, head or export"};
 }

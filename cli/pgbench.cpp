@@ -263,9 +263,153 @@ PgbenchCycle pgbenchCycle(const ClaimRequest &claim, const TransitionRequest &co
     return cycle;
 }
 
+/// What a pgbench cycle sends: the engine's first cycle's claim (same payload, run, owner and
+/// lease) and its completion.
+struct PgbenchCalls
+{
+    ClaimRequest claim;
+    TransitionRequest completion;
+};
+
+PgbenchCalls pgbenchCalls(Engine &engine)
+{
+    PgbenchCalls calls;
+    ClaimRequest &claim = calls.claim;
+    claim.runId = "run-0";
+    claim.stepId = kStep;
+    claim.target = kTarget;
+    const nlohmann::json payload = parseStrictJson(payloadFor(0));
+    claim.payload = canonicalJson(payload);
+    claim.fingerprint = payloadFingerprint(payload);
+    claim.owner = kOwner;
+    claim.leaseMs = engine.settings().leaseMs;
+    claim.maxAttempts = engine.settings().maxAttempts;
+    TransitionRequest &completion = calls.completion;
+    completion.to = OperationState::Succeeded;
+    completion.actor = defaultOwner();
+    completion.detail = "completed";
+    completion.result = canonicalJson(parseStrictJson(kResult));
+    completion.retentionMs = engine.settings().retentionMs;
+    return calls;
+}
+
+/// One `bench claim` on PostgreSQL: where it runs, the names it writes under, its size and the
+/// calls pgbench sends.
+struct ClaimBench
+{
+    Engine &engine;
+    QString program; ///< pgbench
+    std::string conninfo;
+    PgConnection &admin;     ///< checks pgbench's work, creates and drops what the rounds write
+    std::string prefix;      ///< of every namespace the rounds write
+    std::string floorSchema; ///< the floor's table's schema, for the run
+    int workers = 1;
+    int perWorker = 1;
+    PgbenchCalls calls;
+};
+
+/// One round's rates, per second.
+struct RoundRates
+{
+    double own = 0;         ///< pgbench running the store's own statements: a whole cycle
+    double engineCycle = 0; ///< the engine: claim, complete, duplicate claim
+    double floor = 0;       ///< the floor's claim and complete
+    double engineClaim = 0; ///< the engine: claim and complete
+    double lookup = 0;      ///< the floor's primary-key read
+    double duplicate = 0;   ///< the engine: a duplicate claim, replayed
+    BudgetRates budget;
+
+    void keepBest(const RoundRates &round)
+    {
+        own = std::max(own, round.own);
+        engineCycle = std::max(engineCycle, round.engineCycle);
+        floor = std::max(floor, round.floor);
+        engineClaim = std::max(engineClaim, round.engineClaim);
+        lookup = std::max(lookup, round.lookup);
+        duplicate = std::max(duplicate, round.duplicate);
+        budget.keepBest(round.budget);
+    }
+    nlohmann::json toJson() const
+    {
+        return {{"raw_cycles_per_s", own},       {"engine_cycles_per_s", engineCycle},
+                {"floor_cycles_per_s", floor},   {"engine_claim_complete_per_s", engineClaim},
+                {"floor_lookups_per_s", lookup}, {"engine_duplicates_per_s", duplicate},
+                {"budget", budget.toJson()}};
+    }
+};
+
 /// Runs pgbench on `script` (text) with `workers` clients, `perWorker` transactions each.
 double pgbenchScript(const QString &program, const std::string &conninfo, const std::string &script,
                      const std::vector<std::string> &defines, int workers, int perWorker);
+
+/// Round `round`: pgbench's cycle and the engine's, the floor and the engine's claim and
+/// complete, the floor's lookup and the engine's duplicate, then the engine's cycle without a
+/// run, budgeted and charged; each side in turn, in namespaces of the round's own.
+RoundRates measureRound(ClaimBench &b, int round)
+{
+    const std::string n = std::to_string(round);
+    const auto floorScript = [&b](const char *script) {
+        return pgbenchScript(b.program, b.conninfo, inSchema(script, b.floorSchema), {}, b.workers,
+                             b.perWorker);
+    };
+    RoundRates rates;
+    b.calls.claim.ns = b.prefix + "pgbench" + n;
+    const PgbenchCycle cycle = pgbenchCycle(b.calls.claim, b.calls.completion);
+    rates.own =
+        pgbenchScript(b.program, b.conninfo, cycle.script, cycle.defines, b.workers, b.perWorker);
+    checkPgbenchWork(b.admin, b.calls.claim.ns, b.workers * b.perWorker);
+    rates.engineCycle =
+        measureEngine(b.engine, b.prefix + "engine" + n, b.workers, b.perWorker, EngineStep::Cycle);
+    rates.floor = floorScript(kFloorCycle);
+    const std::string ns = b.prefix + "steps" + n;
+    rates.engineClaim =
+        measureEngine(b.engine, ns, b.workers, b.perWorker, EngineStep::ClaimAndComplete);
+    rates.lookup = floorScript(kFloorLookup);
+    rates.duplicate = measureEngine(b.engine, ns, b.workers, b.perWorker, EngineStep::Duplicate);
+    const std::string runs = b.prefix + "runs" + n;
+    rates.budget = {measureEngine(b.engine, runs + "-none", b.workers, b.perWorker,
+                                  EngineStep::Cycle, BenchRun::None),
+                    measureEngine(b.engine, runs + "-budgeted", b.workers, b.perWorker,
+                                  EngineStep::Cycle, BenchRun::Budgeted),
+                    measureEngine(b.engine, runs + "-charged", b.workers, b.perWorker,
+                                  EngineStep::Cycle, BenchRun::Charged)};
+    return rates;
+}
+
+/// Deletes what the rounds wrote and the floor's schema; returns what happened to the rows, for
+/// the report.
+std::string dropBenchData(ClaimBench &b)
+{
+    const std::string cleanup = cleanUp(b.admin, b.prefix);
+    b.admin.execScript("drop the floor's table",
+                       "DROP SCHEMA IF EXISTS \"" + b.floorSchema + "\" CASCADE");
+    return cleanup;
+}
+
+/// The report of benchClaimPostgres(): the best of each side over the rounds, and each round.
+nlohmann::json claimReport(const ClaimBench &b, const RoundRates &best,
+                           const nlohmann::json &rounds, const std::string &cleanup)
+{
+    const auto ratio = [](double a, double c) { return c > 0 ? a / c : 0.0; };
+    return {{"ledger",
+             b.conninfo +
+                 " (raw SQL: pgbench -M prepared, same calls; floor: shared/baselines/claim.sql)"},
+            {"baseline", "pgbench"},
+            {"workers", b.workers},
+            {"cycles", b.workers * b.perWorker},
+            {"engine_cycles_per_s", best.engineCycle},
+            {"raw_cycles_per_s", best.own},
+            {"ratio", ratio(best.engineCycle, best.own)},
+            {"floor_cycles_per_s", best.floor},
+            {"engine_claim_complete_per_s", best.engineClaim},
+            {"floor_ratio", ratio(best.engineClaim, best.floor)},
+            {"floor_lookups_per_s", best.lookup},
+            {"engine_duplicates_per_s", best.duplicate},
+            {"duplicate_ratio", ratio(best.duplicate, best.lookup)},
+            {"budget", best.budget.toJson()},
+            {"rounds", rounds},
+            {"cleanup", cleanup}};
+}
 
 } // namespace
 
@@ -345,104 +489,33 @@ nlohmann::json benchClaimPostgres(Engine &engine, const BenchOptions &options)
     // Without its password: pgbench and the check connection find it as idempo does (.pgpass).
     const std::string conninfo = engine.store().describe();
     PgConnection admin(conninfo);
-
     const int workers = options.workers;
-    const int perWorker = (options.cycles + workers - 1) / workers;
     const std::string prefix = "bench-" + std::to_string(QDateTime::currentMSecsSinceEpoch()) + "-";
-
-    // The pgbench side sends what the engine's first cycle sends: same payload, run, owner, lease.
-    ClaimRequest claim;
-    claim.runId = "run-0";
-    claim.stepId = kStep;
-    claim.target = kTarget;
-    const nlohmann::json payload = parseStrictJson(payloadFor(0));
-    claim.payload = canonicalJson(payload);
-    claim.fingerprint = payloadFingerprint(payload);
-    claim.owner = kOwner;
-    claim.leaseMs = engine.settings().leaseMs;
-    claim.maxAttempts = engine.settings().maxAttempts;
-    TransitionRequest completion;
-    completion.to = OperationState::Succeeded;
-    completion.actor = defaultOwner();
-    completion.detail = "completed";
-    completion.result = canonicalJson(parseStrictJson(kResult));
-    completion.retentionMs = engine.settings().retentionMs;
-
-    const std::string floorSchema =
-        "idempo_bench_floor_" + std::to_string(QDateTime::currentMSecsSinceEpoch());
-    admin.execScript("create the floor's table", "CREATE SCHEMA \"" + floorSchema + "\";\n" +
-                                                     inSchema(kFloorTable, floorSchema));
-    double best[6] = {}; // own statements, engine cycle, floor, engine claim+complete, PK lookup,
-                         // engine duplicate
-    BudgetRates budget;
+    ClaimBench bench{engine,
+                     program,
+                     conninfo,
+                     admin,
+                     prefix,
+                     "idempo_bench_floor_" + std::to_string(QDateTime::currentMSecsSinceEpoch()),
+                     workers,
+                     (options.cycles + workers - 1) / workers,
+                     pgbenchCalls(engine)};
+    admin.execScript("create the floor's table", "CREATE SCHEMA \"" + bench.floorSchema + "\";\n" +
+                                                     inSchema(kFloorTable, bench.floorSchema));
+    RoundRates best;
     nlohmann::json rounds = nlohmann::json::array();
     try {
         for (int round = 0; round < kRounds; ++round) {
-            claim.ns = prefix + "pgbench" + std::to_string(round);
-            const PgbenchCycle cycle = pgbenchCycle(claim, completion);
-            const double own =
-                pgbenchScript(program, conninfo, cycle.script, cycle.defines, workers, perWorker);
-            checkPgbenchWork(admin, claim.ns, workers * perWorker);
-            const double engineCycle =
-                measureEngine(engine, prefix + "engine" + std::to_string(round), workers, perWorker,
-                              EngineStep::Cycle);
-            const double floor = pgbenchScript(
-                program, conninfo, inSchema(kFloorCycle, floorSchema), {}, workers, perWorker);
-            const std::string ns = prefix + "steps" + std::to_string(round);
-            const double engineClaim =
-                measureEngine(engine, ns, workers, perWorker, EngineStep::ClaimAndComplete);
-            const double lookup = pgbenchScript(
-                program, conninfo, inSchema(kFloorLookup, floorSchema), {}, workers, perWorker);
-            const double duplicate =
-                measureEngine(engine, ns, workers, perWorker, EngineStep::Duplicate);
-            const std::string runs = prefix + "runs" + std::to_string(round);
-            const BudgetRates budgetRound{
-                measureEngine(engine, runs + "-none", workers, perWorker, EngineStep::Cycle,
-                              BenchRun::None),
-                measureEngine(engine, runs + "-budgeted", workers, perWorker, EngineStep::Cycle,
-                              BenchRun::Budgeted),
-                measureEngine(engine, runs + "-charged", workers, perWorker, EngineStep::Cycle,
-                              BenchRun::Charged)};
-            budget.keepBest(budgetRound);
-            const double rates[6] = {own, engineCycle, floor, engineClaim, lookup, duplicate};
-            for (int i = 0; i < 6; ++i)
-                best[i] = std::max(best[i], rates[i]);
-            rounds.push_back({{"raw_cycles_per_s", own},
-                              {"engine_cycles_per_s", engineCycle},
-                              {"floor_cycles_per_s", floor},
-                              {"engine_claim_complete_per_s", engineClaim},
-                              {"floor_lookups_per_s", lookup},
-                              {"engine_duplicates_per_s", duplicate},
-                              {"budget", budgetRound.toJson()}});
+            const RoundRates rates = measureRound(bench, round);
+            best.keepBest(rates);
+            rounds.push_back(rates.toJson());
         }
     } catch (...) {
-        cleanUp(admin, prefix);
-        admin.execScript("drop the floor's table",
-                         "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
+        dropBenchData(bench);
         throw;
     }
-    const std::string cleanup = cleanUp(admin, prefix);
-    admin.execScript("drop the floor's table",
-                     "DROP SCHEMA IF EXISTS \"" + floorSchema + "\" CASCADE");
-    const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    return {{"ledger",
-             conninfo +
-                 " (raw SQL: pgbench -M prepared, same calls; floor: shared/baselines/claim.sql)"},
-            {"baseline", "pgbench"},
-            {"workers", workers},
-            {"cycles", workers * perWorker},
-            {"engine_cycles_per_s", best[1]},
-            {"raw_cycles_per_s", best[0]},
-            {"ratio", ratio(best[1], best[0])},
-            {"floor_cycles_per_s", best[2]},
-            {"engine_claim_complete_per_s", best[3]},
-            {"floor_ratio", ratio(best[3], best[2])},
-            {"floor_lookups_per_s", best[4]},
-            {"engine_duplicates_per_s", best[5]},
-            {"duplicate_ratio", ratio(best[5], best[4])},
-            {"budget", budget.toJson()},
-            {"rounds", rounds},
-            {"cleanup", cleanup}};
+    const std::string cleanup = dropBenchData(bench);
+    return claimReport(bench, best, rounds, cleanup);
 }
 
 namespace {

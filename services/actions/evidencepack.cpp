@@ -8,6 +8,7 @@
 
 #include "auditchain.h"
 #include "error.h"
+#include "evidencepackagreement.h"
 #include "evidencepackrows.h"
 #include "recordjson.h"
 
@@ -16,21 +17,6 @@ namespace idempo {
 using namespace packrows;
 
 namespace {
-
-/// The record member `name` of `j` as text; throws the problem when absent or not text.
-std::string textOf(const nlohmann::json &j, const char *name, const std::string &where)
-{
-    if (!j.contains(name) || !j[name].is_string())
-        throw std::runtime_error(where + " has no text member \"" + name + "\"");
-    return j[name].get<std::string>();
-}
-
-std::int64_t integerOf(const nlohmann::json &j, const char *name, const std::string &where)
-{
-    if (!j.contains(name) || !j[name].is_number_integer())
-        throw std::runtime_error(where + " has no whole-number member \"" + name + "\"");
-    return j[name].get<std::int64_t>();
-}
 
 /// Throws the first member of object `j` not in `known`: a member no check covers would be shown
 /// to a reader as if it were verified.
@@ -69,135 +55,217 @@ AuditRecord parseRecord(const nlohmann::json &j, const std::string &where)
     return r;
 }
 
-/// The approval id a history event names when a decision made it ("reject by bob (approval
-/// ap-1): …", the same text on both stores), empty otherwise.
-std::string decisionApprovalId(const std::string &detail)
+/// Refuses what is no pack, or a pack of a version this build does not read.
+void requireReadableFormat(const nlohmann::json &pack)
 {
-    const auto at = detail.find(" (approval ");
-    const auto end = at == std::string::npos ? at : detail.find("): ", at);
-    if (end == std::string::npos)
-        return {};
-    const std::string verb = detail.substr(0, detail.find(' '));
-    if (verb != "redispatch" && verb != "confirm" && verb != "reject")
-        return {};
-    return detail.substr(at + 11, end - at - 11);
+    if (!pack.is_object() || !pack.contains("format") || pack["format"] != EvidencePack::Format)
+        throw PackRefusal{std::nullopt, std::string("not an evidence pack (no \"format\": \"") +
+                                            EvidencePack::Format + "\")"};
+    if (pack.contains("version") && pack["version"] == 1)
+        throw PackRefusal{std::nullopt,
+                          "older pack format (version 1): it links each record only to the next "
+                          "one, so it cannot show that no audit record of the operation was left "
+                          "out; export the pack again (idempo evidence KEY -o FILE)"};
+    if (!pack.contains("version") ||
+        (pack["version"] != 2 && pack["version"] != EvidencePack::Version))
+        throw PackRefusal{std::nullopt, "pack version " +
+                                            (pack.contains("version") ? pack["version"].dump()
+                                                                      : std::string("missing")) +
+                                            " is not one this build reads (2 or " +
+                                            std::to_string(EvidencePack::Version) + ")"};
 }
 
-/// Whether the pack's unhashed parts agree with its hashed audit records: the operation's
-/// state and version with the newest record's after-state, and every decision the history or
-/// the approvals show with an audit record. Empty when they do; else what disagrees.
-std::string agreementProblem(const nlohmann::json &pack, const std::vector<AuditRecord> &mine)
+/// Throws the first member of the pack no check covers, and the first of what the exporter
+/// states that does not have its one shape; and a run record not of the operation's run.
+void checkStatedParts(const nlohmann::json &pack)
 {
-    if (!pack.contains("operation") || !pack["operation"].is_object())
-        return "the pack has no \"operation\" record";
-    const nlohmann::json &op = pack["operation"];
-    const std::string opState = textOf(op, "state", "the operation");
-    const std::int64_t opVersion = integerOf(op, "operation_version", "the operation");
-    for (auto r = mine.rbegin(); r != mine.rend(); ++r) {
-        const nlohmann::json after = nlohmann::json::parse(r->entry.afterState, nullptr, false);
-        if (!after.is_object() || !after.contains("state") || !after.contains("version") ||
-            !after["version"].is_number_integer())
+    onlyMembers(pack,
+                {"format", "version", "exported_at", "exported_by", "ledger", "namespace", "key",
+                 "operation", "history", "approvals", "run", "audit_records", "chain"},
+                "the pack");
+    // What the exporter states is not proven, but it has one shape.
+    if (pack.contains("exported_by"))
+        onlyMembers(pack["exported_by"], {"name", "role"}, "\"exported_by\"");
+    for (const char *stated : {"exported_at", "ledger"})
+        if (pack.contains(stated) && !pack[stated].is_string())
+            throw std::runtime_error(std::string("\"") + stated + "\" is not text");
+    if (pack.contains("exported_by"))
+        for (const char *part : {"name", "role"})
+            textOf(pack["exported_by"], part, "\"exported_by\"");
+    // A run record is the operation's run's, or null for an operation without one.
+    if (pack.contains("run") && pack.contains("operation") && pack["operation"].is_object()) {
+        const std::string runId = pack["operation"].value("run_id", std::string());
+        const nlohmann::json &run = pack["run"];
+        if (!run.is_null() &&
+            (runId.empty() || !run.is_object() || run.value("run_id", std::string()) != runId))
+            throw std::runtime_error("the run record is not the operation's run (" +
+                                     (runId.empty() ? std::string("it has none") : runId) + ")");
+    }
+}
+
+/// The chain head the pack's chain proof names; refuses a pack without a proof.
+AuditHead chainHead(const nlohmann::json &pack)
+{
+    if (!pack.contains("chain") || !pack["chain"].is_object() || !pack["chain"].contains("head") ||
+        !pack["chain"].contains("links") || !pack["chain"]["links"].is_array())
+        throw PackRefusal{std::nullopt, "the pack has no chain proof (\"chain\": {head, links})"};
+    const nlohmann::json &chain = pack["chain"];
+    onlyMembers(chain, {"head", "links"}, "the chain proof");
+    onlyMembers(chain["head"], {"seq", "hash"}, "the chain head");
+    return {integerOf(chain["head"], "seq", "the chain head"),
+            textOf(chain["head"], "hash", "the chain head")};
+}
+
+/// The pack's records: the operation's (its "audit_records") and the chain links between them.
+struct PackRecords
+{
+    std::map<std::int64_t, std::pair<AuditRecord, bool>> span; ///< seq → (record, mine), all
+    std::vector<AuditRecord> mine;                             ///< the operation's, by seq
+};
+
+/// "audit record N" or "chain link N" for a record of the pack, as far as it can be read.
+std::string placeOf(const char *kind, const nlohmann::json &j)
+{
+    return std::string(kind) + " " + (j.is_object() && j.contains("seq") ? j["seq"].dump() : "?");
+}
+
+/// Reads the pack's records of `target` up to `head` and its chain links, refusing records out
+/// of order, of another target, beyond the head, filed in the wrong place or in the pack twice.
+PackRecords readRecords(const nlohmann::json &pack, const std::string &target,
+                        const AuditHead &head)
+{
+    if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
+        throw PackRefusal{std::nullopt, "the pack has no \"audit_records\" array"};
+    PackRecords records;
+    for (const nlohmann::json &j : pack["audit_records"]) {
+        AuditRecord r = parseRecord(j, placeOf("audit record", j));
+        const std::string name = "audit record " + std::to_string(r.seq);
+        if (!records.mine.empty() && r.seq <= records.mine.back().seq)
+            throw PackRefusal{r.seq, name + " is out of seq order in the pack"};
+        if (r.entry.target != target)
+            throw PackRefusal{r.seq, name + " targets " + r.entry.target + ", not " + target};
+        if (r.seq > head.seq)
+            throw PackRefusal{r.seq, name + " lies beyond the chain head the pack names (record " +
+                                         std::to_string(head.seq) + ")"};
+        records.span[r.seq] = {r, true};
+        records.mine.push_back(std::move(r));
+    }
+    for (const nlohmann::json &j : pack["chain"]["links"]) {
+        AuditRecord r = parseRecord(j, placeOf("chain link", j));
+        const std::string name = "chain record " + std::to_string(r.seq);
+        if (r.entry.target == target)
+            throw PackRefusal{r.seq, name + " targets " + target +
+                                         " but is filed among the chain links, not the audit "
+                                         "records"};
+        if (!records.span.emplace(r.seq, std::make_pair(r, false)).second)
+            throw PackRefusal{r.seq, name + " is in the pack twice"};
+    }
+    if (records.mine.empty() && !records.span.empty())
+        throw PackRefusal{records.span.begin()->first,
+                          "the pack holds chain links but no audit record of " + target};
+    return records;
+}
+
+/// Refuses the first record of the pack whose hash is not its own.
+void checkHashes(const std::map<std::int64_t, std::pair<AuditRecord, bool>> &span)
+{
+    for (const auto &[seq, entry] : span)
+        if (auditHash(entry.first) != entry.first.hash)
+            throw PackRefusal{seq, (entry.second ? "audit record " : "chain record ") +
+                                       std::to_string(seq) +
+                                       " does not match its hash: it was edited"};
+}
+
+/// The operation's records among themselves: each linked one names the one before it.
+void checkTargetLinks(const std::vector<AuditRecord> &mine, const std::string &target)
+{
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+        const AuditRecord &r = mine[i];
+        const std::string name = "audit record " + std::to_string(r.seq);
+        if (r.targetPrevHash.empty()) {
+            if (i > 0 && !mine[i - 1].targetPrevHash.empty())
+                throw PackRefusal{r.seq, name +
+                                             " carries no link to the operation's previous "
+                                             "record, though audit record " +
+                                             std::to_string(mine[i - 1].seq) + " before it does"};
             continue;
-        const std::string state =
-            after["state"].is_string() ? after["state"].get<std::string>() : std::string();
-        const std::int64_t version = after["version"].get<std::int64_t>();
-        const std::string recorded = "audit record " + std::to_string(r->seq) + " left it in " +
-                                     state + " at version " + std::to_string(version);
-        if (opVersion < version || (opVersion == version && opState != state))
-            return "the operation record (" + opState + ", version " + std::to_string(opVersion) +
-                   ") contradicts its newest audit record: " + recorded;
-        // At that version the snapshot holds more of the record (operationSnapshot()).
-        if (opVersion == version) {
-            const nlohmann::json receipt =
-                after.value("receipt", std::string()).empty()
-                    ? nlohmann::json()
-                    : nlohmann::json::parse(after.value("receipt", std::string()), nullptr, false);
-            const std::pair<const char *, nlohmann::json> held[] = {
-                {"fencing_token", after.value("fencing_token", nlohmann::json())},
-                {"attempt", after.value("attempt", nlohmann::json())},
-                {"max_attempts", after.value("max_attempts", nlohmann::json())},
-                {"error_class", after.value("error_class", nlohmann::json())},
-                {"receipt", receipt}};
-            for (const auto &[name, value] : held)
-                if (!op.contains(name) || op[name] != value)
-                    return "the operation record's \"" + std::string(name) +
-                           "\" contradicts its newest audit record: " + recorded + " with " + name +
-                           " " + value.dump();
         }
-        break;
+        if (i == 0 && r.targetPrevHash != AuditGenesisHash)
+            throw PackRefusal{r.seq, name + " links to an earlier record of " + target +
+                                         " that the pack does not hold: a record was removed"};
+        if (i > 0 && r.targetPrevHash != mine[i - 1].hash)
+            throw PackRefusal{r.seq, name + " does not point at audit record " +
+                                         std::to_string(mine[i - 1].seq) +
+                                         "'s hash, the operation's record before it in the pack: "
+                                         "a record of the operation was removed or replaced"};
     }
-    std::set<std::string> audited;
-    bool reconcileAudited = false;
-    for (const AuditRecord &r : mine) {
-        if (!r.entry.approvalId.empty())
-            audited.insert(r.entry.approvalId);
-        reconcileAudited = reconcileAudited || r.entry.action == "reconcile";
-    }
-    std::set<std::string> shown;
-    if (pack.contains("history") && pack["history"].is_array())
-        for (const nlohmann::json &e : pack["history"]) {
-            const std::string detail =
-                e.is_object() && e.contains("detail") && e["detail"].is_string()
-                    ? e["detail"].get<std::string>()
-                    : std::string();
-            const std::string id = decisionApprovalId(detail);
-            shown.insert(id);
-            if (!id.empty() && !audited.count(id))
-                return "the history shows a decision (approval " + id +
-                       ") but the pack holds no audit record of it";
-            if (detail.starts_with("reconciled by ") && !reconcileAudited)
-                return "the history shows a reconciliation but the pack holds no audit record "
-                       "of one";
-        }
-    // An applied decision moved the operation: the history shows it.
-    for (const AuditRecord &r : mine) {
-        if (r.entry.approvalId.empty() ||
-            (r.entry.action != "approve" && r.entry.action != "reject"))
+}
+
+/// The span the chain proves, from the operation's first record `from` to `spanEnd`: every
+/// record of it in the pack, each pointing at the one before it, and no link beyond it; to the
+/// head (`toHead`), the last is the head the pack names.
+void checkSpanWithoutGap(const PackRecords &records, std::int64_t from, std::int64_t spanEnd,
+                         const AuditHead &head, bool toHead)
+{
+    std::int64_t expected = from;
+    std::string lastHash;
+    for (const auto &[seq, entry] : records.span) {
+        const AuditRecord &r = entry.first;
+        if (seq > spanEnd) {
+            if (!entry.second)
+                throw PackRefusal{seq, "chain record " + std::to_string(seq) +
+                                           " lies beyond the span the chain proof covers "
+                                           "(records " +
+                                           std::to_string(from) + " to " + std::to_string(spanEnd) +
+                                           ")"};
             continue;
-        const nlohmann::json detail = nlohmann::json::parse(r.entry.detail, nullptr, false);
-        if (detail.is_object() && detail.value("status", std::string()) == "applied" &&
-            !shown.count(r.entry.approvalId))
-            return "audit record " + std::to_string(r.seq) + " applied approval " +
-                   r.entry.approvalId + ", but the pack's history shows no event of it";
-    }
-    // Each approval says what its hashed record says, and no decision record lacks its approval.
-    std::map<std::string, const AuditRecord *> decisions;
-    for (const AuditRecord &r : mine)
-        if (!r.entry.approvalId.empty() &&
-            (r.entry.action == "approve" || r.entry.action == "reject"))
-            decisions[r.entry.approvalId] = &r;
-    std::set<std::string> listed;
-    if (pack.contains("approvals") && pack["approvals"].is_array())
-        for (const nlohmann::json &a : pack["approvals"]) {
-            const std::string id = textOf(a, "approval_id", "an approval");
-            const auto found = decisions.find(id);
-            if (found == decisions.end())
-                return "the approvals show " + id + " but the pack holds no audit record of it";
-            const AuditRecord &r = *found->second;
-            const nlohmann::json detail = nlohmann::json::parse(r.entry.detail, nullptr, false);
-            const auto said = [&detail](const char *name) {
-                return detail.is_object() && detail.contains(name) && detail[name].is_string()
-                           ? detail[name].get<std::string>()
-                           : std::string();
-            };
-            const std::string status = textOf(a, "status", "approval " + id);
-            const bool statusAgrees =
-                status == said("status") || (said("status") == "pending" && status == "seconded");
-            if (textOf(a, "decision", "approval " + id) != said("decision") ||
-                textOf(a, "operator", "approval " + id) != r.entry.who ||
-                textOf(a, "role", "approval " + id) != r.entry.role ||
-                textOf(a, "reason", "approval " + id) != r.entry.reason || !statusAgrees)
-                return "approval " + id + " does not say what audit record " +
-                       std::to_string(r.seq) + " says (" + said("decision") + " by " + r.entry.who +
-                       " (" + r.entry.role + "), " + said("status") + ")";
-            if (!listed.insert(id).second)
-                return "approval " + id + " is listed twice";
         }
-    for (const auto &[id, r] : decisions)
-        if (!listed.count(id))
-            return "audit record " + std::to_string(r->seq) + " records approval " + id +
-                   ", which the pack's approvals leave out";
-    return {};
+        const std::string name =
+            (entry.second ? "audit record " : "chain record ") + std::to_string(seq);
+        if (seq != expected)
+            throw PackRefusal{expected,
+                              "chain record" +
+                                  (seq - expected > 1 ? "s " + std::to_string(expected) + " to " +
+                                                            std::to_string(seq - 1) + " are"
+                                                      : " " + std::to_string(expected) + " is") +
+                                  " missing from the pack: a record was removed (the pack must "
+                                  "hold every record from " +
+                                  std::to_string(from) + " to " + std::to_string(spanEnd) + ")"};
+        if (seq == 1 && r.prevHash != AuditGenesisHash)
+            throw PackRefusal{seq, name + " is the first of the chain but does not point at the "
+                                          "genesis hash"};
+        if (seq != from && r.prevHash != lastHash)
+            throw PackRefusal{seq, name + " does not point at record " + std::to_string(seq - 1) +
+                                       "'s hash: a record before it was replaced"};
+        lastHash = r.hash;
+        ++expected;
+    }
+    if (expected - 1 != spanEnd)
+        throw PackRefusal{expected, "the chain proof stops at record " +
+                                        std::to_string(expected - 1) + ", before record " +
+                                        std::to_string(spanEnd) + ": a record was removed"};
+    if (toHead && lastHash != head.hash)
+        throw PackRefusal{head.seq, "chain record " + std::to_string(head.seq) +
+                                        " is the chain head the pack names, but its hash is not "
+                                        "the head's"};
+}
+
+/// The span the chain proves: from the operation's first record to its newest unlinked one
+/// (version 3), or to the head (version 2, `toHead`); without a gap. Operation records all
+/// linked to one another need no chain links.
+void checkChainSpan(const PackRecords &records, const AuditHead &head, bool toHead)
+{
+    std::optional<std::int64_t> spanEnd;
+    if (toHead && !records.mine.empty())
+        spanEnd = head.seq;
+    for (const AuditRecord &r : records.mine)
+        if (!toHead && r.targetPrevHash.empty())
+            spanEnd = r.seq;
+    if (spanEnd)
+        checkSpanWithoutGap(records, records.mine.front().seq, *spanEnd, head, toHead);
+    else if (records.span.size() > records.mine.size())
+        throw PackRefusal{std::nullopt, "the pack holds chain links, but the operation's records "
+                                        "are all linked to one another and need none"};
 }
 
 } // namespace
@@ -267,181 +335,24 @@ EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
 {
     Verdict v;
     try {
-        if (!pack.is_object() || !pack.contains("format") || pack["format"] != Format)
-            return v.refuse(std::nullopt, std::string("not an evidence pack (no \"format\": \"") +
-                                              Format + "\")");
-        if (pack.contains("version") && pack["version"] == 1)
-            return v.refuse(std::nullopt,
-                            "older pack format (version 1): it links each record only to the next "
-                            "one, so it cannot show that no audit record of the operation was left "
-                            "out; export the pack again (idempo evidence KEY -o FILE)");
-        if (!pack.contains("version") || (pack["version"] != 2 && pack["version"] != Version))
-            return v.refuse(
-                std::nullopt,
-                "pack version " +
-                    (pack.contains("version") ? pack["version"].dump() : std::string("missing")) +
-                    " is not one this build reads (2 or " + std::to_string(Version) + ")");
-        onlyMembers(pack,
-                    {"format", "version", "exported_at", "exported_by", "ledger", "namespace",
-                     "key", "operation", "history", "approvals", "run", "audit_records", "chain"},
-                    "the pack");
-        // What the exporter states is not proven, but it has one shape.
-        if (pack.contains("exported_by"))
-            onlyMembers(pack["exported_by"], {"name", "role"}, "\"exported_by\"");
-        for (const char *stated : {"exported_at", "ledger"})
-            if (pack.contains(stated) && !pack[stated].is_string())
-                throw std::runtime_error(std::string("\"") + stated + "\" is not text");
-        if (pack.contains("exported_by"))
-            for (const char *part : {"name", "role"})
-                textOf(pack["exported_by"], part, "\"exported_by\"");
-        // A run record is the operation's run's, or null for an operation without one.
-        if (pack.contains("run") && pack.contains("operation") && pack["operation"].is_object()) {
-            const std::string runId = pack["operation"].value("run_id", std::string());
-            const nlohmann::json &run = pack["run"];
-            if (!run.is_null() &&
-                (runId.empty() || !run.is_object() || run.value("run_id", std::string()) != runId))
-                throw std::runtime_error("the run record is not the operation's run (" +
-                                         (runId.empty() ? std::string("it has none") : runId) +
-                                         ")");
-        }
+        requireReadableFormat(pack);
+        checkStatedParts(pack);
         // Version 2 proved every record to the head by the chain; 3 by target links.
         const bool toHead = pack["version"] == 2;
         const std::string target =
             textOf(pack, "namespace", "the pack") + "/" + textOf(pack, "key", "the pack");
-        if (!pack.contains("chain") || !pack["chain"].is_object() ||
-            !pack["chain"].contains("head") || !pack["chain"].contains("links") ||
-            !pack["chain"]["links"].is_array())
-            return v.refuse(std::nullopt, "the pack has no chain proof (\"chain\": {head, links})");
-        const nlohmann::json &chain = pack["chain"];
-        onlyMembers(chain, {"head", "links"}, "the chain proof");
-        onlyMembers(chain["head"], {"seq", "hash"}, "the chain head");
-        const AuditHead head{integerOf(chain["head"], "seq", "the chain head"),
-                             textOf(chain["head"], "hash", "the chain head")};
-        if (!pack.contains("audit_records") || !pack["audit_records"].is_array())
-            return v.refuse(std::nullopt, "the pack has no \"audit_records\" array");
-        // Every record of the pack, the operation's and the links, by seq.
-        std::map<std::int64_t, std::pair<AuditRecord, bool>> span; // seq → (record, mine)
-        std::vector<AuditRecord> mine;
-        for (const nlohmann::json &j : pack["audit_records"]) {
-            const std::string where =
-                "audit record " + (j.is_object() && j.contains("seq") ? j["seq"].dump() : "?");
-            AuditRecord r = parseRecord(j, where);
-            const std::string name = "audit record " + std::to_string(r.seq);
-            if (!mine.empty() && r.seq <= mine.back().seq)
-                return v.refuse(r.seq, name + " is out of seq order in the pack");
-            if (r.entry.target != target)
-                return v.refuse(r.seq, name + " targets " + r.entry.target + ", not " + target);
-            if (r.seq > head.seq)
-                return v.refuse(r.seq, name +
-                                           " lies beyond the chain head the pack names (record " +
-                                           std::to_string(head.seq) + ")");
-            span[r.seq] = {r, true};
-            mine.push_back(std::move(r));
-        }
-        for (const nlohmann::json &j : chain["links"]) {
-            const std::string where =
-                "chain link " + (j.is_object() && j.contains("seq") ? j["seq"].dump() : "?");
-            AuditRecord r = parseRecord(j, where);
-            const std::string name = "chain record " + std::to_string(r.seq);
-            if (r.entry.target == target)
-                return v.refuse(r.seq, name + " targets " + target +
-                                           " but is filed among the chain links, not the audit "
-                                           "records");
-            if (!span.emplace(r.seq, std::make_pair(r, false)).second)
-                return v.refuse(r.seq, name + " is in the pack twice");
-        }
-        if (mine.empty() && !span.empty())
-            return v.refuse(span.begin()->first,
-                            "the pack holds chain links but no audit record of " + target);
-        for (const auto &[seq, entry] : span)
-            if (auditHash(entry.first) != entry.first.hash)
-                return v.refuse(seq, (entry.second ? "audit record " : "chain record ") +
-                                         std::to_string(seq) +
-                                         " does not match its hash: it was edited");
-        // The operation's records among themselves: each linked one names the one before it.
-        for (std::size_t i = 0; i < mine.size(); ++i) {
-            const AuditRecord &r = mine[i];
-            const std::string name = "audit record " + std::to_string(r.seq);
-            if (r.targetPrevHash.empty()) {
-                if (i > 0 && !mine[i - 1].targetPrevHash.empty())
-                    return v.refuse(r.seq, name +
-                                               " carries no link to the operation's previous "
-                                               "record, though audit record " +
-                                               std::to_string(mine[i - 1].seq) + " before it does");
-                continue;
-            }
-            if (i == 0 && r.targetPrevHash != AuditGenesisHash)
-                return v.refuse(r.seq, name + " links to an earlier record of " + target +
-                                           " that the pack does not hold: a record was removed");
-            if (i > 0 && r.targetPrevHash != mine[i - 1].hash)
-                return v.refuse(r.seq, name + " does not point at audit record " +
-                                           std::to_string(mine[i - 1].seq) +
-                                           "'s hash, the operation's record before it in the pack: "
-                                           "a record of the operation was removed or replaced");
-        }
-        // The span the chain proves: from the operation's first record to its newest unlinked
-        // one (version 3), or to the head (version 2); without a gap.
-        std::optional<std::int64_t> spanEnd;
-        if (toHead && !mine.empty())
-            spanEnd = head.seq;
-        for (const AuditRecord &r : mine)
-            if (!toHead && r.targetPrevHash.empty())
-                spanEnd = r.seq;
-        if (spanEnd) {
-            const std::int64_t from = mine.front().seq;
-            std::int64_t expected = from;
-            std::string lastHash;
-            for (const auto &[seq, entry] : span) {
-                const AuditRecord &r = entry.first;
-                if (seq > *spanEnd) {
-                    if (!entry.second)
-                        return v.refuse(seq, "chain record " + std::to_string(seq) +
-                                                 " lies beyond the span the chain proof covers "
-                                                 "(records " +
-                                                 std::to_string(from) + " to " +
-                                                 std::to_string(*spanEnd) + ")");
-                    continue;
-                }
-                const std::string name =
-                    (entry.second ? "audit record " : "chain record ") + std::to_string(seq);
-                if (seq != expected)
-                    return v.refuse(expected, "chain record" +
-                                                  (seq - expected > 1
-                                                       ? "s " + std::to_string(expected) + " to " +
-                                                             std::to_string(seq - 1) + " are"
-                                                       : " " + std::to_string(expected) + " is") +
-                                                  " missing from the pack: a record was removed "
-                                                  "(the pack must hold every record from " +
-                                                  std::to_string(from) + " to " +
-                                                  std::to_string(*spanEnd) + ")");
-                if (seq == 1 && r.prevHash != AuditGenesisHash)
-                    return v.refuse(seq, name + " is the first of the chain but does not point at "
-                                                "the genesis hash");
-                if (seq != from && r.prevHash != lastHash)
-                    return v.refuse(seq, name + " does not point at record " +
-                                             std::to_string(seq - 1) +
-                                             "'s hash: a record before it was replaced");
-                lastHash = r.hash;
-                ++expected;
-            }
-            if (expected - 1 != *spanEnd)
-                return v.refuse(expected, "the chain proof stops at record " +
-                                              std::to_string(expected - 1) + ", before record " +
-                                              std::to_string(*spanEnd) + ": a record was removed");
-            if (toHead && lastHash != head.hash)
-                return v.refuse(head.seq, "chain record " + std::to_string(head.seq) +
-                                              " is the chain head the pack names, but its hash is "
-                                              "not the head's");
-        } else if (!span.empty() && std::any_of(span.begin(), span.end(),
-                                                [](const auto &e) { return !e.second.second; })) {
-            return v.refuse(std::nullopt, "the pack holds chain links, but the operation's records "
-                                          "are all linked to one another and need none");
-        }
-        v.records = static_cast<std::int64_t>(mine.size());
-        v.links = static_cast<std::int64_t>(span.size() - mine.size());
-        v.linked = !mine.empty() && !mine.front().targetPrevHash.empty();
-        if (std::string problem = agreementProblem(pack, mine); !problem.empty())
+        const AuditHead head = chainHead(pack);
+        const PackRecords records = readRecords(pack, target, head);
+        checkHashes(records.span);
+        checkTargetLinks(records.mine, target);
+        checkChainSpan(records, head, toHead);
+        v.records = static_cast<std::int64_t>(records.mine.size());
+        v.links = static_cast<std::int64_t>(records.span.size() - records.mine.size());
+        v.linked = !records.mine.empty() && !records.mine.front().targetPrevHash.empty();
+        if (std::string problem = agreementProblem(pack, records.mine); !problem.empty())
             return v.refuse(std::nullopt, std::move(problem));
+    } catch (const PackRefusal &r) {
+        return v.refuse(r.seq, r.why);
     } catch (const std::exception &e) {
         return v.refuse(std::nullopt, std::string("the pack is malformed: ") + e.what());
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "evidencepackrows.h"
 
+#include <stdexcept>
+
 #include "auditchain.h"
 #include "recordjson.h"
 
@@ -47,6 +49,20 @@ nlohmann::json approvalJson(const ApprovalRecord &a)
             {"status", a.status},
             {"operation_version", a.operationVersion},
             {"created_at", timestampJson(a.createdAtMs)}};
+}
+
+std::string textOf(const nlohmann::json &j, const char *name, const std::string &where)
+{
+    if (!j.contains(name) || !j[name].is_string())
+        throw std::runtime_error(where + " has no text member \"" + name + "\"");
+    return j[name].get<std::string>();
+}
+
+std::int64_t integerOf(const nlohmann::json &j, const char *name, const std::string &where)
+{
+    if (!j.contains(name) || !j[name].is_number_integer())
+        throw std::runtime_error(where + " has no whole-number member \"" + name + "\"");
+    return j[name].get<std::int64_t>();
 }
 
 std::string firstDifference(const nlohmann::json &a, const nlohmann::json &b)

@@ -36,7 +36,9 @@ from idempo.outcomes import (
     Replayed,
     RetryLater,
 )
-from idempo.step import DEFAULT_ERRORS, ErrorMap, Step, _Heartbeat, _note_lost, _Run
+from idempo.step import DEFAULT_ERRORS, ErrorMap, Step
+from idempo.step._run import note_lost
+from idempo.step._sync import Heartbeat, Run
 
 __all__ = ["Consumer", "Envelope", "Next"]
 
@@ -192,7 +194,7 @@ class Consumer:
             return
         self._checkpoint("before_claim")
         key = envelope.idempotency_key
-        run = _Run(self._step, key, envelope.run_id, envelope.payload)
+        run = Run(self._step, key, envelope.run_id, envelope.payload)
         try:
             outcome = self._ledger.claim(
                 key,
@@ -255,10 +257,10 @@ class Consumer:
                 "nack of message %s refused: %s: %s", message.msg_id, refused.code, refused
             )
 
-    def _run_handler(self, run: _Run, envelope: Envelope, message: Message) -> bool:
+    def _run_handler(self, run: Run, envelope: Envelope, message: Message) -> bool:
         """Runs the handler and records its answer; whether the delivery is done (to be acked):
         only when the outcome is final (succeeded, or a terminal failure recorded)."""
-        with _Heartbeat(run), _Visibility(self, message):
+        with Heartbeat(run), _Visibility(self, message):
             try:
                 answer = self._handler(envelope)
             except Exception as error:
@@ -285,7 +287,7 @@ class Consumer:
         except (LedgerUnavailable, StaleLease, IllegalTransition) as refused:
             # Not recorded: the delivery comes back after its visibility timeout and is answered
             # from the ledger (the lease's lapse decides: run again or reconcile).
-            _note_lost(refused, run.lost)
+            note_lost(refused, run.lost)
             _log.warning("the answer to %r went unrecorded: %s", run.key, refused, exc_info=True)
             return False
         except IdempoError as refused:
@@ -305,7 +307,7 @@ class Consumer:
         return True
 
     def _after_failure(
-        self, run: _Run, message: Message, error: BaseException, recorded: Operation | None
+        self, run: Run, message: Message, error: BaseException, recorded: Operation | None
     ) -> bool:
         """A terminal failure recorded is final (acked); otherwise the delivery is given back,
         visible again at the ledger's retry time (or after its visibility timeout when a person

@@ -8,6 +8,7 @@
 
 #include "bulkcommand.h"
 #include "context.h"
+#include "guardedactionbuilder.h"
 #include "journallookup.h"
 #include "optionvalue.h"
 #include "output.h"
@@ -161,17 +162,15 @@ int cmdBulk(Context &c)
     request.targets = frozenSet(c, std::move(spec), *action);
     LedgerStore &store = c.engine().store();
     const auto lookup = *action == BulkAction::Reconcile ? openProviderLookup(store) : nullptr;
-    BulkCommand::Options options;
-    options.extraAttempts = c.engine().settings().maxAttempts;
-    options.retentionMs = c.engine().settings().retentionMs;
-    options.lookup = lookup.get();
-    options.pacing.cancelled = [] { return g_stopBulk.load(); };
-    options.pacing.progress = [name](std::int64_t done, std::int64_t total) {
+    PacedRun::Hooks pacing;
+    pacing.cancelled = [] { return g_stopBulk.load(); };
+    pacing.progress = [name](std::int64_t done, std::int64_t total) {
         if (total > ProgressEvery && (done % ProgressEvery == 0 || done == total))
             printErr("bulk " + name + ": " + std::to_string(done) + " of " + std::to_string(total) +
                      " done");
     };
-    BulkCommand command(store, store.actor(), request, options);
+    BulkCommand command = GuardedActionBuilder(c.engine().settings())
+                              .bulk(store, store.actor(), request, lookup.get(), pacing);
     if (dryRun) {
         const ActionPreview preview = command.describe();
         std::string human = preview.sentence;

@@ -11,6 +11,7 @@
 #include "auditverify.h"
 #include "context.h"
 #include "error.h"
+#include "guardedactionbuilder.h"
 #include "guardsettingcommand.h"
 #include "journallookup.h"
 #include "money.h"
@@ -39,9 +40,8 @@ int runApproval(Context &c, ApprovalDecision decision, const std::string &refere
         throw UsageError{"--approval-id is empty: give the id, or leave the option out to derive "
                          "one"};
     LedgerStore &store = c.engine().store();
-    ApproveCommand command(store, store.actor(), request,
-                           {.extraAttempts = c.engine().settings().maxAttempts,
-                            .retentionMs = c.engine().settings().retentionMs});
+    ApproveCommand command =
+        GuardedActionBuilder(c.engine().settings()).approve(store, store.actor(), request);
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
     if (c.parser.isSet(QStringLiteral("dry-run"))) {
@@ -101,8 +101,8 @@ int cmdReconcile(Context &c)
     request.reason = requiredReason(c);
     LedgerStore &store = c.engine().store();
     const auto lookup = openProviderLookup(store);
-    ReconcileCommand command(store, *lookup, store.actor(), request,
-                             {.retentionMs = c.engine().settings().retentionMs});
+    ReconcileCommand command = GuardedActionBuilder(c.engine().settings())
+                                   .reconcile(store, *lookup, store.actor(), request);
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
     if (c.parser.isSet(QStringLiteral("dry-run")) ||

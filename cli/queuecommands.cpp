@@ -10,6 +10,7 @@
 #include "context.h"
 #include "dlqreplaycommand.h"
 #include "error.h"
+#include "guardedactionbuilder.h"
 #include "optionvalue.h"
 #include "output.h"
 #include "queueenvelope.h"
@@ -344,17 +345,17 @@ int cmdDlqReplay(Context &c)
         request.confirmCount = c.integerOption(QStringLiteral("confirm"), 0, MaxWholeNumber);
         request.reason = requiredReason(c);
     }
-    DlqReplayCommand::Options options;
-    options.retentionMs = c.engine().settings().retentionMs;
+    PacedRun::Hooks hooks;
     const bool bar = !c.json && isatty(STDERR_FILENO);
     if (bar)
-        options.progress = [](std::int64_t done, std::int64_t total) {
+        hooks.progress = [](std::int64_t done, std::int64_t total) {
             printProgress("replayed " + std::to_string(done) + "/" + std::to_string(total) +
                           " (Ctrl-C stops after the current message) ");
         };
-    options.cancelled = [] { return g_interrupted.load(); };
+    hooks.cancelled = [] { return g_interrupted.load(); };
     LedgerStore &store = c.engine().store();
-    DlqReplayCommand command(store, c.queue(), store.actor(), request, options);
+    DlqReplayCommand command = GuardedActionBuilder(c.engine().settings())
+                                   .replay(store, c.queue(), store.actor(), request, hooks);
     if (dryRun) {
         const std::vector<std::string> problems = command.validate();
         const ActionPreview preview = command.describe();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "context.h"
+#include "guardedactionbuilder.h"
 #include "guardsettingcommand.h"
 #include "operationkey.h"
 #include "optionvalue.h"
@@ -110,7 +111,8 @@ int runAction(Context &c, RunActionCommand::Request request)
     request.reason = requiredReason(c);
     request.requestId = c.parser.value(QStringLiteral("request-id")).toStdString();
     LedgerStore &store = c.engine().store();
-    RunActionCommand command(store, store.actor(), std::move(request));
+    RunActionCommand command = GuardedActionBuilder(c.engine().settings())
+                                   .runAction(store, store.actor(), std::move(request));
     requireValid(command.validate());
     const ActionPreview preview = command.describe();
     const RunActionOutcome outcome = command.execute();

@@ -7,31 +7,31 @@
 #include <vector>
 
 #include <QObject>
-#include <QPointer>
 #include <QString>
 
 #include "actionrecords.h"
-#include "dlqreplaycommand.h"
+#include "engine.h"
 #include "guardedaction.h"
+#include "guardedactionbuilder.h"
 #include "operation.h"
 #include "operationdetailpane.h"
 #include "runsummary.h"
 
-class QProgressDialog;
 class QWidget;
 
 namespace idempo {
 
 class GuardedActionDialog;
+class GuardedActionRunner;
 class LedgerConnection;
 class OwnApprovals;
 
-/// Runs the console's guarded actions through the command objects the CLI uses
-/// (actions/guardedaction.h): describe() on the ledger's worker thread, the confirmation
-/// dialog on the GUI thread, then validate() and execute() on the worker again with what the
-/// operator typed, and the command's outcome in words (its text()) shown in the dialog. The
-/// identity acting is the ledger's (LedgerStore::actor()), read when the ledger opens; the buttons
-/// follow its role but the command decides.
+/// Starts the console's guarded actions on operations, runs and dead letters (consoleactions.h)
+/// through one GuardedActionRunner: the command objects the CLI uses, built as it builds them
+/// (GuardedActionBuilder), described on the ledger's worker thread, confirmed in a dialog and
+/// executed with what the operator typed, the command's outcome in words shown in the dialog.
+/// The identity acting is the ledger's (LedgerStore::actor()), read when the ledger opens; the
+/// buttons follow its role but the command decides.
 class ActionController final : public QObject
 {
     Q_OBJECT
@@ -59,10 +59,14 @@ public:
     void replay(const std::string &queue, const std::vector<std::int64_t> &ids);
 
     /// The dialog open now, if any (tests drive it).
-    GuardedActionDialog *dialog() const { return m_dialog; }
+    GuardedActionDialog *dialog() const;
 
     /// Messages per second of a DLQ replay (DlqReplayCommand::Request::ratePerSecond).
     void setReplayRate(double perSecond) { m_replayRate = perSecond; }
+    /// What every action is built with, bulk runs too: the engine's default settings, as
+    /// `idempo` uses them without --retention.
+    const GuardedActionBuilder &builder() const { return m_builder; }
+    void setEngineSettings(const Engine::Settings &settings);
 
 Q_SIGNALS:
     void actorChanged();
@@ -78,22 +82,14 @@ Q_SIGNALS:
     void replayProgress(qint64 done, qint64 total);
 
 private:
-    void openDialog(const QString &title, const QString &okText, const ActionPreview &preview);
-    void finishExecute(bool ok, const QString &outcome);
-    void runReplay(const ActorIdentity &actor, const DlqReplayCommand::Request &request);
-    void reportProgress(qint64 done, qint64 total);
+    void forgetActor();
 
     LedgerConnection *m_connection;
-    QWidget *m_dialogParent;
     std::optional<ActorIdentity> m_actor;
     OwnApprovals *m_ownApprovals;
-    QPointer<GuardedActionDialog> m_dialog;
-    QPointer<QProgressDialog> m_progress;
+    GuardedActionRunner *m_runner;
+    GuardedActionBuilder m_builder;
     double m_replayRate = 20;
 };
-
-/// "Approve refund of 1,250.00 EUR" from "Approve refund of 1,250.00 EUR to DE44…: dispatch it
-/// again": the consequence, short enough for a button.
-QString consequenceButtonText(const QString &sentence);
 
 } // namespace idempo

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include <QObject>
-#include <QPointer>
 #include <QString>
 
 #include "bulkcommand.h"
@@ -18,6 +17,7 @@ namespace idempo {
 
 class ActionController;
 class GuardedActionDialog;
+class GuardedActionRunner;
 class LedgerConnection;
 
 /// Runs bulk actions (BulkCommand, the CLI's `idempo bulk`) from the console: the set is frozen
@@ -25,7 +25,9 @@ class LedgerConnection;
 /// view's filter matches, read to the end first), the guarded dialog shows the count and asks for
 /// it typed with a reason, and the run goes on a thread and connection of its own at the bounded
 /// rate with a progress dialog whose Stop ends it between operations. The outcome per operation
-/// (applied, skipped, refused with why) fills the dialog. The identity acting is `actions`'s.
+/// (applied, skipped, refused with why) fills the dialog. The identity acting is `actions`'s, and
+/// the run is built as `actions` builds its own (ActionController::builder()); it goes through a
+/// GuardedActionRunner as every guarded action does (BulkRun).
 class BulkActionController final : public QObject
 {
     Q_OBJECT
@@ -59,14 +61,9 @@ Q_SIGNALS:
 private:
     void describe(BulkAction action, std::optional<std::vector<BulkTarget>> targets,
                   std::optional<OperationQuery> query);
-    void run(const BulkCommand::Request &request);
-    void reportProgress(qint64 done, qint64 total);
 
-    LedgerConnection *m_connection;
     ActionController *m_actions;
-    QWidget *m_dialogParent;
-    QPointer<GuardedActionDialog> m_dialog;
-    QPointer<QProgressDialog> m_progress;
+    GuardedActionRunner *m_runner;
     double m_rate = BulkCommand::DefaultRatePerSecond;
 };
 

@@ -10,6 +10,7 @@
 #include "filterbar.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "listsetup.h"
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
 
@@ -59,30 +60,8 @@ ConfirmationsView::ConfirmationsView(LedgerConnection *connection, QWidget *pare
         {BulkAction::Approve, BulkAction::Reject, BulkAction::Reconcile}, m_table, m_model,
         [this] { return m_model->query(); }, left);
     leftLayout->addWidget(m_bulk);
-    m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c : {OperationTableModel::Run, OperationTableModel::Owner, OperationTableModel::Token,
-                  OperationTableModel::LeaseExpiry})
-        m_table->setColumnHidden(c, true);
-    m_table->setColumnSamples(
-        {{OperationTableModel::Key, QStringLiteral("run-7004:send_invoice")},
-         {OperationTableModel::Namespace, QStringLiteral("default")},
-         {OperationTableModel::Step, QStringLiteral("provision_account")},
-         {OperationTableModel::State, QStringLiteral("confirmation_required"), true},
-         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
-         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
-         {OperationTableModel::Created, QStringLiteral("59 min ago")},
-         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
-    m_table->setSettingsKey(QStringLiteral("confirmations"));
-    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
-    m_table->setViewportListener(
-        [this](int first, int count) { m_model->setViewport(first, count); });
-    m_empty = new EmptyState(m_table);
-    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
-        if (link == QLatin1String(EmptyState::ClearFiltersLink))
-            m_filters->clear();
-    });
-    connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
-    connect(m_filters, &FilterBar::changed, this, &ConfirmationsView::reload);
+    m_empty = ListSetup::operations(QStringLiteral("confirmations"), OperationTableModel::KeyRole)
+                  .apply(this, m_table, m_model, m_filters);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &ConfirmationsView::showCurrent);
     connect(m_model, &QAbstractItemModel::dataChanged, this,

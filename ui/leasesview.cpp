@@ -13,6 +13,7 @@
 #include "filterbar.h"
 #include "guardedactiondialog.h"
 #include "ledgertableview.h"
+#include "listsetup.h"
 #include "operationtablemodel.h"
 
 namespace idempo {
@@ -36,33 +37,24 @@ LeasesView::LeasesView(LedgerConnection *connection, QWidget *parent)
     m_bulk = new BulkActionBar(
         {BulkAction::Reconcile}, m_table, m_model, [this] { return m_model->query(); }, this);
     layout->addWidget(m_bulk);
-    m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c :
-         {OperationTableModel::Run, OperationTableModel::Created, OperationTableModel::Error})
-        m_table->setColumnHidden(c, true);
-    m_table->setColumnSamples(
-        {{OperationTableModel::Key, QStringLiteral("run-7001:provision_account")},
-         {OperationTableModel::Namespace, QStringLiteral("default")},
-         {OperationTableModel::Step, QStringLiteral("provision_account")},
-         {OperationTableModel::State, QStringLiteral("dispatching"), true},
-         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
-         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
-         {OperationTableModel::Owner, QStringLiteral("worker-12")},
-         {OperationTableModel::Token, QStringLiteral("100000")},
-         {OperationTableModel::LeaseExpiry, QStringLiteral("LAPSED 59 min 59 s ago")},
-         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
-    m_table->setSettingsKey(QStringLiteral("leases"));
-    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
-    m_table->setViewportListener(
-        [this](int first, int count) { m_model->setViewport(first, count); });
-    m_empty = new EmptyState(m_table);
-    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
-        if (link == QLatin1String(EmptyState::ClearFiltersLink))
-            m_filters->clear();
-    });
-    connect(m_filters, &FilterBar::changed, this, &LeasesView::reload);
+    ListSetup list;
+    list.settingsKey = QStringLiteral("leases");
+    list.keyRole = OperationTableModel::KeyRole;
+    list.hidden = {OperationTableModel::Run, OperationTableModel::Created,
+                   OperationTableModel::Error};
+    list.samples = {{OperationTableModel::Key, QStringLiteral("run-7001:provision_account")},
+                    {OperationTableModel::Namespace, QStringLiteral("default")},
+                    {OperationTableModel::Step, QStringLiteral("provision_account")},
+                    {OperationTableModel::State, QStringLiteral("dispatching"), true},
+                    {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
+                    {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
+                    {OperationTableModel::Owner, QStringLiteral("worker-12")},
+                    {OperationTableModel::Token, QStringLiteral("100000")},
+                    {OperationTableModel::LeaseExpiry, QStringLiteral("LAPSED 59 min 59 s ago")},
+                    {OperationTableModel::Updated, QStringLiteral("59 min ago")}};
+    list.storeSortedBy = OperationTableModel::Created;
+    m_empty = list.apply(this, m_table, m_model, m_filters);
     connect(m_model, &OperationTableModel::pageLoaded, this, &LeasesView::updateSummary);
-    connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &LeasesView::updateReconcile);
     connect(m_model, &QAbstractItemModel::modelReset, this, &LeasesView::updateReconcile);

@@ -49,32 +49,47 @@ MainWindow::MainWindow(QWidget *parent)
       m_ledgerLabel(new ElidedLabel(this)), m_whoLabel(new ElidedLabel(this)),
       m_liveLabel(new ElidedLabel(this))
 {
+    const Views views = createViews();
+    setCentralWidget(m_tabs);
+    statusBar()->addWidget(m_ledgerLabel, 1);
+    statusBar()->addPermanentWidget(m_whoLabel);
+    statusBar()->addPermanentWidget(m_liveLabel);
+    buildMenus();
+    connectLedger();
+    connectViews(views);
+    connectActions(views);
+    updateTitle();
+    resize(1400, 900);
+}
+
+MainWindow::Views MainWindow::createViews()
+{
+    Views v;
     m_overview = new OverviewView(m_connection, m_tabs);
     m_notifier = new Notifier(m_overview->model(), this);
-    auto *confirmations = new ConfirmationsView(m_connection, m_tabs);
-    auto *dlq = new DlqView(m_connection, m_tabs);
-    auto *leases = new LeasesView(m_connection, m_tabs);
-    auto *operations = new OperationsView(m_connection, m_tabs);
-    auto *runs = new RunsView(m_connection, m_tabs);
+    v.confirmations = new ConfirmationsView(m_connection, m_tabs);
+    v.dlq = new DlqView(m_connection, m_tabs);
+    v.leases = new LeasesView(m_connection, m_tabs);
+    v.operations = new OperationsView(m_connection, m_tabs);
+    v.runs = new RunsView(m_connection, m_tabs);
     m_sandbox = new SandboxPanel(m_connection, m_tabs);
     m_fourEyes = new FourEyesView(m_connection, m_tabs);
-    m_find = operations;
+    m_find = v.operations;
     m_audit = new AuditView(m_connection, m_tabs);
-    m_views = {m_overview, leases,    confirmations, new SuppressionsView(m_connection, m_tabs),
-               runs,       dlq,       m_sandbox,     m_audit,
-               operations, m_fourEyes};
+    m_views = {m_overview,   v.leases,  v.confirmations, new SuppressionsView(m_connection, m_tabs),
+               v.runs,       v.dlq,     m_sandbox,       m_audit,
+               v.operations, m_fourEyes};
     const QStringList names{tr("&Overview"),     tr("&Leases"), tr("&Confirmations"),
                             tr("&Suppressions"), tr("&Runs"),   tr("&Dead letters"),
                             tr("Sand&box"),      tr("A&udit"),  tr("&Find"),
                             tr("Four &eyes")};
     for (int i = 0; i < m_views.size(); ++i)
         m_tabs->addTab(m_views[i], names[i]);
-    setCentralWidget(m_tabs);
-    statusBar()->addWidget(m_ledgerLabel, 1);
-    statusBar()->addPermanentWidget(m_whoLabel);
-    statusBar()->addPermanentWidget(m_liveLabel);
-    buildMenus();
+    return v;
+}
 
+void MainWindow::connectLedger()
+{
     // A view never shows rows of a ledger other than the one the title names: the previous
     // ledger's rows go the moment a switch starts, and a failed open says why in every view.
     connect(m_connection, &LedgerConnection::closed, this, [this] {
@@ -122,9 +137,13 @@ MainWindow::MainWindow(QWidget *parent)
             [this](Notifier::Kind, const QString &title, const QString &text) {
                 statusBar()->showMessage(QStringLiteral("%1: %2").arg(title, text), 30'000);
             });
+}
+
+void MainWindow::connectViews(const Views &v)
+{
     connect(m_overview, &OverviewView::linkActivated, this, &MainWindow::followLink);
-    for (LedgerView *v : std::as_const(m_views))
-        if (EmptyState *empty = v->emptyState())
+    for (LedgerView *view : std::as_const(m_views))
+        if (EmptyState *empty = view->emptyState())
             connect(empty, &EmptyState::linkActivated, this, &MainWindow::followLink);
     connect(m_actions, &ActionController::actorChanged, this, [this] {
         const auto &actor = m_actions->actor();
@@ -133,11 +152,15 @@ MainWindow::MainWindow(QWidget *parent)
         updateTitle();
     });
     connect(m_fourEyes, &FourEyesView::waitingChanged, this, &MainWindow::updateTabCounts);
-    m_panes = {confirmations->detail(), operations->detail(), m_fourEyes->detail()};
+    m_panes = {v.confirmations->detail(), v.operations->detail(), m_fourEyes->detail()};
     connect(m_audit, &AuditView::operationRequested, this, &MainWindow::showOperation);
-    connect(runs, &RunsView::operationRequested, this, &MainWindow::showOperation);
+    connect(v.runs, &RunsView::operationRequested, this, &MainWindow::showOperation);
     connect(m_find->model(), &OperationTableModel::pageLoaded, this,
             &MainWindow::selectPendingOperation);
+}
+
+void MainWindow::connectActions(const Views &v)
+{
     for (OperationDetailPane *pane : std::as_const(m_panes)) {
         connect(pane, &OperationDetailPane::actionRequested, m_actions, &ActionController::start);
         const auto check = [this, pane] { pane->setRoleCheck(m_actions->roleCheck(pane)); };
@@ -145,10 +168,10 @@ MainWindow::MainWindow(QWidget *parent)
         connect(m_actions, &ActionController::enablementChanged, pane, check);
         connect(m_actions, &ActionController::executed, pane, &OperationDetailPane::reload);
     }
-    dlq->setActions(m_actions);
-    leases->setActions(m_actions);
+    v.dlq->setActions(m_actions);
+    v.leases->setActions(m_actions);
     auto *bulk = new BulkActionController(m_connection, m_actions, this);
-    for (BulkActionBar *bar : {confirmations->bulkBar(), leases->bulkBar()})
+    for (BulkActionBar *bar : {v.confirmations->bulkBar(), v.leases->bulkBar()})
         bar->setControllers(bulk, m_actions);
     connect(bulk, &BulkActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Bulk action not possible: %1").arg(message), 10'000);
@@ -158,7 +181,7 @@ MainWindow::MainWindow(QWidget *parent)
         m_connection->pollNow();
         refreshCurrent();
     });
-    runs->setActions(m_actions);
+    v.runs->setActions(m_actions);
     connect(m_actions, &ActionController::refused, this, [this](const QString &message) {
         statusBar()->showMessage(tr("Action not possible: %1").arg(message), 10'000);
     });
@@ -167,8 +190,6 @@ MainWindow::MainWindow(QWidget *parent)
         m_connection->pollNow();
         refreshCurrent();
     });
-    updateTitle();
-    resize(1400, 900);
 }
 
 void MainWindow::buildMenus()

@@ -11,15 +11,19 @@ class QTabWidget;
 namespace idempo {
 
 class ActionController;
-class FourEyesView;
 class AuditView;
+class ConfirmationsView;
+class DlqView;
 class ElidedLabel;
+class FourEyesView;
+class LeasesView;
 class LedgerConnection;
 class LedgerView;
 class Notifier;
 class OperationDetailPane;
 class OperationsView;
 class OverviewView;
+class RunsView;
 
 /// The console's window: one tab per view over one open ledger. The title and the status bar
 /// always name the ledger and say whether live updates are flowing; a stale-data marker shows
@@ -65,6 +69,24 @@ Q_SIGNALS:
     void ledgerFailed(const QString &message);
 
 private:
+    /// The views the window wires to each other and to the actions, besides its members.
+    struct Views
+    {
+        ConfirmationsView *confirmations = nullptr;
+        DlqView *dlq = nullptr;
+        LeasesView *leases = nullptr;
+        OperationsView *operations = nullptr;
+        RunsView *runs = nullptr;
+    };
+
+    /// Creates the views, one tab each, in m_views.
+    Views createViews();
+    /// The title, status bar and views follow the ledger: opened, failed, live, changed.
+    void connectLedger();
+    /// Links between views: empty-state links, operations asked for, the four-eyes count.
+    void connectViews(const Views &views);
+    /// The guarded actions: the detail panes' buttons, the bulk bars, Resume and Replay.
+    void connectActions(const Views &views);
     void buildMenus();
     void buildOperationMenu();
     /// The operation the current tab has selected (its detail pane, or the audit row's target).

@@ -7,6 +7,7 @@
 #include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
+#include "listsetup.h"
 #include "operationdetailpane.h"
 #include "operationtablemodel.h"
 
@@ -34,30 +35,8 @@ OperationsView::OperationsView(LedgerConnection *connection, QWidget *parent)
     split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
     m_table->setModel(m_model);
-    m_table->setKeyRole(OperationTableModel::KeyRole);
-    for (int c : {OperationTableModel::Run, OperationTableModel::Owner, OperationTableModel::Token,
-                  OperationTableModel::LeaseExpiry})
-        m_table->setColumnHidden(c, true);
-    m_table->setColumnSamples(
-        {{OperationTableModel::Key, QStringLiteral("run-7004:send_invoice")},
-         {OperationTableModel::Namespace, QStringLiteral("default")},
-         {OperationTableModel::Step, QStringLiteral("provision_account")},
-         {OperationTableModel::State, QStringLiteral("confirmation_required"), true},
-         {OperationTableModel::Value, QStringLiteral("125,000.00 EUR")},
-         {OperationTableModel::Attempt, QStringLiteral("3 / 3")},
-         {OperationTableModel::Created, QStringLiteral("59 min ago")},
-         {OperationTableModel::Updated, QStringLiteral("59 min ago")}});
-    m_table->setSettingsKey(QStringLiteral("find"));
-    m_table->setStoreSorting(OperationTableModel::Created, Qt::AscendingOrder);
-    m_table->setViewportListener(
-        [this](int first, int count) { m_model->setViewport(first, count); });
-    m_empty = new EmptyState(m_table);
-    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
-        if (link == QLatin1String(EmptyState::ClearFiltersLink))
-            m_filters->clear();
-    });
-    connect(m_model, &OperationTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
-    connect(m_filters, &FilterBar::changed, this, &OperationsView::reload);
+    m_empty = ListSetup::operations(QStringLiteral("find"), OperationTableModel::KeyRole)
+                  .apply(this, m_table, m_model, m_filters);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &OperationsView::showCurrent);
     connect(m_model, &QAbstractItemModel::dataChanged, this,

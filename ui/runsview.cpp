@@ -2,7 +2,6 @@
 #include "runsview.h"
 
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
 #include <QSplitter>
@@ -17,6 +16,7 @@
 #include "guardedactiondialog.h"
 #include "ledgerconnection.h"
 #include "ledgertableview.h"
+#include "listsetup.h"
 #include "runbudgetpanel.h"
 #include "runtablemodel.h"
 #include "timelinewidget.h"
@@ -81,22 +81,15 @@ RunsView::RunsView(LedgerConnection *connection, QWidget *parent)
     layout->addWidget(split, 1);
 
     m_table->setModel(m_model);
-    m_table->setKeyRole(RunTableModel::KeyRole, tr("Copy run id"));
-    m_table->horizontalHeader()->resizeSection(RunTableModel::RunId, 220);
-    m_table->horizontalHeader()->resizeSection(RunTableModel::State, 190);
-    m_table->horizontalHeader()->resizeSection(RunTableModel::Budget, 260);
     m_table->setItemDelegateForColumn(RunTableModel::Budget,
                                       new BudgetBarDelegate(RunTableModel::BudgetRole, m_table));
-    m_table->setSettingsKey(QStringLiteral("runs"));
-    m_table->setViewportListener(
-        [this](int first, int count) { m_model->setViewport(first, count); });
-    m_empty = new EmptyState(m_table);
-    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
-        if (link == QLatin1String(EmptyState::ClearFiltersLink))
-            m_filters->clear();
-    });
-    connect(m_model, &RunTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
-    connect(m_filters, &FilterBar::changed, this, &RunsView::reload);
+    ListSetup list;
+    list.settingsKey = QStringLiteral("runs");
+    list.keyRole = RunTableModel::KeyRole;
+    list.copyLabel = tr("Copy run id");
+    list.widths = {
+        {RunTableModel::RunId, 220}, {RunTableModel::State, 190}, {RunTableModel::Budget, 260}};
+    m_empty = list.apply(this, m_table, m_model, m_filters);
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
         showBudgets();
         loadTimeline();

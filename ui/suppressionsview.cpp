@@ -3,13 +3,13 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
 #include <QVBoxLayout>
 
 #include "emptystate.h"
 #include "filterbar.h"
 #include "ledgertableview.h"
+#include "listsetup.h"
 #include "suppressiontablemodel.h"
 
 namespace idempo {
@@ -35,22 +35,14 @@ SuppressionsView::SuppressionsView(LedgerConnection *connection, QWidget *parent
     layout->addLayout(top);
     layout->addWidget(m_table, 1);
     m_table->setModel(m_model);
-    m_table->setKeyRole(SuppressionTableModel::KeyRole);
-    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::When, 160);
-    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Key, 300);
-    m_table->horizontalHeader()->resizeSection(SuppressionTableModel::Kind, 150);
-    m_table->setSettingsKey(QStringLiteral("suppressions"));
-    m_table->setViewportListener(
-        [this](int first, int count) { m_model->setViewport(first, count); });
-    m_empty = new EmptyState(m_table);
-    connect(m_empty, &EmptyState::linkActivated, m_filters, [this](const QString &link) {
-        if (link != QLatin1String(EmptyState::ClearFiltersLink))
-            return;
-        m_kind->setCurrentIndex(0);
-        m_filters->clear();
-    });
-    connect(m_model, &SuppressionTableModel::pageLoaded, m_empty, &EmptyState::modelAnswered);
-    connect(m_filters, &FilterBar::changed, this, &SuppressionsView::reload);
+    ListSetup list;
+    list.settingsKey = QStringLiteral("suppressions");
+    list.keyRole = SuppressionTableModel::KeyRole;
+    list.widths = {{SuppressionTableModel::When, 160},
+                   {SuppressionTableModel::Key, 300},
+                   {SuppressionTableModel::Kind, 150}};
+    list.clearOwnFilters = [this] { m_kind->setCurrentIndex(0); };
+    m_empty = list.apply(this, m_table, m_model, m_filters);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &SuppressionsView::reload);
 }
 

@@ -14,7 +14,9 @@
 #include "approvecommand.h"
 #include "audittablemodel.h"
 #include "auditview.h"
+#include "bulkactioncontroller.h"
 #include "confirmationsview.h"
+#include "consoleactions.h"
 #include "consolefixture.h"
 #include "consolewindow.h"
 #include "deadlettertablemodel.h"
@@ -46,6 +48,9 @@ private Q_SLOTS:
     void approveFromThePane();
     void blankReasonNeverExecutes();
     void replayDeadLetters();
+    void approvalIsBuiltAsTheCliBuildsIt();
+    void actionsApplyTheEngineSettings();
+    void nothingToDescribeIsRefused();
 
 private:
     /// Selects the operation `key` in the Confirmations view and waits for its history.
@@ -338,6 +343,86 @@ void TestActionController::replayDeadLetters()
     const auto audit = m_fixture->store().auditLog(0, 100);
     QCOMPARE(audit.size(), std::size_t{2});
     QCOMPARE(audit.front().entry.action, std::string("dlq_replay"));
+}
+
+void TestActionController::approvalIsBuiltAsTheCliBuildsIt()
+{
+    const Operation op = *m_fixture->store().find("default", "run-7004:send_invoice");
+    const GuardedActionBuilder &builder = m_window->actions()->builder();
+    // The CLI without --retention: the engine's default settings.
+    const GuardedActionBuilder cli{Engine::Settings{}};
+    QCOMPARE(builder.approveOptions().extraAttempts, cli.approveOptions().extraAttempts);
+    QCOMPARE(builder.approveOptions().retentionMs, cli.approveOptions().retentionMs);
+    const ApprovalAction confirm({"olga", "owner"}, builder, OperationAction::Confirm, op);
+    QCOMPARE(confirm.request().ns, std::string("default"));
+    QCOMPARE(confirm.request().key, std::string("run-7004:send_invoice"));
+    QCOMPARE(confirm.request().decision, ApprovalDecision::Confirm);
+    QVERIFY(confirm.request().approvalId.starts_with("ap-"));
+    QVERIFY(confirm.request().reason.empty());
+    const ApprovalAction reject({"olga", "owner"}, builder, OperationAction::Reject, op);
+    QCOMPARE(reject.request().decision, ApprovalDecision::Reject);
+    QVERIFY(reject.request().approvalId != confirm.request().approvalId);
+}
+
+void TestActionController::actionsApplyTheEngineSettings()
+{
+    Engine::Settings settings;
+    settings.maxAttempts = 5;
+    settings.retentionMs = 2 * 3600'000;
+    m_window->actions()->setEngineSettings(settings);
+    QCOMPARE(m_window->actions()->builder().approveOptions().extraAttempts, 5);
+
+    // A re-dispatch from confirmation_required gets the settings' attempts.
+    OperationDetailPane *pane = select(QStringLiteral("run-7004:send_invoice"));
+    QVERIFY(pane);
+    QPushButton *approve = pane->actionButton(OperationAction::Redispatch);
+    QTRY_VERIFY(approve->isEnabled());
+    QSignalSpy opened(m_window->actions(), &ActionController::dialogOpened);
+    approve->click();
+    QVERIFY(opened.wait());
+    GuardedActionDialog *dialog = m_window->actions()->dialog();
+    dialog->reasonEdit()->setPlainText(QStringLiteral("SMTP provider back"));
+    QSignalSpy executed(m_window->actions(), &ActionController::executed);
+    dialog->okButton()->click();
+    QVERIFY(executed.wait());
+    QVERIFY2(executed.at(0).at(0).toBool(), qPrintable(executed.at(0).at(1).toString()));
+    const Operation again = *m_fixture->store().find("default", "run-7004:send_invoice");
+    QCOMPARE(again.state, OperationState::Received);
+    QCOMPARE(again.maxAttempts, again.attempt + 5);
+
+    // A bulk reject keeps what it rejected for the settings' retention.
+    auto *bulk = m_window->findChild<BulkActionController *>();
+    QVERIFY(bulk);
+    const Operation refund = *m_fixture->store().find("default", "run-7002:refund");
+    QSignalSpy bulkOpened(bulk, &BulkActionController::dialogOpened);
+    bulk->start(BulkAction::Reject, {{refund.ns, refund.key, refund.version}});
+    QVERIFY(bulkOpened.wait());
+    bulk->dialog()->reasonEdit()->setPlainText(QStringLiteral("duplicate refund"));
+    bulk->dialog()->countEdit()->setText(QStringLiteral("1"));
+    QSignalSpy bulkExecuted(bulk, &BulkActionController::executed);
+    bulk->dialog()->okButton()->click();
+    QVERIFY(bulkExecuted.wait(10'000));
+    QVERIFY2(bulkExecuted.at(0).at(0).toBool(), qPrintable(bulkExecuted.at(0).at(1).toString()));
+    const Operation rejected = *m_fixture->store().find("default", "run-7002:refund");
+    QCOMPARE(rejected.state, OperationState::FailedTerminal);
+    QVERIFY(rejected.retentionExpiresAtMs);
+    QCOMPARE(*rejected.retentionExpiresAtMs - rejected.updatedAtMs, settings.retentionMs);
+}
+
+void TestActionController::nothingToDescribeIsRefused()
+{
+    QTRY_VERIFY(m_window->actions()->actor().has_value());
+    Operation gone;
+    gone.ns = "default";
+    gone.key = "run-9999:nothing";
+    QSignalSpy refused(m_window->actions(), &ActionController::refused);
+    QSignalSpy opened(m_window->actions(), &ActionController::dialogOpened);
+    m_window->actions()->start(OperationAction::Reject, gone);
+    QVERIFY(refused.wait());
+    QVERIFY2(refused.at(0).at(0).toString().contains(QLatin1String("run-9999:nothing")),
+             qPrintable(refused.at(0).at(0).toString()));
+    QCOMPARE(opened.count(), 0);
+    QVERIFY(!m_window->actions()->dialog());
 }
 
 QTEST_MAIN(TestActionController)

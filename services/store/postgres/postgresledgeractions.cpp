@@ -170,120 +170,156 @@ ActionResult PostgresLedgerStore::applyAction(const ActionTarget &target,
     if (!result.plan.audit)
         throw Error(ErrorCode::Internal,
                     "a guarded action on PostgreSQL is carried out with its audit record");
-    const AuditEntry &audit = *result.plan.audit;
-    const auto firstTransition = [&]() -> const TransitionRequest * {
-        return result.plan.transitions.empty() ? nullptr : &result.plan.transitions.front();
-    };
-    const std::int64_t retentionMs =
-        firstTransition() ? firstTransition()->retentionMs : 24 * 3600'000;
-    std::int64_t seq = 0;
-
-    if (audit.action == "approve" || audit.action == "reject") {
-        if (!result.plan.approval)
-            throw Error(ErrorCode::Internal, "an approval plan without its approval");
-        const ApprovalRecord &a = *result.plan.approval;
-        const int extra = firstTransition() && firstTransition()->extraAttempts
-                              ? *firstTransition()->extraAttempts
-                              : 3;
-        PgParams params;
-        params.integer(a.operationVersion)
-            .text(a.ns)
-            .text(a.key)
-            .text(a.approvalId)
-            .text(a.decision)
-            .text(a.reason)
-            .text(a.externalReference)
-            .integer(extra)
-            .integer(retentionMs)
-            .text(audit.who)
-            .text(audit.role);
-        appendClock(params);
-        const PgResult r = c.execPrepared(
-            "approve", "idempo_approve_seen",
-            "SELECT * FROM idempo.approve_seen($1::bigint, $2, $3, $4, $5, $6, $7, $8::integer, "
-            "$9::bigint, $10, $11, $12::bigint, $13::bigint)",
-            params);
-        ApprovalRecord stored = readApproval(r, 0, 1);
-        result.operation = find(a.ns, a.key);
-        if (r.text(0, 0) == "replayed") {
-            result.plan = ActionPlan{};
-            result.plan.answer = std::move(stored);
-            return result;
-        }
-        result.plan.approval = std::move(stored);
-        seq = r.integer(0, 14);
-    } else if (audit.action == "reconcile") {
-        if (!current)
-            throw Error(ErrorCode::NotFound,
-                        "no operation '" + target.key + "' in namespace '" + target.ns + "'");
-        PgParams params;
-        params.text(target.ns)
-            .text(target.key)
-            .text(canonicalJson(detailMember(audit, "evidence")))
-            .text(audit.reason)
-            .integer(current->version)
-            .integer(retentionMs)
-            .text(audit.who)
-            .text(audit.role);
-        appendClock(params);
-        const PgResult r = c.execPrepared(
-            "reconcile", "idempo_reconcile",
-            "SELECT * FROM idempo.reconcile($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
-            "$9::bigint, $10::bigint)",
-            params);
-        result.operation = find(target.ns, target.key);
-        seq = r.integer(0, 2);
-    } else if (audit.action == "dlq_replay") {
-        PgParams params;
-        params.text(queueOf(audit))
-            .text(detailMember(audit, "replay_id").get<std::string>())
-            .text(idArray(detailMember(audit, "ids")))
-            .text(audit.reason)
-            .text(audit.detail)
-            .integer(detailMember(audit, "idle_limit_ms").get<std::int64_t>())
-            .text(audit.who)
-            .text(audit.role);
-        appendClock(params);
-        seq = c.execPrepared("begin replay", "idempo_replay_begin",
-                             "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, "
-                             "$6::bigint, $7, $8, $9::bigint, $10::bigint)",
-                             params)
-                  .integer(0, 0);
-    } else if (audit.action == "dlq_replay_finished") {
-        PgParams params;
-        params.text(queueOf(audit))
-            .text(detailMember(audit, "replay_id").get<std::string>())
-            .text(audit.reason)
-            .text(audit.detail)
-            .integer(detailMember(audit, "begun_seq").get<std::int64_t>())
-            .text(audit.who)
-            .text(audit.role);
-        appendClock(params);
-        seq = c.execPrepared("finish replay", "idempo_replay_finish",
-                             "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5::bigint, $6, $7, "
-                             "$8::bigint, $9::bigint)",
-                             params)
-                  .integer(0, 0);
-    } else if (audit.action == "setting" && result.plan.setting) {
-        PgParams params;
-        params.text(result.plan.setting->first)
-            .text(result.plan.setting->second)
-            .text(audit.reason)
-            .text(audit.who)
-            .text(audit.role);
-        appendClock(params);
-        seq = c.execPrepared(
-                   "store setting", "idempo_setting_store",
-                   "SELECT idempo.set_guard_setting($1, $2, $3, $4, $5, $6::bigint, $7::bigint)",
-                   params)
-                  .integer(0, 0);
-    } else {
+    const std::string &action = result.plan.audit->action;
+    std::optional<std::int64_t> seq;
+    if (action == "approve" || action == "reject")
+        seq = callApprove(c, result);
+    else if (action == "reconcile")
+        seq = callReconcile(c, target, current, result);
+    else if (action == "dlq_replay")
+        seq = callReplayBegin(c, *result.plan.audit);
+    else if (action == "dlq_replay_finished")
+        seq = callReplayFinish(c, *result.plan.audit);
+    else if (action == "setting" && result.plan.setting)
+        seq = callSetting(c, result.plan);
+    else
         throw Error(ErrorCode::InvalidArgument,
-                    "the PostgreSQL ledger has no function for the guarded action '" +
-                        audit.action + "'");
-    }
-    result.audit = auditRecord(c, seq);
+                    "the PostgreSQL ledger has no function for the guarded action '" + action +
+                        "'");
+    if (seq)
+        result.audit = auditRecord(c, *seq);
     return result;
+}
+
+namespace {
+
+/// The retention of the plan's final record (its first transition's), a day without one.
+std::int64_t retentionOf(const ActionPlan &plan)
+{
+    return plan.transitions.empty() ? 24 * 3600'000 : plan.transitions.front().retentionMs;
+}
+
+} // namespace
+
+std::optional<std::int64_t> PostgresLedgerStore::callApprove(PgConnection &c, ActionResult &result)
+{
+    if (!result.plan.approval)
+        throw Error(ErrorCode::Internal, "an approval plan without its approval");
+    const ApprovalRecord &a = *result.plan.approval;
+    const AuditEntry &audit = *result.plan.audit;
+    const std::vector<TransitionRequest> &moves = result.plan.transitions;
+    const int extra =
+        !moves.empty() && moves.front().extraAttempts ? *moves.front().extraAttempts : 3;
+    PgParams params;
+    params.integer(a.operationVersion)
+        .text(a.ns)
+        .text(a.key)
+        .text(a.approvalId)
+        .text(a.decision)
+        .text(a.reason)
+        .text(a.externalReference)
+        .integer(extra)
+        .integer(retentionOf(result.plan))
+        .text(audit.who)
+        .text(audit.role);
+    appendClock(params);
+    const PgResult r = c.execPrepared(
+        "approve", "idempo_approve_seen",
+        "SELECT * FROM idempo.approve_seen($1::bigint, $2, $3, $4, $5, $6, $7, $8::integer, "
+        "$9::bigint, $10, $11, $12::bigint, $13::bigint)",
+        params);
+    ApprovalRecord stored = readApproval(r, 0, 1);
+    result.operation = find(a.ns, a.key);
+    if (r.text(0, 0) == "replayed") {
+        result.plan = ActionPlan{};
+        result.plan.answer = std::move(stored);
+        return std::nullopt;
+    }
+    result.plan.approval = std::move(stored);
+    return r.integer(0, 14);
+}
+
+std::int64_t PostgresLedgerStore::callReconcile(PgConnection &c, const ActionTarget &target,
+                                                const std::optional<Operation> &current,
+                                                ActionResult &result)
+{
+    if (!current)
+        throw Error(ErrorCode::NotFound,
+                    "no operation '" + target.key + "' in namespace '" + target.ns + "'");
+    const AuditEntry &audit = *result.plan.audit;
+    PgParams params;
+    params.text(target.ns)
+        .text(target.key)
+        .text(canonicalJson(detailMember(audit, "evidence")))
+        .text(audit.reason)
+        .integer(current->version)
+        .integer(retentionOf(result.plan))
+        .text(audit.who)
+        .text(audit.role);
+    appendClock(params);
+    const PgResult r = c.execPrepared(
+        "reconcile", "idempo_reconcile",
+        "SELECT * FROM idempo.reconcile($1, $2, $3, $4, $5::bigint, $6::bigint, $7, $8, "
+        "$9::bigint, $10::bigint)",
+        params);
+    result.operation = find(target.ns, target.key);
+    return r.integer(0, 2);
+}
+
+std::int64_t PostgresLedgerStore::callReplayBegin(PgConnection &c, const AuditEntry &audit)
+{
+    PgParams params;
+    params.text(queueOf(audit))
+        .text(detailMember(audit, "replay_id").get<std::string>())
+        .text(idArray(detailMember(audit, "ids")))
+        .text(audit.reason)
+        .text(audit.detail)
+        .integer(detailMember(audit, "idle_limit_ms").get<std::int64_t>())
+        .text(audit.who)
+        .text(audit.role);
+    appendClock(params);
+    return c
+        .execPrepared("begin replay", "idempo_replay_begin",
+                      "SELECT idempo.dlq_replay_begin($1, $2, $3::bigint[], $4, $5, "
+                      "$6::bigint, $7, $8, $9::bigint, $10::bigint)",
+                      params)
+        .integer(0, 0);
+}
+
+std::int64_t PostgresLedgerStore::callReplayFinish(PgConnection &c, const AuditEntry &audit)
+{
+    PgParams params;
+    params.text(queueOf(audit))
+        .text(detailMember(audit, "replay_id").get<std::string>())
+        .text(audit.reason)
+        .text(audit.detail)
+        .integer(detailMember(audit, "begun_seq").get<std::int64_t>())
+        .text(audit.who)
+        .text(audit.role);
+    appendClock(params);
+    return c
+        .execPrepared("finish replay", "idempo_replay_finish",
+                      "SELECT idempo.dlq_replay_finish($1, $2, $3, $4, $5::bigint, $6, $7, "
+                      "$8::bigint, $9::bigint)",
+                      params)
+        .integer(0, 0);
+}
+
+std::int64_t PostgresLedgerStore::callSetting(PgConnection &c, const ActionPlan &plan)
+{
+    const AuditEntry &audit = *plan.audit;
+    PgParams params;
+    params.text(plan.setting->first)
+        .text(plan.setting->second)
+        .text(audit.reason)
+        .text(audit.who)
+        .text(audit.role);
+    appendClock(params);
+    return c
+        .execPrepared("store setting", "idempo_setting_store",
+                      "SELECT idempo.set_guard_setting($1, $2, $3, $4, $5, $6::bigint, $7::bigint)",
+                      params)
+        .integer(0, 0);
 }
 
 ActionResult PostgresLedgerStore::applyRunAction(const ActionTarget &target,

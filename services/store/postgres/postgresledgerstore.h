@@ -123,10 +123,18 @@ public:
     static const std::string &transitionSql();
     static PgParams transitionArguments(const TransitionRequest &request);
 
-    /// This thread's connection, opened on first use; shared with the ledger's queues
-    /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.
     /// applyAction() of a run action (target.runId): idempo.run_action.
     ActionResult applyRunAction(const ActionTarget &target, const ActionDecider &decide);
+    /// The function call of each guarded action's plan; each answers its audit record's seq
+    /// (callApprove: none for a replayed approval, which it puts in the plan's answer).
+    std::optional<std::int64_t> callApprove(PgConnection &c, ActionResult &result);
+    std::int64_t callReconcile(PgConnection &c, const ActionTarget &target,
+                               const std::optional<Operation> &current, ActionResult &result);
+    std::int64_t callReplayBegin(PgConnection &c, const AuditEntry &audit);
+    std::int64_t callReplayFinish(PgConnection &c, const AuditEntry &audit);
+    std::int64_t callSetting(PgConnection &c, const ActionPlan &plan);
+    /// This thread's connection, opened on first use; shared with the ledger's queues
+    /// (PostgresMessageQueue) so that they run inside the same transactions and statement cache.
     PgConnection &connection();
     /// Throws Error(SchemaMismatch) unless the ledger holds exactly this build's schema.
     void requireSchema();

@@ -11,6 +11,7 @@
 #include "auditverify.h"
 #include "engine.h"
 #include "error.h"
+#include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 #include "postgresmessagequeue.h"
@@ -19,9 +20,17 @@ using namespace idempo;
 
 namespace {
 
+/// The suite's own ledger, made afresh by initTestCase() beside the cluster's database, so that
+/// nothing an earlier suite (or an earlier run of this one) left there counts.
+std::string &ledgerUrl()
+{
+    static std::string url;
+    return url;
+}
+
 std::string testUrl()
 {
-    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+    return ledgerUrl();
 }
 
 std::string urlFor(const std::string &user)
@@ -81,8 +90,9 @@ class TestSqlSecurity final : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        if (testUrl().empty())
+        if (qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL"))
             QSKIP("IDEMPO_TEST_POSTGRES_URL is not set; run under tests/pg/with-postgres.sh");
+        ledgerUrl() = test::freshPostgresDatabase("idempo_sql_security");
         QVERIFY(m_passwords.isValid());
         PostgresLedgerStore(testUrl()).migrate();
         PgConnection owner(testUrl());

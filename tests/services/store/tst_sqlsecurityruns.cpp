@@ -10,6 +10,7 @@
 
 #include "auditverify.h"
 #include "error.h"
+#include "oldschemaledger.h"
 #include "pgconnection.h"
 #include "postgresledgerstore.h"
 
@@ -17,9 +18,17 @@ using namespace idempo;
 
 namespace {
 
+/// The suite's own ledger, made afresh by initTestCase() beside the cluster's database, so that
+/// nothing an earlier suite (or an earlier run of this one) left there counts.
+std::string &ledgerUrl()
+{
+    static std::string url;
+    return url;
+}
+
 std::string testUrl()
 {
-    return qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL").toStdString();
+    return ledgerUrl();
 }
 
 std::string urlFor(const std::string &user)
@@ -79,8 +88,9 @@ class TestSqlSecurityRuns final : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        if (testUrl().empty())
+        if (qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL"))
             QSKIP("IDEMPO_TEST_POSTGRES_URL is not set; run under tests/pg/with-postgres.sh");
+        ledgerUrl() = test::freshPostgresDatabase("idempo_sql_security_runs");
         QVERIFY(m_passwords.isValid());
         PostgresLedgerStore(testUrl()).migrate();
         PgConnection owner(testUrl());

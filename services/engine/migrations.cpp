@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
+#include <QRegularExpression>
 
 namespace idempo {
 
@@ -64,6 +65,10 @@ SchemaFunctions schemaFunctions(const QString &dialect)
         result.script += text.toStdString() + '\n';
     }
     result.sha256 = hash.result().toHex().toStdString();
+    static const QRegularExpression granted(QStringLiteral(R"(grant_execute\('([^']+)')"));
+    for (const QRegularExpressionMatch &m :
+         granted.globalMatch(QString::fromStdString(result.script)))
+        result.signatures << m.captured(1);
     return result;
 }
 

@@ -32,6 +32,9 @@ struct SchemaFunctions
     QStringList files; ///< paths under functions/, e.g. "operations/claim.sql"
     std::string script;
     std::string sha256;
+    /// Every signature the files define, as their grant_execute calls name it
+    /// ("idempo.claim(text,...)"): each file states who may call each function it defines.
+    QStringList signatures;
 };
 
 SchemaFunctions schemaFunctions(const QString &dialect);

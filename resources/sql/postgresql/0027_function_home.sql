@@ -1,12 +1,15 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- Schema version 27: the ledger's functions live one to a file under functions/ (README.md), and
 -- the numbered migrations change tables and data only. `idempo init` creates every function from
--- those files after the migrations, whenever the schema version moves or the files change; this
--- table records which set of files the ledger runs (the SHA-256 of their paths and texts, in
--- path order), so a changed body reaches a ledger without a new schema version.
+-- those files after the migrations, whenever the schema version moves, the files change or the
+-- functions were changed by hand; this table records which set of files the ledger runs (the
+-- SHA-256 of their paths and texts, in path order) and what they made (the SHA-256 of every
+-- function's definition and grants and of the triggers that call them), so a changed body
+-- reaches a ledger without a new schema version and a hand edit is undone.
 CREATE TABLE idempo.schema_functions (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     sha256 text NOT NULL,
+    catalog_sha256 text NOT NULL,
     files integer NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );

@@ -38,6 +38,31 @@ int readSchemaVersion(PgConnection &c)
             .integer(0, 0));
 }
 
+/// The SHA-256 of what the function files made: every function of schema idempo with its
+/// grants, and every trigger that calls one.
+constexpr const char *kFunctionsDigestSql = R"SQL(
+SELECT encode(sha256(convert_to(coalesce(string_agg(d.def, E'\n' ORDER BY d.def), ''), 'UTF8')), 'hex')
+FROM (SELECT pg_catalog.pg_get_functiondef(p.oid) || ' ' || coalesce(p.proacl::text, '') AS def
+      FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = 'idempo'::regnamespace
+      UNION ALL
+      SELECT pg_catalog.pg_get_triggerdef(t.oid)
+      FROM pg_catalog.pg_trigger AS t JOIN pg_catalog.pg_proc AS p ON p.oid = t.tgfoid
+      WHERE p.pronamespace = 'idempo'::regnamespace AND NOT t.tgisinternal) AS d
+)SQL";
+
+/// The functions of schema idempo that none of the signatures $1 (one a line) names.
+constexpr const char *kStrayFunctionsSql = R"SQL(
+SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
+WHERE p.pronamespace = 'idempo'::regnamespace
+  AND p.oid NOT IN (SELECT pg_catalog.to_regprocedure(s) FROM unnest(string_to_array($1, E'\n')) AS s
+                    WHERE pg_catalog.to_regprocedure(s) IS NOT NULL)
+)SQL";
+
+std::string functionsDigest(PgConnection &c)
+{
+    return c.exec("digest functions", kFunctionsDigestSql).text(0, 0);
+}
+
 } // namespace
 
 int PostgresLedgerStore::schemaVersion()
@@ -100,19 +125,29 @@ void PostgresLedgerStore::applyFunctions(PgConnection &c, bool versionMoved)
 {
     const SchemaFunctions functions = schemaFunctions(QStringLiteral("postgresql"));
     const PgResult applied =
-        c.exec("read functions", "SELECT sha256 FROM idempo.schema_functions WHERE singleton");
-    if (!versionMoved && applied.rows() == 1 && applied.text(0, 0) == functions.sha256)
+        c.exec("read functions",
+               "SELECT sha256, catalog_sha256 FROM idempo.schema_functions WHERE singleton");
+    if (!versionMoved && applied.rows() == 1 && applied.text(0, 0) == functions.sha256 &&
+        applied.text(0, 1) == functionsDigest(c))
         return;
+    // A function of schema idempo that no file defines (a hand-made overload makes calls
+    // ambiguous) goes; one that something else depends on stops init with PostgreSQL's reason.
+    const PgResult stray =
+        c.exec("find stray functions", kStrayFunctionsSql,
+               PgParams().text(functions.signatures.join(QLatin1Char('\n')).toStdString()));
+    for (int row = 0; row < stray.rows(); ++row)
+        c.execScript("drop a stray function", "DROP FUNCTION " + stray.text(row, 0));
     // The files are in path order, not call order: bodies are checked when called, as pg_dump's
     // restores do, and every table and type they name exists by now.
     c.exec("functions", "SET LOCAL check_function_bodies = off");
     c.execScript("create functions", functions.script);
     c.exec(
         "record functions",
-        "INSERT INTO idempo.schema_functions (sha256, files) VALUES ($1, $2::integer) "
-        "ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, files = excluded.files, "
+        "INSERT INTO idempo.schema_functions (sha256, catalog_sha256, files) "
+        "VALUES ($1, $2, $3::integer) ON CONFLICT (singleton) DO UPDATE SET sha256 = "
+        "excluded.sha256, catalog_sha256 = excluded.catalog_sha256, files = excluded.files, "
         "applied_at = clock_timestamp()",
-        PgParams().text(functions.sha256).integer(functions.files.size()));
+        PgParams().text(functions.sha256).text(functionsDigest(c)).integer(functions.files.size()));
 }
 
 } // namespace idempo

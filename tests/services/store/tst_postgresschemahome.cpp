@@ -151,8 +151,8 @@ private Q_SLOTS:
 
     void initAgainRestoresAChangedFunction()
     {
-        // A ledger that runs another body (edited by hand, or an older set of files) gets the
-        // build's functions back from `idempo init`, grants included; the same set is left alone.
+        // The files are the rule: `idempo init` undoes what was changed by hand (a body, a
+        // grant, an overload no file defines) and leaves a ledger that runs them alone.
         const std::string url = test::freshPostgresDatabase("idempo_schema_changed");
         PostgresLedgerStore store(url);
         store.migrate();
@@ -166,8 +166,10 @@ private Q_SLOTS:
         QCOMPARE(appliedAt(), first);
         c.execScript("edit", "CREATE OR REPLACE FUNCTION idempo.is_state(p_state text) RETURNS "
                              "boolean LANGUAGE sql IMMUTABLE RETURN true;"
-                             "GRANT EXECUTE ON FUNCTION idempo.is_state(text) TO PUBLIC;"
-                             "UPDATE idempo.schema_functions SET sha256 = 'older'");
+                             "GRANT EXECUTE ON FUNCTION idempo.set_guard_setting(text, text, "
+                             "text, text, text, bigint, bigint) TO PUBLIC;"
+                             "CREATE FUNCTION idempo.is_state(p_state text, p_strict integer) "
+                             "RETURNS boolean LANGUAGE sql RETURN false;");
         QCOMPARE(c.exec("edited", "SELECT idempo.is_state('nonsense')::text").text(0, 0), "true");
         store.migrate();
         QCOMPARE(c.exec("restored", "SELECT idempo.is_state('nonsense')::text").text(0, 0),

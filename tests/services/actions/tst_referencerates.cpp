@@ -87,7 +87,7 @@ private Q_SLOTS:
         QCOMPARE(command.validate().size(), std::size_t(1));
         QVERIFY2(command.validate().front().find("'USD=abc'") != std::string::npos,
                  command.validate().front().c_str());
-        QCOMPARE(errorOf([&] { command.execute(); }), ErrorCode::Refused);
+        QCOMPARE(errorOf([&] { command.execute(); }), ErrorCode::InvalidArgument);
         QVERIFY(!f.store().guardSetting(ReferenceRatesSetting));
         if (qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL"))
             return;

@@ -190,7 +190,7 @@ private Q_SLOTS:
             const std::vector<std::string> problems = bad.validate();
             QCOMPARE(problems.size(), std::size_t(1));
             QVERIFY2(problems.front().find(value) != std::string::npos, problems.front().c_str());
-            QCOMPARE(errorOf([&] { bad.execute(); }), ErrorCode::Refused);
+            QCOMPARE(errorOf([&] { bad.execute(); }), ErrorCode::InvalidArgument);
         }
         QCOMPARE(f.store().auditLog(0, 100).size(), std::size_t(4));
     }

@@ -9,12 +9,15 @@
 #include <map>
 
 #include <QCryptographicHash>
+#include <QUrl>
 #include <QtTest>
 
 #include "approvecommand.h"
 #include "invariantchecker.h"
 #include "journallookup.h"
 #include "ledgerfixture.h"
+#include "pgconnection.h"
+#include "postgresledgerstore.h"
 #include "reconcilecommand.h"
 #include "sandboxjournal.h"
 #include "scenario.h"
@@ -275,6 +278,63 @@ private Q_SLOTS:
                  to);
         if (effect == 1)
             QCOMPARE(row.at("evidence").at("reference").get<std::string>(), effectId);
+    }
+
+    /// On PostgreSQL the lookup reads the sandbox's journal as the reconciling login: every role
+    /// that may reconcile does, on a ledger where the sandbox ran (its tables made by the owner).
+    void everyRoleThatMayReconcileReadsTheJournal_data()
+    {
+        QTest::addColumn<QString>("role");
+        QTest::newRow("operator") << QStringLiteral("operator");
+        QTest::newRow("admin") << QStringLiteral("admin");
+    }
+    void everyRoleThatMayReconcileReadsTheJournal()
+    {
+        QFETCH(QString, role);
+        const QString admin = qEnvironmentVariable("IDEMPO_TEST_POSTGRES_URL");
+        if (admin.isEmpty())
+            QSKIP("the embedded ledger has one identity; its logins are PostgreSQL's");
+        LedgerFixture f;
+        const std::string ns = freshNamespace();
+        const auto journal = SandboxJournal::open(f.store());
+        journal->createTables();
+        journal->addRuns({{ns, "travel-1-000009", "travel-booking", false}});
+        const ClaimResult claimed =
+            claimStep(f, ns, "travel-1-000009", "book_slot", ToolKind::ProtectedWrite);
+        const std::string key = claimed.operation.key;
+        const std::string effectId =
+            performEffect(f, *journal, ns, "travel-booking", key, claimed.operation.fencingToken);
+        f.engine().fail(ns, key, claimed.operation.fencingToken, ErrorClass::UnknownOutcome,
+                        "timeout");
+
+        const std::string login = "res_" + role.toStdString();
+        // The journal's tables are where the owner's search path put them (here the schema
+        // named after the test cluster's owner); the login looks there too.
+        PgConnection owner(admin.toStdString());
+        const std::string schema =
+            owner
+                .exec("journal schema", "SELECT relnamespace::regnamespace::text FROM pg_class "
+                                        "WHERE oid = to_regclass('sandbox_runs')")
+                .text(0, 0);
+        owner.execScript("login", "DROP ROLE IF EXISTS " + login + "; CREATE ROLE " + login +
+                                      " LOGIN PASSWORD 'res-secret' IN ROLE idempo_" +
+                                      role.toStdString() + "; ALTER ROLE " + login +
+                                      " SET search_path = " + schema + ", public");
+        QUrl url(admin);
+        url.setUserName(QString::fromStdString(login));
+        url.setPassword(QStringLiteral("res-secret"));
+        PostgresLedgerStore store(url.toString().toStdString());
+        const auto lookup = openProviderLookup(store);
+        ReconcileCommand::Request r;
+        r.ns = ns;
+        r.key = key;
+        r.reason = "asked the provider";
+        const ReconcileOutcome done = ReconcileCommand(store, *lookup, store.actor(), r).execute();
+        QCOMPARE(done.reconciled.size(), std::size_t(1));
+        QVERIFY2(done.reconciled.front().evidence.status == ProviderEvidence::Status::Found,
+                 done.toJson().dump().c_str());
+        QCOMPARE(store.find(ns, key)->state, OperationState::Succeeded);
+        QCOMPARE(done.reconciled.front().evidence.reference, effectId);
     }
 
     /// A crash after the effect, settled by `reconcile`: its receipt

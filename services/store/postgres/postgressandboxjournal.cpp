@@ -32,6 +32,12 @@ constexpr const char *CreateSql[] = {
     "CREATE TABLE IF NOT EXISTS sandbox_queue_holders (queue text COLLATE \"C\" PRIMARY KEY, "
     "namespace text NOT NULL, "
     "driver text NOT NULL, instance text NOT NULL, lease_expires_at_ms bigint NOT NULL)",
+    // Reconciling a sandbox operation reads its provider's journal: every role that may look at
+    // or act on the ledger reads these tables (only the sandbox's runner writes them).
+    "DO $$ DECLARE r text; BEGIN FOR r IN SELECT rolname FROM pg_catalog.pg_roles WHERE rolname "
+    "IN ('idempo_viewer', 'idempo_approver', 'idempo_operator', 'idempo_admin') LOOP EXECUTE "
+    "pg_catalog.format('GRANT SELECT ON sandbox_runs, sandbox_effects, sandbox_effect_keys, "
+    "sandbox_fault_windows, sandbox_queue_holders TO %I', r); END LOOP; END $$",
 };
 
 /// The ledger's clock in milliseconds ($1, $2: PostgresLedgerStore::clockParams()).

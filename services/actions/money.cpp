@@ -9,8 +9,32 @@
 
 namespace idempo {
 
+namespace {
+
+/// A ',' groups the whole part by thousands ("1,250,000"), nowhere else: "1,5" is no amount.
+bool commasGroupThousands(const std::string &text)
+{
+    const std::string whole = text.substr(0, text.find('.'));
+    if (text.find(',', whole.size()) != std::string::npos)
+        return false;
+    if (whole.find(',') == std::string::npos)
+        return true;
+    const std::size_t first = whole.find(',');
+    if (first == 0 || first > 3)
+        return false;
+    for (std::size_t at = first; at < whole.size(); at += 4)
+        if (whole[at] != ',' || whole.size() - at < 4 ||
+            whole.substr(at + 1, 3).find(',') != std::string::npos)
+            return false;
+    return true;
+}
+
+} // namespace
+
 std::optional<std::int64_t> parseMajorAmount(const std::string &text, const std::string &currency)
 {
+    if (!commasGroupThousands(text))
+        return std::nullopt;
     const int exponent = currencyExponent(currency);
     std::string digits;
     int decimals = -1;
@@ -48,6 +72,10 @@ std::string thresholdProblem(const std::string &text)
     if (!text.empty() && (text.front() == '-' || text.front() == '+'))
         return "the four-eyes threshold takes no sign: it is an amount of 0 or more such as "
                "1000.00, " +
+               given;
+    if (text.find_first_not_of("0123456789,.") == std::string::npos && !commasGroupThousands(text))
+        return "the four-eyes threshold writes ',' only between groups of three digits before "
+               "the '.', such as 1,000.00, " +
                given;
     if (dot != std::string::npos && digitsOnly(whole) && digitsOnly(text.substr(dot + 1)) &&
         text.size() - dot - 1 > static_cast<std::size_t>(currencyExponent({})))

@@ -360,6 +360,14 @@ std::map<std::string, RuleCase> cases()
     all["setting: the four-eyes threshold has two decimals"] = {
         [](LedgerFixture &) {}, settingTo(FourEyesSetting, "10.001"), ErrorCode::InvalidArgument,
         "the four-eyes threshold takes at most 2 decimals, not '10.001'"};
+    all["setting: a ',' groups thousands only"] = {
+        [](LedgerFixture &) {}, settingTo(FourEyesSetting, "1,5"), ErrorCode::InvalidArgument,
+        "the four-eyes threshold writes ',' only between groups of three digits before the '.', "
+        "such as 1,000.00, not '1,5'"};
+    all["setting: no ',' among the decimals"] = {
+        [](LedgerFixture &) {}, settingTo(FourEyesSetting, "1.2,"), ErrorCode::InvalidArgument,
+        "the four-eyes threshold writes ',' only between groups of three digits before the '.', "
+        "such as 1,000.00, not '1.2,'"};
     all["setting: the run spend cap is an amount"] = {
         [](LedgerFixture &) {}, settingTo("run_spend_cap", "lots"), ErrorCode::InvalidArgument,
         "the run spend cap must be an amount such as 100.00 EUR, not 'lots'"};

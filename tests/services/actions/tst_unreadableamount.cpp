@@ -32,6 +32,8 @@ private Q_SLOTS:
             << R"({"amount":"5000.0000001","currency":"EUR"})" << true;
         QTest::newRow("a boolean") << R"({"amount":true,"currency":"EUR"})" << true;
         QTest::newRow("words") << R"({"amount":"a lot","currency":"EUR"})" << true;
+        QTest::newRow("a ',' that groups no thousands")
+            << R"({"amount":"90,00","currency":"EUR"})" << true;
         QTest::newRow("no amount") << R"({"currency":"EUR"})" << false;
     }
 

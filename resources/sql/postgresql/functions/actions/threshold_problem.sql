@@ -13,6 +13,10 @@ BEGIN
     IF p_value ~ '^[-+]' THEN
         RETURN 'the four-eyes threshold takes no sign: it is an amount of 0 or more such as 1000.00, ' || given;
     END IF;
+    IF p_value ~ '^[0-9,.]*$' AND p_value ~ ',' AND p_value !~ '^([0-9]*|[0-9]{1,3}(,[0-9]{3})+)(\.[^,]*)?$' THEN
+        RETURN 'the four-eyes threshold writes '','' only between groups of three digits before the ''.'', such as '
+               '1,000.00, ' || given;
+    END IF;
     IF decimals IS NOT NULL AND whole ~ '^[0-9,]*$' AND decimals ~ '^[0-9,]*$' AND length(decimals) > exponent THEN
         RETURN 'the four-eyes threshold takes at most ' || exponent || ' decimals, ' || given;
     END IF;

@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: Apache-2.0
 
--- A non-negative decimal amount in major units ("1250", "1,250.00") in minor units of
--- `p_currency`; NULL for anything else (money.h parseMajorAmount).
+-- A non-negative decimal amount in major units ("1250", "1,250.00": a ',' only between groups
+-- of three digits of the whole part) in minor units of `p_currency`; NULL for anything else
+-- (money.h parseMajorAmount).
 CREATE OR REPLACE FUNCTION idempo.major_to_minor(p_text text, p_currency text) RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -9,7 +10,7 @@ DECLARE
     fraction text;
     exponent integer := idempo.currency_exponent(p_currency);
 BEGIN
-    IF p_text IS NULL OR p_text !~ '^[0-9,]*(\.[0-9]*)?$' THEN
+    IF p_text IS NULL OR p_text !~ '^([0-9]*|[0-9]{1,3}(,[0-9]{3})+)(\.[0-9]*)?$' THEN
         RETURN NULL;
     END IF;
     whole := replace(split_part(p_text, '.', 1), ',', '');

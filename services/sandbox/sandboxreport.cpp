@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
+#include "error.h"
 #include "invariantchecker.h"
 #include "sandboxcontext.h"
 #include "sandboxjournal.h"
@@ -22,6 +24,94 @@ nlohmann::json statesOf(LedgerStore &store, const std::string &ns)
     for (const auto &[state, count] : store.metrics(ns).byState)
         states[std::string(stateName(state))] = count;
     return states;
+}
+
+[[noreturn]] void malformed(const std::string &what)
+{
+    throw Error(ErrorCode::InvalidArgument, "malformed sandbox report: " + what);
+}
+
+/// Member `name` of `object`, which sits at `path` (a JSON pointer) of the report.
+const nlohmann::json &member(const nlohmann::json &object, const std::string &path,
+                             const char *name)
+{
+    if (!object.is_object())
+        malformed((path.empty() ? std::string("the report") : path) + " is not an object");
+    const auto it = object.find(name);
+    if (it == object.end())
+        malformed(path + "/" + name + " is missing");
+    return *it;
+}
+
+/// `value`, at `path`, as a count: a whole number from 0 that fits an int64.
+std::int64_t countAt(const nlohmann::json &value, const std::string &path)
+{
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<std::uint64_t>() <=
+                                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                          : value.is_number_integer() && value.get<std::int64_t>() >= 0;
+    if (!fits)
+        malformed(path + " is not a count (a whole number from 0): " + value.dump());
+    return value.get<std::int64_t>();
+}
+
+std::int64_t countOf(const nlohmann::json &object, const std::string &path, const char *name)
+{
+    return countAt(member(object, path, name), path + "/" + name);
+}
+
+bool flagOf(const nlohmann::json &object, const std::string &path, const char *name)
+{
+    const nlohmann::json &v = member(object, path, name);
+    if (!v.is_boolean())
+        malformed(path + "/" + name + " is not true or false: " + v.dump());
+    return v.get<bool>();
+}
+
+std::string textOf(const nlohmann::json &object, const std::string &path, const char *name)
+{
+    const nlohmann::json &v = member(object, path, name);
+    if (!v.is_string())
+        malformed(path + "/" + name + " is not text: " + v.dump());
+    return v.get<std::string>();
+}
+
+const nlohmann::json &arrayOf(const nlohmann::json &object, const std::string &path,
+                              const char *name)
+{
+    const nlohmann::json &v = member(object, path, name);
+    if (!v.is_array())
+        malformed(path + "/" + name + " is not an array");
+    return v;
+}
+
+/// An object of counts by name ("duplicates_suppressed", "provider_effects", …).
+std::map<std::string, std::int64_t> countsOf(const nlohmann::json &object, const char *name)
+{
+    const std::string path = std::string("/") + name;
+    const nlohmann::json &v = member(object, "", name);
+    if (!v.is_object())
+        malformed(path + " is not an object");
+    std::map<std::string, std::int64_t> out;
+    for (const auto &[key, value] : v.items())
+        out[key] = countAt(value, path + "/" + key);
+    return out;
+}
+
+SandboxSummary::Invariant invariantOf(const nlohmann::json &i, const std::string &path)
+{
+    SandboxSummary::Invariant out;
+    out.name = textOf(i, path, "name");
+    out.ok = flagOf(i, path, "ok");
+    out.checked = countOf(i, path, "checked");
+    out.violations = countOf(i, path, "violations");
+    const nlohmann::json &examples = arrayOf(i, path, "examples");
+    for (std::size_t n = 0; n < examples.size(); ++n) {
+        const std::string at = path + "/examples/" + std::to_string(n);
+        out.examples.push_back(
+            {textOf(examples[n], at, "operation"), textOf(examples[n], at, "message")});
+    }
+    return out;
 }
 
 } // namespace
@@ -178,6 +268,42 @@ std::string sandboxReportText(const nlohmann::json &r)
     }
     if (!s.empty())
         s.pop_back();
+    return s;
+}
+
+SandboxSummary SandboxSummary::read(const nlohmann::json &r)
+{
+    SandboxSummary s;
+    const nlohmann::json &invariants = member(r, "", "invariants");
+    s.ok = flagOf(invariants, "/invariants", "ok");
+    const nlohmann::json &list = arrayOf(invariants, "/invariants", "invariants");
+    for (std::size_t n = 0; n < list.size(); ++n)
+        s.invariants.push_back(invariantOf(list[n], "/invariants/invariants/" + std::to_string(n)));
+    const std::int64_t runs = countOf(r, "", "runs");
+    if (runs > std::numeric_limits<int>::max())
+        malformed("/runs is out of range: " + std::to_string(runs));
+    s.runs = static_cast<int>(runs);
+    const nlohmann::json &seed = member(r, "", "seed");
+    if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<std::int64_t>() >= 0))
+        malformed("/seed is not a whole number from 0: " + seed.dump());
+    s.seed = seed.get<std::uint64_t>();
+    s.deliveries = countOf(r, "", "deliveries");
+    s.duplicatesSuppressed = countsOf(r, "duplicates_suppressed");
+    s.providerEffects = countsOf(r, "provider_effects");
+    s.duplicateEffects = countOf(r, "", "duplicate_effects");
+    s.faultsInjected = countsOf(r, "faults_injected");
+    s.retries = countOf(r, "", "retries");
+    s.crashes = countOf(r, "", "crashes");
+    s.fencedWrites = countOf(r, "", "fenced_writes");
+    s.approvalsPending = countOf(r, "", "approvals_pending");
+    s.confirmationsPending = countOf(r, "", "confirmations_pending");
+    if (r.contains("virtual_seconds"))
+        s.virtualSeconds = countOf(r, "", "virtual_seconds");
+    const nlohmann::json &wall = member(member(r, "", "timing"), "/timing", "wall_s");
+    if (!wall.is_number())
+        malformed("/timing/wall_s is not a number: " + wall.dump());
+    s.wallSeconds = wall.get<double>();
+    s.cancelled = flagOf(r, "", "cancelled");
     return s;
 }
 

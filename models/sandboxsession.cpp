@@ -103,6 +103,7 @@ bool SandboxSession::start(const SandboxRequest &request)
     const QString url = request.ledgerUrl;
     m_thread = QThread::create([this, url, options = std::move(options)] {
         nlohmann::json report;
+        sandbox::SandboxSummary summary;
         QString error;
         try {
             // The runner's clock starts at the wall clock and only it moves it (virtual time).
@@ -111,18 +112,20 @@ bool SandboxSession::start(const SandboxRequest &request)
                 sandbox::SandboxRunner::openLedger(url, clock, OpenMode::OpenExisting), clock,
                 options);
             report = runner.run();
+            summary = sandbox::SandboxSummary::read(report);
         } catch (const std::exception &e) {
             error = QString::fromStdString(e.what());
         }
         QMetaObject::invokeMethod(
             this,
-            [this, report = std::move(report), error] {
+            [this, report = std::move(report), summary = std::move(summary), error] {
                 done();
                 if (!error.isEmpty()) {
                     Q_EMIT failed(error);
                     return;
                 }
                 m_report = report;
+                m_summary = summary;
                 Q_EMIT finished();
             },
             Qt::QueuedConnection);

@@ -11,6 +11,8 @@
 #include <QString>
 #include <QStringList>
 
+#include "sandboxreport.h"
+
 class QThread;
 
 namespace idempo {
@@ -47,6 +49,8 @@ public:
     bool isRunning() const { return m_thread != nullptr; }
     /// The last run's report (SandboxRunner::run()'s JSON); null before the first.
     const nlohmann::json &report() const { return m_report; }
+    /// What a view shows of it, read on the run's thread; empty before the first.
+    const sandbox::SandboxSummary &summary() const { return m_summary; }
 
     /// Whether SandboxRunner can run on the ledger `url` names (the embedded one only).
     static bool supportsLedger(const QString &url);
@@ -62,9 +66,10 @@ public:
 Q_SIGNALS:
     /// Runs whose last operation settled out of `runs`; `virtualMs` of virtual time so far.
     void progressed(int settled, int runs, qint64 deliveries, qint64 virtualMs);
-    /// The run ended (or was cancelled); report() holds its report.
+    /// The run ended (or was cancelled); report() and summary() hold its report.
     void finished();
-    /// The run could not start or broke off: nothing to report.
+    /// The run could not start or broke off, or its report could not be read: nothing to
+    /// report.
     void failed(const QString &message);
 
 private:
@@ -73,6 +78,7 @@ private:
     QThread *m_thread = nullptr;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     nlohmann::json m_report;
+    sandbox::SandboxSummary m_summary;
 };
 
 } // namespace idempo

@@ -19,25 +19,21 @@
 
 #include "ledgerconnection.h"
 #include "operationquery.h"
+#include "sandboxreport.h"
 #include "sandboxsession.h"
 
 namespace idempo {
 
 namespace {
 
-QString text(const nlohmann::json &v)
-{
-    return QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump());
-}
-
-/// A report's count object as "name 3, other 1", leaving out zeros; "none" when all are zero.
-QString counts(const nlohmann::json &object)
+/// A report's counts by name as "name 3, other 1", leaving out zeros; "none" when all are zero.
+QString counts(const std::map<std::string, std::int64_t> &byName)
 {
     QStringList parts;
-    for (const auto &[name, value] : object.items())
-        if (!(value.is_number() && value.get<double>() == 0.0))
+    for (const auto &[name, value] : byName)
+        if (value != 0)
             parts << QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' ')) +
-                         QLatin1Char(' ') + text(value);
+                         QLatin1Char(' ') + QString::number(value);
     return parts.isEmpty() ? QObject::tr("none") : parts.join(QStringLiteral(", "));
 }
 
@@ -292,34 +288,31 @@ void SandboxPanel::showProgress(int settled, int runs, qint64 deliveries, qint64
 
 void SandboxPanel::showReport()
 {
-    const nlohmann::json &r = m_session->report();
-    const nlohmann::json &invariants = r.at("invariants");
-    const bool ok = invariants.at("ok").get<bool>();
-    const bool cancelled = r.value("cancelled", false);
+    const sandbox::SandboxSummary &r = m_session->summary();
     m_report->clear();
     QStringList broken;
-    for (const nlohmann::json &i : invariants.at("invariants")) {
-        const bool holds = i.at("ok").get<bool>();
+    for (const sandbox::SandboxSummary::Invariant &i : r.invariants) {
+        const QString name = QString::fromStdString(i.name);
         // An invariant checked on nothing proves nothing: it is not shown as holding.
-        const bool unchecked = holds && i.value("checked", 0) == 0;
+        const bool unchecked = i.ok && i.checked == 0;
         auto *item = new QTreeWidgetItem(m_report);
         item->setText(0, (unchecked ? QStringLiteral("– ")
-                          : holds   ? QStringLiteral("✔ ")
+                          : i.ok    ? QStringLiteral("✔ ")
                                     : QStringLiteral("✘ ")) +
-                             text(i.at("name")));
+                             name);
         item->setText(1, unchecked ? tr("not checked: nothing of it ran")
-                         : holds   ? tr("holds (%1 checked)").arg(text(i.at("checked")))
-                                   : tr("VIOLATED: %1 of %2 checked")
-                                       .arg(text(i.at("violations")), text(i.at("checked"))));
+                         : i.ok
+                             ? tr("holds (%1 checked)").arg(i.checked)
+                             : tr("VIOLATED: %1 of %2 checked").arg(i.violations).arg(i.checked));
         if (!unchecked)
-            item->setForeground(0, holds ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
-        if (holds)
+            item->setForeground(0, i.ok ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd6, 0x45, 0x45));
+        if (i.ok)
             continue;
-        broken << text(i.at("name"));
-        for (const nlohmann::json &e : i.at("examples")) {
+        broken << name;
+        for (const sandbox::SandboxSummary::Invariant::Example &e : i.examples) {
             auto *example = new QTreeWidgetItem(item);
-            example->setText(0, text(e.at("operation")));
-            example->setText(1, text(e.at("message")));
+            example->setText(0, QString::fromStdString(e.operation));
+            example->setText(1, QString::fromStdString(e.message));
         }
         item->setExpanded(true);
     }
@@ -330,35 +323,34 @@ void SandboxPanel::showReport()
         item->setText(0, name);
         item->setText(1, value);
     };
-    figure(tr("deliveries"), text(r.at("deliveries")));
-    figure(tr("duplicates suppressed"), counts(r.at("duplicates_suppressed")));
-    figure(tr("provider effects"), counts(r.at("provider_effects")));
-    figure(tr("duplicate effects"), text(r.at("duplicate_effects")));
-    figure(tr("faults injected"), counts(r.at("faults_injected")));
+    figure(tr("deliveries"), QString::number(r.deliveries));
+    figure(tr("duplicates suppressed"), counts(r.duplicatesSuppressed));
+    figure(tr("provider effects"), counts(r.providerEffects));
+    figure(tr("duplicate effects"), QString::number(r.duplicateEffects));
+    figure(tr("faults injected"), counts(r.faultsInjected));
     figure(tr("retries / crashes / fenced writes"),
-           QStringLiteral("%1 / %2 / %3")
-               .arg(text(r.at("retries")), text(r.at("crashes")), text(r.at("fenced_writes"))));
+           QStringLiteral("%1 / %2 / %3").arg(r.retries).arg(r.crashes).arg(r.fencedWrites));
     figure(tr("approvals / confirmations pending"),
-           QStringLiteral("%1 / %2").arg(text(r.at("approvals_pending")),
-                                         text(r.at("confirmations_pending"))));
-    figure(tr("virtual time"), tr("%1 s").arg(text(r.at("virtual_seconds"))));
-    figure(tr("wall time"), tr("%1 s").arg(r.at("timing").at("wall_s").get<double>(), 0, 'f', 2));
+           QStringLiteral("%1 / %2").arg(r.approvalsPending).arg(r.confirmationsPending));
+    if (r.virtualSeconds)
+        figure(tr("virtual time"), tr("%1 s").arg(*r.virtualSeconds));
+    figure(tr("wall time"), tr("%1 s").arg(r.wallSeconds, 0, 'f', 2));
     figures->setExpanded(true);
 
-    const QString runs = runsText(r.at("runs").get<int>());
-    const QString where = tr("namespace %1, seed %2").arg(m_runNamespace, text(r.at("seed")));
-    if (cancelled) {
+    const QString runs = runsText(r.runs);
+    const QString where = tr("namespace %1, seed %2").arg(m_runNamespace, QString::number(r.seed));
+    if (r.cancelled) {
         setHeadline(QStringLiteral("cancelled"),
                     tr("■ CANCELLED after %1 of %2 settled (%3). Invariants on what ran: %4")
                         .arg(m_progress->value())
                         .arg(runs, where,
-                             ok ? tr("all hold")
-                                : tr("VIOLATED: %1").arg(broken.join(QStringLiteral(", ")))));
-    } else if (ok) {
+                             r.ok ? tr("all hold")
+                                  : tr("VIOLATED: %1").arg(broken.join(QStringLiteral(", ")))));
+    } else if (r.ok) {
         setHeadline(QStringLiteral("ok"),
                     tr("✔ All %1 invariants hold — %2, %3, %4 duplicate effects")
-                        .arg(invariants.at("invariants").size())
-                        .arg(runs, where, text(r.at("duplicate_effects"))));
+                        .arg(r.invariants.size())
+                        .arg(runs, where, QString::number(r.duplicateEffects)));
     } else {
         setHeadline(
             QStringLiteral("violated"),

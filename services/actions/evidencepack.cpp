@@ -331,6 +331,29 @@ nlohmann::json EvidencePack::build(LedgerStore &store, const std::string &ns,
             {"chain", {{"head", {{"seq", head.seq}, {"hash", head.hash}}}, {"links", links}}}};
 }
 
+EvidencePack::Figures EvidencePack::figures(const nlohmann::json &pack)
+{
+    const auto malformed = [](const std::string &what) {
+        return Error(ErrorCode::InvalidArgument, "malformed evidence pack: " + what);
+    };
+    if (!pack.is_object())
+        throw malformed("it is not an object");
+    const auto records = pack.find("audit_records");
+    if (records == pack.end() || !records->is_array())
+        throw malformed("it has no \"audit_records\" array");
+    const auto chain = pack.find("chain");
+    if (chain == pack.end() || !chain->is_object() || !chain->contains("head") ||
+        !chain->at("head").is_object())
+        throw malformed("it has no chain head (\"chain\": {\"head\": …})");
+    const nlohmann::json &head = chain->at("head");
+    const auto seq = head.find("seq");
+    if (seq == head.end() || !seq->is_number_integer() || seq->get<std::int64_t>() < 0)
+        throw malformed(
+            "the chain head's \"seq\" is " +
+            (seq == head.end() ? std::string("missing") : "not a record number: " + seq->dump()));
+    return {static_cast<std::int64_t>(records->size()), seq->get<std::int64_t>()};
+}
+
 EvidencePack::Verdict EvidencePack::verify(const nlohmann::json &pack)
 {
     Verdict v;

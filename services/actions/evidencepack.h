@@ -33,6 +33,17 @@ public:
     /// The pack of operation `ns`/`key`. Throws Error(NotFound) for an unknown operation.
     static nlohmann::json build(LedgerStore &store, const std::string &ns, const std::string &key);
 
+    /// What an export says of the pack it wrote (the console's status line): how many of the
+    /// operation's audit records the pack holds and the chain head it was made at.
+    struct Figures
+    {
+        std::int64_t auditRecords = 0;
+        std::int64_t headSeq = 0; ///< 0: the ledger's chain was empty
+    };
+    /// The figures of `pack`, as build() makes it. Throws Error(InvalidArgument) naming the first
+    /// part it lacks or that is not of its type; proves nothing (verify() does).
+    static Figures figures(const nlohmann::json &pack);
+
     struct Verdict
     {
         bool ok = true;

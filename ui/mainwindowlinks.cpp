@@ -130,6 +130,7 @@ void MainWindow::exportEvidence(const QString &ns, const QString &key, const QSt
             Written w;
             try {
                 const nlohmann::json pack = EvidencePack::build(s, ns, key);
+                const EvidencePack::Figures figures = EvidencePack::figures(pack);
                 const std::string text = pack.dump(2, ' ', true) + "\n";
                 QSaveFile out(file);
                 w.ok = out.open(QIODevice::WriteOnly) &&
@@ -140,8 +141,8 @@ void MainWindow::exportEvidence(const QString &ns, const QString &key, const QSt
                     w.ok ? QObject::tr("Evidence pack written to %1: %2 audit record(s), "
                                        "chain head record %3")
                                .arg(file)
-                               .arg(pack["audit_records"].size())
-                               .arg(pack["chain"]["head"]["seq"].get<qint64>())
+                               .arg(figures.auditRecords)
+                               .arg(figures.headSeq)
                          : QObject::tr("Could not write %1: %2").arg(file, out.errorString());
             } catch (const std::exception &e) {
                 w.message = QObject::tr("Evidence pack not written: %1")

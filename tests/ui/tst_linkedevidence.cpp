@@ -169,6 +169,10 @@ void TestLinkedEvidence::evidencePackFromTheConsole()
     const EvidencePack::Verdict verdict = EvidencePack::verify(pack);
     QVERIFY2(verdict.ok, verdict.problem.c_str());
     QCOMPARE(verdict.records, std::int64_t{1});
+    // The status line names the pack's figures.
+    QCOMPARE(exported.at(0).at(1).toString(),
+             QStringLiteral("Evidence pack written to %1: 1 audit record(s), chain head record %2")
+                 .arg(path, QString::number(pack["chain"]["head"]["seq"].get<qint64>())));
 }
 
 QTEST_MAIN(TestLinkedEvidence)

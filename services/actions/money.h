@@ -67,7 +67,8 @@ struct ReferenceRates
 /// reference_rates setting, unset or empty for none) the threshold is in the reference
 /// currency, every value is converted at its rate, and a currency without a rate always needs
 /// two approvers; without rates the threshold applies as written in every currency. Exact:
-/// the same comparison as idempo.needs_four_eyes on PostgreSQL (functions/actions/needs_four_eyes.sql).
+/// the same comparison as idempo.needs_four_eyes on PostgreSQL
+/// (functions/actions/needs_four_eyes.sql).
 bool needsFourEyes(const Amount &value, const std::optional<std::string> &threshold,
                    const std::optional<std::string> &rates);
 

@@ -31,7 +31,8 @@ struct QueueEnvelope
     /// Error(InvalidArgument) naming a missing or mistyped member, an empty run_id or step_id,
     /// or a produced_at that is negative, fractional or beyond INT64_MAX; Error(InvalidKey) when
     /// idempotency_key breaks the key rules. resources/schema/envelope.schema.json states the
-    /// same rules for other languages (tests/services/core/tst_envelopeschema.cpp holds them equal).
+    /// same rules for other languages (tests/services/core/tst_envelopeschema.cpp holds them
+    /// equal).
     static QueueEnvelope fromJson(const nlohmann::json &json);
 };
 

@@ -180,9 +180,9 @@ private:
 
 /// Live views' change feed on a connection of its own, shaped like PgListener (socket(),
 /// takeNotifications(), ping(), waitForNotification()): it long-polls idempo.wait_for_changes()
-/// (functions/listing/wait_for_changes.sql), which answers as soon as an operation was created or moved
-/// since the last answer, or after WaitMs with nothing. Writers never notify, so their commits
-/// never queue behind PostgreSQL's notify lock. Each change arrives as a PgNotification on
+/// (functions/listing/wait_for_changes.sql), which answers as soon as an operation was created or
+/// moved since the last answer, or after WaitMs with nothing. Writers never notify, so their
+/// commits never queue behind PostgreSQL's notify lock. Each change arrives as a PgNotification on
 /// channel `idempo_operations` whose payload is {"ns","key","run_id","state","version"}.
 class PgChangeFeed final
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One open replay per dead letter, at the SQL API as operators at a psql prompt meet it
-// (functions/queue/dlq_replay_begin.sql): a second begin of a held set is refused with ID009 naming the
-// holder, an abandoned replay is taken over with an audit record, and its runner is fenced off.
+// (functions/queue/dlq_replay_begin.sql): a second begin of a held set is refused with ID009 naming
+// the holder, an abandoned replay is taken over with an audit record, and its runner is fenced off.
 // Runs under tests/pg/with-postgres.sh.
 #include <thread>
 

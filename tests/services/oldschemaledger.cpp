@@ -45,6 +45,13 @@ std::string freshPostgresDatabase(const std::string &name)
     return url.toString().toStdString();
 }
 
+std::string urlAs(const std::string &url, const std::string &user)
+{
+    QUrl parsed(QString::fromStdString(url));
+    parsed.setUserName(QString::fromStdString(user));
+    return parsed.toString().toStdString();
+}
+
 void migratePostgresTo(PgConnection &c, int lastVersion)
 {
     PgTransaction tx(c);

@@ -19,6 +19,9 @@ QString migrateSqliteTo(QSqlQuery &q, int lastVersion);
 /// dropped first if it exists; its URL.
 std::string freshPostgresDatabase(const std::string &name);
 
+/// `url` with `user` as its login (a password comes from the password file, as libpq finds it).
+std::string urlAs(const std::string &url, const std::string &user);
+
 /// Brings the empty database of `c` to schema `lastVersion` as the released build of that version
 /// left it (at most 26: tests/services/released/), in one transaction.
 void migratePostgresTo(PgConnection &c, int lastVersion);

@@ -22,22 +22,15 @@ namespace {
 
 /// The suite's own ledger, made afresh by initTestCase() beside the cluster's database, so that
 /// nothing an earlier suite (or an earlier run of this one) left there counts.
-std::string &ledgerUrl()
+std::string &testUrl()
 {
     static std::string url;
     return url;
 }
 
-std::string testUrl()
-{
-    return ledgerUrl();
-}
-
 std::string urlFor(const std::string &user)
 {
-    QUrl url(QString::fromStdString(testUrl()));
-    url.setUserName(QString::fromStdString(user));
-    return url.toString().toStdString();
+    return test::urlAs(testUrl(), user);
 }
 
 /// The logins of the suite and the groups each holds: one per role, sec_dual one person with two
@@ -92,7 +85,7 @@ private Q_SLOTS:
     {
         if (qEnvironmentVariableIsEmpty("IDEMPO_TEST_POSTGRES_URL"))
             QSKIP("IDEMPO_TEST_POSTGRES_URL is not set; run under tests/pg/with-postgres.sh");
-        ledgerUrl() = test::freshPostgresDatabase("idempo_sql_security");
+        testUrl() = test::freshPostgresDatabase("idempo_sql_security");
         QVERIFY(m_passwords.isValid());
         PostgresLedgerStore(testUrl()).migrate();
         PgConnection owner(testUrl());
